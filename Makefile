@@ -1,0 +1,55 @@
+# framestream: `make run` starts the service with a demo frame; `make test` runs the whole suite.
+# Both install what is missing first (Debian packages as root, a .venv with the package).
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 7682
+APT_PACKAGES := chromium xvfb ffmpeg x11-utils fonts-dejavu-core fonts-noto-color-emoji fonts-noto-cjk
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench lint typecheck system-deps venv clean
+
+system-deps:
+	@missing=""; \
+	for bin in chromium Xvfb ffmpeg xdpyinfo; do command -v $$bin >/dev/null 2>&1 || missing="$$missing $$bin"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages for:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) >/dev/null; \
+	fi
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Without TERMINAL_AUTH_SECRET the demo runs with --insecure-dev, which says so loudly. The demo frame is a page
+# the service serves itself, so nothing else needs to run.
+run: system-deps venv
+	@mkdir -p .state
+	FRAMESTREAM_STATE_DIR=$${FRAMESTREAM_STATE_DIR:-$(CURDIR)/.state} exec $(PY) -m framestream serve --port $(PORT) \
+	  $$( [ -n "$$TERMINAL_AUTH_SECRET" ] || echo --insecure-dev ) \
+	  --frame http://127.0.0.1:$(PORT)/web/demo/index.html@1280x800
+
+lint: venv
+	$(VENV)/bin/ruff check framestream tests benchmarks
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+test: system-deps venv
+	$(VENV)/bin/ruff check framestream tests benchmarks
+	$(VENV)/bin/mypy
+	@if [ -d tests/web ] && ls tests/web/*.test.mjs >/dev/null 2>&1; then node --test tests/web/; fi
+	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+bench: system-deps venv
+	$(PY) -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) .state .mypy_cache .ruff_cache

@@ -1,0 +1,218 @@
+"""Micro-benchmarks of framestream.media.capture against a private Xvfb.
+
+    .venv/bin/python benchmarks/capture_micro.py [--still-seconds 5] [--sizes 1280x800,2560x1600]
+
+Prints, per size: XShm grab time (mean of 200), grab_copy time, damage latency, the CPU a thread spends
+waiting on damage over a still display, changed_rows timings, and the CPU of a whole capture loop (wait,
+grab, change check, copy) while another client paints a 256x256 square at 30 Hz.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import resource
+import select
+import signal
+import subprocess
+import threading
+import time
+import timeit
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from framestream.media.capture import DamageRect, DisplayCapture, changed_rows
+
+
+@contextmanager
+def xvfb(width: int, height: int) -> Iterator[tuple[str, int]]:
+    r, w = os.pipe()
+    proc = subprocess.Popen(
+        [
+            "Xvfb",
+            "-displayfd",
+            str(w),
+            "-screen",
+            "0",
+            f"{width}x{height}x24",
+            "-nolisten",
+            "tcp",
+            "-noreset",
+        ],
+        pass_fds=(w,),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    os.close(w)
+    data = b""
+    while not data.endswith(b"\n"):
+        ready, _, _ = select.select([r], [], [], 15)
+        chunk = os.read(r, 16) if ready else b""
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    try:
+        if not data.endswith(b"\n"):
+            raise RuntimeError("Xvfb did not start")
+        yield f":{data.decode().strip()}", proc.pid
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+class Painter:
+    def __init__(self, display: str) -> None:
+        x = ctypes.CDLL("libX11.so.6")
+        vp, i, u, ul = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_ulong
+        x.XOpenDisplay.restype, x.XOpenDisplay.argtypes = vp, [ctypes.c_char_p]
+        x.XDefaultScreen.argtypes = [vp]
+        x.XRootWindow.restype, x.XRootWindow.argtypes = ul, [vp, i]
+        x.XDefaultGC.restype, x.XDefaultGC.argtypes = vp, [vp, i]
+        x.XSetForeground.argtypes = [vp, vp, ul]
+        x.XFillRectangle.argtypes = [vp, ul, vp, i, i, u, u]
+        x.XSync.argtypes = [vp, i]
+        x.XCloseDisplay.argtypes = [vp]
+        self.x = x
+        self.dpy = x.XOpenDisplay(display.encode())
+        screen = x.XDefaultScreen(self.dpy)
+        self.root = x.XRootWindow(self.dpy, screen)
+        self.gc = x.XDefaultGC(self.dpy, screen)
+
+    def fill(self, x: int, y: int, w: int, h: int, rgb: int) -> None:
+        self.x.XSetForeground(self.dpy, self.gc, rgb)
+        self.x.XFillRectangle(self.dpy, self.root, self.gc, x, y, w, h)
+        self.x.XSync(self.dpy, 0)
+
+    def close(self) -> None:
+        self.x.XCloseDisplay(self.dpy)
+
+
+def thread_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_THREAD)
+    return r.ru_utime + r.ru_stime
+
+
+def proc_cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
+
+
+def bench(width: int, height: int, still_seconds: float) -> None:
+    print(f"== {width}x{height}")
+    with xvfb(width, height) as (display, server_pid), DisplayCapture(display, width, height) as cap:
+        painter = Painter(display)
+        cap.wait_damage(1.0)
+
+        n = 200
+        t = timeit.timeit(cap.grab, number=n) / n
+        print(f"grab (XShmGetImage, no copy), mean of {n}: {ms(t)}")
+        t = timeit.timeit(cap.grab_copy, number=n) / n
+        print(f"grab_copy, mean of {n}:                   {ms(t)}")
+        t = timeit.timeit(cap.pending_damage, number=2000) / 2000
+        print(f"pending_damage with nothing pending:       {t * 1e6:.1f} us")
+
+        lat = []
+        for k in range(50):
+            t0 = time.perf_counter()
+            painter.fill(k, k, 64, 64, 0x010101 * k)
+            cap.wait_damage(1.0)
+            lat.append(time.perf_counter() - t0)
+        print(
+            f"paint -> wait_damage returns (median of 50): {ms(float(np.median(lat)))} (includes the paint)"
+        )
+
+        cap.pending_damage()
+        c0, s0, w0 = thread_cpu(), proc_cpu(server_pid), time.monotonic()
+        woke = 0
+        while time.monotonic() - w0 < still_seconds:
+            if cap.wait_damage(1.0):
+                woke += 1
+        wall = time.monotonic() - w0
+        print(
+            f"still display, wait_damage(1.0) for {wall:.1f} s: thread CPU {(thread_cpu() - c0) / wall:.5f} "
+            f"vCPU, Xvfb CPU {(proc_cpu(server_pid) - s0) / wall:.5f} vCPU, spurious wakes {woke}"
+        )
+
+        painter.fill(0, 0, width, height, 0x336699)
+        cap.wait_damage(1.0)
+        prev = cap.grab_copy()
+        cur = prev.copy()
+        full = [DamageRect(0, 0, width, height)]
+        small = [DamageRect(width // 2, height // 2, 256, 256)]
+        r = 100
+        t = timeit.timeit(lambda: changed_rows(prev, cur, None), number=r) / r
+        print(f"changed_rows identical, whole picture:     {ms(t)}")
+        t = timeit.timeit(lambda: changed_rows(prev, cur, small), number=r) / r
+        print(f"changed_rows identical, 256x256 damage:    {ms(t)}")
+        cur[height // 2, width // 2] ^= 0xFF
+        t = timeit.timeit(lambda: changed_rows(prev, cur, full), number=r) / r
+        print(f"changed_rows one changed pixel mid-screen: {ms(t)}")
+        cur[0, 0] ^= 0xFF
+        cur[-1, -1] ^= 0xFF
+        t = timeit.timeit(lambda: changed_rows(prev, cur, full), number=r) / r
+        print(f"changed_rows changed first and last row:   {ms(t)}")
+        shm = cap.grab()
+        t = timeit.timeit(lambda: changed_rows(prev, shm, full), number=r) / r
+        print(f"changed_rows identical, shm view vs copy:  {ms(t)}")
+
+        # A whole capture loop while another client paints at 30 Hz.
+        stop = threading.Event()
+
+        def animate() -> None:
+            p = Painter(display)
+            k = 0
+            while not stop.is_set():
+                k += 1
+                p.fill(100 + k % 200, 100, 256, 256, 0x000100 * (k % 256))
+                time.sleep(1 / 30)
+            p.close()
+
+        anim = threading.Thread(target=animate)
+        anim.start()
+        kept = cap.grab_copy()
+        frames = 0
+        c0, w0 = thread_cpu(), time.monotonic()
+        while time.monotonic() - w0 < 3.0:
+            rects = cap.wait_damage(0.5)
+            if not rects:
+                continue
+            pic = cap.grab()
+            if changed_rows(kept, pic, rects) is not None:
+                np.copyto(kept, pic)
+                frames += 1
+        wall = time.monotonic() - w0
+        loop_cpu = (thread_cpu() - c0) / wall
+        stop.set()
+        anim.join()
+        print(
+            f"capture loop, 256x256 square moving at 30 Hz: {frames / wall:.1f} changed pictures/s, "
+            f"{loop_cpu:.4f} vCPU (wait + grab + check + full copy; no encoding)"
+        )
+        painter.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--still-seconds", type=float, default=5.0)
+    parser.add_argument("--sizes", default="1280x800,2560x1600")
+    args = parser.parse_args()
+    print(f"cpus {os.cpu_count()}, numpy {np.__version__}")
+    for size in args.sizes.split(","):
+        w, h = (int(v) for v in size.split("x"))
+        bench(w, h, args.still_seconds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+import sys
+
+from framestream.cli import main
+
+sys.exit(main())

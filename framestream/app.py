@@ -1,0 +1,89 @@
+"""Composition root: builds the service, starts it in order and stops it in the reverse order.
+
+Start: settings -> frame registry (frames from the last run come back `closed`) -> HTTP/WebSocket server ->
+frames from `--frame`. Stop (SIGTERM, SIGINT, or an error): stop accepting, close viewers with 1001, close every
+browser gracefully so profiles flush, end every task, save the registry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+from aiohttp import web
+
+from framestream.config import Settings
+from framestream.frames import FrameManager
+from framestream.server.context import ServiceContext
+from framestream.server.http import build_app
+from framestream.server.ws import close_all
+from framestream.tokens import mint_token
+
+log = logging.getLogger("framestream")
+
+
+class Service:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.manager = FrameManager(settings)
+        self.ctx = ServiceContext(settings, self.manager)
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    async def start(self) -> None:
+        s = self.settings
+        self.manager.load()
+        app = build_app(self.ctx)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=2.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, s.host, s.port, reuse_address=True)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1] if sockets else s.port
+        for url, size in s.frames:
+            await self.manager.create(url, size)
+
+    async def stop(self) -> None:
+        log.info("shutting down")
+        await close_all(self.ctx)
+        await self.manager.shutdown()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def viewer_url(self) -> str:
+        host = "127.0.0.1" if self.settings.host in ("0.0.0.0", "::", "") else self.settings.host
+        token = mint_token(self.settings.secret, role="drive", sandbox_id=self.settings.sandbox_id, ttl=120)
+        return f"http://{host}:{self.port}/#token={token}"
+
+
+async def run(settings: Settings) -> int:
+    """Serve until SIGTERM or SIGINT; returns the process exit code."""
+    service = Service(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await service.start()
+    except OSError as exc:
+        log.error("cannot listen on %s:%s: %s", settings.host, settings.port, exc)
+        await service.stop()
+        return 1
+    log.info("framestream listening on http://%s:%s (sandbox %s, shared frames %s, max browsers %d)",
+             settings.host, service.port, settings.sandbox_id, "on" if settings.shared_frames else "off",
+             settings.max_browsers)
+    if settings.insecure_dev:
+        log.warning("INSECURE DEV MODE: tokens are signed with a public key; never expose this port")
+    print(f"framestream: open {service.viewer_url()}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        with contextlib.suppress(Exception):
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+        await asyncio.wait_for(service.stop(), 15.0)
+    return 0

@@ -1,0 +1,252 @@
+"""One Chromium per frame, on the frame's display, with its own profile; DevTools on loopback only.
+
+We launch at about:blank and navigate over DevTools, so an unloadable URL comes back as an error we can
+report instead of a silent error page. The browser-level DevTools socket carries one flattened session for
+the page target; closing the browser goes through `Browser.close` first so the profile is flushed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from framestream.browser.cdp import CDPConnection
+from framestream.browser.process import spawn, terminate_group
+from framestream.errors import BrowserError, CDPError
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT = 30.0
+SINGLETON_FILES = ("SingletonLock", "SingletonSocket", "SingletonCookie")
+
+
+def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, as_root: bool) -> list[str]:
+    flags = [
+        f"--user-data-dir={profile_dir}",
+        "--remote-debugging-address=127.0.0.1",
+        "--remote-debugging-port=0",
+        "--kiosk",
+        "--window-position=0,0",
+        f"--window-size={width},{height}",
+        f"--force-device-scale-factor={dpr}",
+        "--force-color-profile=srgb",  # pixels on the display are the page's sRGB values
+        "--ozone-platform=x11",
+        "--disable-gpu",  # Xvfb has no GPU; software compositing straight to the window is cheapest
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--disable-extensions",
+        "--disable-breakpad",
+        "--disable-client-side-phishing-detection",
+        "--disable-hang-monitor",
+        "--disable-session-crashed-bubble",
+        "--hide-crash-restore-bubble",
+        "--noerrdialogs",
+        "--disable-infobars",
+        "--password-store=basic",
+        "--use-mock-keychain",
+        "--metrics-recording-only",
+        # A shared page is always "visible" to its viewers even though nothing looks at the X window.
+        "--disable-renderer-backgrounding",
+        "--disable-backgrounding-occluded-windows",
+        "--disable-background-timer-throttling",
+        "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,"
+        "CalculateNativeWinOcclusion,DialMediaRouteProvider",
+        "--lang=en-US",
+        "--test-type",  # no "unsupported flag" infobar over the page
+    ]
+    if as_root:
+        flags.append("--no-sandbox")
+    return flags
+
+
+def clear_stale_locks(profile_dir: Path) -> list[str]:
+    """Remove Singleton* files a killed Chromium left behind (they make the next launch exit at once)."""
+    removed = []
+    for name in SINGLETON_FILES:
+        path = profile_dir / name
+        if path.is_symlink() or path.exists():
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(name)
+    return removed
+
+
+class ChromeBrowser:
+    def __init__(self, proc: asyncio.subprocess.Process, cdp: CDPConnection, session_id: str, target_id: str,
+                 profile_dir: Path) -> None:
+        self.proc = proc
+        self.cdp = cdp
+        self.session_id = session_id
+        self.target_id = target_id
+        self.profile_dir = profile_dir
+        self._renderers_stopped: list[int] = []
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.returncode is None and not self.cdp.closed
+
+    @classmethod
+    async def launch(
+        cls,
+        *,
+        chrome_path: str,
+        display: str,
+        profile_dir: Path,
+        width: int,
+        height: int,
+        dpr: int,
+        extra_flags: Sequence[str] = (),
+    ) -> ChromeBrowser:
+        profile_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(profile_dir, 0o700)
+        removed = clear_stale_locks(profile_dir)
+        if removed:
+            log.info("removed stale %s from %s", ", ".join(removed), profile_dir)
+        port_file = profile_dir / "DevToolsActivePort"
+        with contextlib.suppress(FileNotFoundError):
+            port_file.unlink()
+        as_root = os.geteuid() == 0
+        argv = [chrome_path, *chrome_flags(profile_dir, width, height, dpr, as_root=as_root), *extra_flags,
+                "about:blank"]
+        env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY",)}
+        env["DISPLAY"] = display
+        try:
+            proc = await spawn(argv, env=env, log_path=str(profile_dir.parent / f"{profile_dir.name}.chrome.log"))
+        except OSError as exc:
+            raise BrowserError(f"cannot start Chromium ({chrome_path}): {exc}") from exc
+        try:
+            ws_url = await asyncio.wait_for(_devtools_url(proc, port_file), START_TIMEOUT)
+            cdp = await CDPConnection.connect(ws_url)
+            try:
+                target_id, session_id = await _attach_page(cdp)
+                browser = cls(proc, cdp, session_id, target_id, profile_dir)
+                await browser.call("Page.enable")
+                await browser.call("Runtime.enable")
+            except BaseException:
+                await cdp.close()
+                raise
+        except (TimeoutError, CDPError, BrowserError, OSError) as exc:
+            await terminate_group(proc, grace=2.0)
+            raise BrowserError(f"Chromium did not come up: {exc or 'timed out'}") from exc
+        return browser
+
+    async def call(self, method: str, params: dict[str, Any] | None = None, *, timeout: float = 10.0
+                   ) -> dict[str, Any]:
+        return await self.cdp.call(method, params, session_id=self.session_id, timeout=timeout)
+
+    async def navigate(self, url: str, *, timeout: float = 30.0) -> str | None:
+        """Navigate and wait for the load; returns Chrome's error text (net::ERR_...) or None."""
+        loaded = asyncio.get_running_loop().create_future()
+
+        def on_load(params: dict[str, Any]) -> None:
+            if params.get("sessionId") == self.session_id and not loaded.done():
+                loaded.set_result(None)
+
+        unsubscribe = self.cdp.on("Page.loadEventFired", on_load)
+        try:
+            result = await self.call("Page.navigate", {"url": url}, timeout=timeout)
+            error = result.get("errorText")
+            if error:
+                return str(error)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(loaded, timeout)
+            return None
+        finally:
+            unsubscribe()
+
+    async def current_url(self) -> str:
+        result = await self.call("Runtime.evaluate", {"expression": "location.href", "returnByValue": True})
+        return str(result.get("result", {}).get("value", ""))
+
+    async def evaluate(self, expression: str, *, timeout: float = 10.0) -> Any:
+        result = await self.call(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True},
+            timeout=timeout,
+        )
+        if "exceptionDetails" in result:
+            raise CDPError(f"evaluate failed: {result['exceptionDetails'].get('text')}")
+        return result.get("result", {}).get("value")
+
+    def renderer_pids(self) -> list[int]:
+        """Renderer processes of this browser, found by walking our own process group in /proc."""
+        pids = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                if int(fields[2]) != self.proc.pid:  # field 5, pgrp
+                    continue
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if b"--type=renderer" in f.read():
+                        pids.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+        return pids
+
+    def stop_renderers(self) -> None:
+        """Freeze the page: SIGSTOP its renderers (state intact, no CPU, resumes painting at once)."""
+        self._renderers_stopped = self.renderer_pids()
+        for pid in self._renderers_stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+
+    def continue_renderers(self) -> None:
+        for pid in self._renderers_stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        self._renderers_stopped = []
+
+    async def close(self, *, grace: float = 10.0) -> None:
+        """Close gracefully (Browser.close flushes cookies, storage and prefs), then make sure it is gone."""
+        self.continue_renderers()
+        if self.proc.returncode is None and not self.cdp.closed:
+            with contextlib.suppress(CDPError):
+                await self.cdp.call("Browser.close", timeout=3.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.proc.wait(), grace)
+        await self.cdp.close()
+        await terminate_group(self.proc, grace=2.0)
+
+
+async def _devtools_url(proc: asyncio.subprocess.Process, port_file: Path) -> str:
+    while True:
+        if proc.returncode is not None:
+            raise BrowserError(f"Chromium exited with code {proc.returncode} during start")
+        try:
+            lines = port_file.read_text().split("\n")
+            if len(lines) >= 2 and lines[0].strip().isdigit() and lines[1].strip():
+                return f"ws://127.0.0.1:{lines[0].strip()}{lines[1].strip()}"
+        except FileNotFoundError:
+            pass
+        await asyncio.sleep(0.05)
+
+
+async def _attach_page(cdp: CDPConnection) -> tuple[str, str]:
+    for _ in range(100):
+        targets = (await cdp.call("Target.getTargets")).get("targetInfos", [])
+        pages = [t for t in targets if t.get("type") == "page"]
+        if pages:
+            target_id = str(pages[0]["targetId"])
+            attached = await cdp.call("Target.attachToTarget", {"targetId": target_id, "flatten": True})
+            return target_id, str(attached["sessionId"])
+        await asyncio.sleep(0.05)
+    raise BrowserError("Chromium opened no page")
+
+
+__all__ = ["ChromeBrowser", "chrome_flags", "clear_stale_locks"]

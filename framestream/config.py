@@ -1,0 +1,180 @@
+"""One frozen Settings object, read from the environment and flags and validated at start."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from framestream.errors import ConfigError
+
+MAX_ENCODED_WIDTH = 2560
+MAX_ENCODED_HEIGHT = 1600
+MIN_CSS_SIZE = 64
+MAX_CSS_SIZE = 4096
+DEFAULT_CSS_SIZE = (1280, 800)
+DEFAULT_DPR = 2
+MIN_SECRET_BYTES = 32
+# Used only with --insecure-dev, which says so loudly on every start.
+INSECURE_DEV_SECRET = "framestream-insecure-dev-secret-do-not-use-in-production"
+
+
+@dataclass(frozen=True, slots=True)
+class FrameSize:
+    """A frame's CSS size and device pixel ratio; `width`/`height` are the encoded (display) pixels."""
+
+    css_width: int
+    css_height: int
+    dpr: int
+
+    @property
+    def width(self) -> int:
+        return self.css_width * self.dpr
+
+    @property
+    def height(self) -> int:
+        return self.css_height * self.dpr
+
+
+def frame_size(css_width: object, css_height: object, dpr: object = DEFAULT_DPR) -> FrameSize:
+    """Validate a requested size. dpr is 1 or 2 and drops to 1 when 2 would exceed 2560x1600 encoded pixels;
+    CSS sizes are even so the 4:2:0 picture has whole chroma samples at dpr 1 too."""
+    for name, value in (("width", css_width), ("height", css_height), ("dpr", dpr)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{name} must be a whole number, got {value!r}")
+    assert isinstance(css_width, int) and isinstance(css_height, int) and isinstance(dpr, int)
+    if dpr not in (1, 2):
+        raise ConfigError(f"dpr must be 1 or 2, got {dpr}")
+    if not (MIN_CSS_SIZE <= css_width <= MAX_CSS_SIZE and MIN_CSS_SIZE <= css_height <= MAX_CSS_SIZE):
+        raise ConfigError(
+            f"frame size {css_width}x{css_height} is out of range: each side must be {MIN_CSS_SIZE}..{MAX_CSS_SIZE}"
+        )
+    if css_width > MAX_ENCODED_WIDTH or css_height > MAX_ENCODED_HEIGHT:
+        raise ConfigError(
+            f"frame size {css_width}x{css_height} exceeds {MAX_ENCODED_WIDTH}x{MAX_ENCODED_HEIGHT} even at dpr 1"
+        )
+    css_width -= css_width % 2
+    css_height -= css_height % 2
+    if dpr == 2 and (css_width * 2 > MAX_ENCODED_WIDTH or css_height * 2 > MAX_ENCODED_HEIGHT):
+        dpr = 1
+    return FrameSize(css_width, css_height, dpr)
+
+
+_FRAME_ARG = re.compile(r"^(?P<url>.+?)(?:@(?P<w>[^@x]+)x(?P<h>[^@x]+))?$")
+
+
+def parse_frame_arg(arg: str) -> tuple[str, FrameSize]:
+    """`URL` or `URL@WxH` from `--frame`."""
+    match = _FRAME_ARG.match(arg.strip())
+    if not match or not match.group("url"):
+        raise ConfigError(f"--frame {arg!r}: expected URL or URL@WIDTHxHEIGHT")
+    w, h = match.group("w"), match.group("h")
+    if w is None or h is None:
+        return match.group("url"), frame_size(*DEFAULT_CSS_SIZE)
+    try:
+        width, height = int(w), int(h)
+    except ValueError as exc:
+        raise ConfigError(f"--frame {arg!r}: size must be WIDTHxHEIGHT in whole CSS pixels") from exc
+    return match.group("url"), frame_size(width, height)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    secret: bytes
+    insecure_dev: bool
+    sandbox_id: str
+    host: str = "127.0.0.1"
+    port: int = 7682
+    shared_frames: bool = True
+    max_browsers: int = 6
+    idle_pause_s: float = 5.0
+    state_dir: Path = Path("~/.local/state/framestream").expanduser()
+    chrome_path: str = "/usr/bin/chromium"
+    xvfb_path: str = "Xvfb"
+    fps: int = 30
+    max_message_bytes: int = 64 * 1024
+    max_watch_per_connection: int = 16
+    max_connections: int = 256
+    input_rate_per_s: float = 200.0
+    hello_timeout_s: float = 5.0
+    allowed_origins: tuple[str, ...] = ()
+    frames: tuple[tuple[str, FrameSize], ...] = field(default_factory=tuple)
+
+
+def _env_float(env: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name}={raw!r} is not a number") from exc
+    if not low <= value <= high:
+        raise ConfigError(f"{name}={raw!r} must be between {low:g} and {high:g}")
+    return value
+
+
+def load_settings(
+    env: Mapping[str, str] | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 7682,
+    insecure_dev: bool = False,
+    frames: tuple[str, ...] = (),
+) -> Settings:
+    env = os.environ if env is None else env
+    raw_secret = env.get("TERMINAL_AUTH_SECRET", "")
+    if raw_secret:
+        secret = raw_secret.encode()
+        if len(secret) < MIN_SECRET_BYTES:
+            raise ConfigError(
+                f"TERMINAL_AUTH_SECRET is {len(secret)} bytes; it must be at least {MIN_SECRET_BYTES} bytes"
+            )
+    elif insecure_dev:
+        secret = INSECURE_DEV_SECRET.encode()
+    else:
+        raise ConfigError(
+            "TERMINAL_AUTH_SECRET is not set: set it to a random string of at least "
+            f"{MIN_SECRET_BYTES} bytes (or pass --insecure-dev for a local demo)"
+        )
+    shared_raw = env.get("SHARED_FRAMES", "on").strip().lower()
+    if shared_raw not in ("on", "off", "true", "false", "1", "0"):
+        raise ConfigError(f"SHARED_FRAMES={shared_raw!r} must be on or off")
+    shared = shared_raw in ("on", "true", "1")
+    max_browsers = int(_env_float(env, "MAX_BROWSERS", 6, 1, 64))
+    idle = _env_float(env, "FRAME_IDLE_PAUSE_S", 5.0, 0.1, 86400)
+    state_dir = Path(env.get("FRAMESTREAM_STATE_DIR") or "~/.local/state/framestream").expanduser()
+    chrome = env.get("CHROME_PATH") or _default_chrome()
+    sandbox = env.get("SANDBOX_ID", "local")
+    if not sandbox or len(sandbox) > 128:
+        raise ConfigError("SANDBOX_ID must be 1..128 characters")
+    if not 0 < port < 65536:
+        raise ConfigError(f"port {port} is out of range")
+    parsed = tuple(parse_frame_arg(f) for f in frames)
+    if parsed and not shared:
+        raise ConfigError("--frame is refused: SHARED_FRAMES=off keeps every frame private to its viewer")
+    origins = tuple(o.strip() for o in env.get("FRAMESTREAM_ALLOWED_ORIGINS", "").split(",") if o.strip())
+    return Settings(
+        secret=secret,
+        insecure_dev=insecure_dev and not raw_secret,
+        sandbox_id=sandbox,
+        host=host,
+        port=port,
+        shared_frames=shared,
+        max_browsers=max_browsers,
+        idle_pause_s=idle,
+        state_dir=state_dir,
+        chrome_path=chrome,
+        allowed_origins=origins,
+        frames=parsed,
+    )
+
+
+def _default_chrome() -> str:
+    for candidate in ("/usr/bin/chromium", "/usr/bin/google-chrome", "/usr/bin/chromium-browser"):
+        if os.path.exists(candidate):
+            return candidate
+    return shutil.which("chromium") or "/usr/bin/chromium"

@@ -1,0 +1,220 @@
+"""The per-frame worker: wait for X damage, grab, check for change, encode, hand the picture over.
+
+One thread per live frame does all of it, so the event loop never converts or encodes, and one X connection
+is only ever used from one thread. The thread is owned by `FramePipeline`: `start()` launches it, `stop()`
+asks it to end and joins it. Everything the loop asks of it (`request_keyframe`, `set_paused`, `stop`) is a flag
+plus one byte on a wake pipe, so the worker's `select` returns at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from framestream.core.pacing import Encode, EncodePolicy
+from framestream.errors import CaptureError
+from framestream.media.capture import DamageRect, DisplayCapture, changed_rows
+from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Picture:
+    """One encoded picture as the fan-out sees it."""
+
+    data: bytes
+    keyframe: bool
+    refinement: bool
+    capture_us: int  # wall clock, microseconds since the epoch, taken right after the grab
+    encoded_us: int  # when the access unit was ready; capture-to-send is measured from capture_us
+    codec: str | None
+
+
+PictureSink = Callable[[Picture], None]
+FailureSink = Callable[[Exception], None]
+
+
+class FramePipeline:
+    def __init__(
+        self,
+        display: str,
+        width: int,
+        height: int,
+        on_picture: PictureSink,
+        on_failure: FailureSink,
+        settings: EncoderSettings | None = None,
+        name: str = "frame",
+    ) -> None:
+        self.display = display
+        self.width = width
+        self.height = height
+        self._on_picture = on_picture
+        self._on_failure = on_failure
+        self._settings = settings or EncoderSettings()
+        self._policy = EncodePolicy(fps=self._settings.fps)
+        self._lock = threading.Lock()
+        self._keyframe_requested = False
+        self._paused = False
+        self._stopping = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        self._thread = threading.Thread(target=self._run, name=f"pipeline-{name}", daemon=True)
+        # The last picture as captured (BGRX), for screenshots and refinement; guarded by _lock.
+        self._last: np.ndarray | None = None
+        self._last_capture_us = 0
+        self._last_change_us = 0
+        self.stats = PipelineStats()
+
+    # -- called from the event loop ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def request_keyframe(self) -> None:
+        with self._lock:
+            self._keyframe_requested = True
+        self._wake()
+
+    def set_paused(self, paused: bool) -> None:
+        with self._lock:
+            self._paused = paused
+            if not paused:
+                self._keyframe_requested = True
+        self._wake()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        with self._lock:
+            self._stopping = True
+        self._wake()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def snapshot(self) -> tuple[np.ndarray, int, int] | None:
+        """A copy of the last captured picture, its capture time and the time of the last change (µs)."""
+        with self._lock:
+            if self._last is None:
+                return None
+            return self._last.copy(), self._last_capture_us, self._last_change_us
+
+    @property
+    def last_change_us(self) -> int:
+        with self._lock:
+            return self._last_change_us
+
+    # -- the worker thread ------------------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"\0")
+        except (BlockingIOError, OSError):
+            pass  # the pipe is full (already awake) or closed (stopping)
+
+    def _run(self) -> None:
+        try:
+            with DisplayCapture(self.display, self.width, self.height) as capture:
+                encoder = H264Encoder(self.width, self.height, self._settings)
+                try:
+                    self._loop(capture, encoder)
+                finally:
+                    encoder.close()
+        except Exception as exc:  # the owner decides what a dead pipeline means for the frame
+            with self._lock:
+                stopping = self._stopping
+            if not stopping:
+                log.warning("pipeline for %s failed: %s", self.display, exc)
+                self._on_failure(exc)
+
+    def _loop(self, capture: DisplayCapture, encoder: H264Encoder) -> None:
+        policy = self._policy
+        kept = np.empty((self.height, self.width, 4), np.uint8)  # the last picture encoded
+        have_kept = False
+        damage: list[DamageRect] = []
+        timeout = 0.0
+        while True:
+            ready, _, _ = select.select([capture.fileno(), self._wake_r], [], [], timeout)
+            if self._wake_r in ready:
+                try:
+                    os.read(self._wake_r, 4096)
+                except OSError:
+                    pass
+            with self._lock:
+                if self._stopping:
+                    return
+                paused = self._paused
+                if self._keyframe_requested:
+                    self._keyframe_requested = False
+                    policy.request_keyframe()
+            new_damage = capture.pending_damage()
+            if paused:
+                damage.clear()
+                timeout = 3600.0
+                continue
+            if new_damage:
+                damage.extend(new_damage)
+                policy.note_damage()
+            now = time.monotonic()
+            decision = policy.decide(now)
+            if not isinstance(decision, Encode):
+                timeout = min(decision.seconds, 3600.0)
+                continue
+            changed = False
+            capture_us = self._last_capture_us
+            if decision.grab:
+                frame = capture.grab()
+                capture_us = time.time_ns() // 1000
+                changed = not have_kept or changed_rows(kept, frame, damage or None) is not None
+                damage.clear()
+                if changed:
+                    with self._lock:  # snapshot() copies `kept`; never let it see half a picture
+                        np.copyto(kept, frame)
+                        have_kept = True
+                        self._last = kept
+                        self._last_capture_us = capture_us
+                        self._last_change_us = capture_us
+                        self.stats.changes += 1
+                else:
+                    with self._lock:
+                        self._last_capture_us = capture_us
+            if changed or decision.keyframe or decision.refinement:
+                started = time.perf_counter()
+                encoded: EncodedPicture = encoder.encode(
+                    kept, keyframe=decision.keyframe, refinement=decision.refinement
+                )
+                self.stats.encode_seconds += time.perf_counter() - started
+                self.stats.pictures += 1
+                if encoded.data:
+                    self._on_picture(
+                        Picture(
+                            data=encoded.data,
+                            keyframe=encoded.keyframe,
+                            refinement=encoded.refinement,
+                            capture_us=capture_us,
+                            encoded_us=time.time_ns() // 1000,
+                            codec=encoder.codec_string,
+                        )
+                    )
+            policy.note_encoded(time.monotonic(), decision, changed=changed)
+            timeout = 0.0  # ask the policy again at once: it knows the next deadline
+
+
+@dataclass
+class PipelineStats:
+    pictures: int = 0
+    changes: int = 0
+    encode_seconds: float = 0.0
+
+
+__all__ = ["CaptureError", "FramePipeline", "Picture", "PipelineStats"]

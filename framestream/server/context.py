@@ -1,0 +1,29 @@
+"""What every request handler shares: settings, the signing key, frames, and the replay guard."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from framestream.config import Settings
+from framestream.core.control import ReplayGuard
+from framestream.core.tokens import Claims, derive_key, verify
+from framestream.frames import FrameManager
+
+
+@dataclass(eq=False)
+class ServiceContext:
+    settings: Settings
+    manager: FrameManager
+    key: bytes = b""
+    replay: ReplayGuard = field(default_factory=ReplayGuard)
+    connections: set[Any] = field(default_factory=set)
+    started_at: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        self.key = derive_key(self.settings.secret, self.settings.sandbox_id)
+
+    def verify(self, token: str) -> Claims:
+        """Claims of a valid token for this sandbox; raises TokenError (`unauthorized` or `expired`)."""
+        return verify(self.key, token, sandbox=self.settings.sandbox_id, now=time.time())

@@ -1,0 +1,156 @@
+"""Fan-out: one frame's pictures to every viewer, without the producer ever waiting.
+
+`FrameFeed.publish` runs on the event loop once per encoded picture: it numbers the picture (the sequence is
+the frame's, shared by every viewer) and offers it to each `Watch`. A watch whose connection is behind (its
+`Outbox` is over budget) drops the picture and every delta after it, asks the frame for a keyframe and
+resumes only at one, so a stalled viewer costs the others nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, pack_video_header
+from framestream.media.pipeline import Picture
+
+# A viewer may fall this far behind before it skips to the next keyframe: about half a second of motion.
+OUTBOX_MAX_BYTES = 2 * 1024 * 1024
+OUTBOX_MAX_PICTURES = 15
+
+
+class Outbox:
+    """One connection's outgoing messages. Text (JSON) always queues; video queues within a budget."""
+
+    def __init__(self, max_bytes: int = OUTBOX_MAX_BYTES, max_pictures: int = OUTBOX_MAX_PICTURES) -> None:
+        self._items: collections.deque[str | bytes] = collections.deque()
+        self._video_bytes = 0
+        self._video_count = 0
+        self._max_bytes = max_bytes
+        self._max_pictures = max_pictures
+        self._ready = asyncio.Event()
+        self.closed = False
+        self.bytes_sent = 0
+        self.pictures_sent = 0
+
+    def push_text(self, text: str) -> None:
+        if self.closed:
+            return
+        self._items.append(text)
+        self._ready.set()
+
+    def push_video(self, message: bytes) -> bool:
+        """Queue one video message; False (and nothing queued) when the connection is over budget."""
+        if self.closed:
+            return False
+        if self._video_count >= self._max_pictures or self._video_bytes + len(message) > self._max_bytes:
+            # An oversized keyframe still goes through when nothing else is queued, or it never would.
+            if self._video_count > 0:
+                return False
+        self._items.append(message)
+        self._video_bytes += len(message)
+        self._video_count += 1
+        self._ready.set()
+        return True
+
+    async def next(self) -> str | bytes | None:
+        """The next message to send, or None once closed and drained."""
+        while not self._items:
+            if self.closed:
+                return None
+            self._ready.clear()
+            await self._ready.wait()
+        item = self._items.popleft()
+        if isinstance(item, bytes):
+            self._video_bytes -= len(item)
+            self._video_count -= 1
+            self.bytes_sent += len(item)
+            self.pictures_sent += 1
+        return item
+
+    def close(self) -> None:
+        self.closed = True
+        self._ready.set()
+
+
+@dataclass(eq=False)
+class Watch:
+    """One connection watching one frame, under its connection-local `slot`."""
+
+    frame_id: str
+    slot: int
+    outbox: Outbox
+    send_config: Callable[[Watch], None]
+    waiting_keyframe: bool = True
+    configured: bool = False
+    skipped: int = 0
+
+    def offer(self, picture: Picture, sequence: int, request_keyframe: Callable[[], None]) -> None:
+        if self.waiting_keyframe and not picture.keyframe:
+            return
+        if picture.keyframe and not self.configured:
+            self.send_config(self)
+            self.configured = True
+        flags = (FLAG_KEYFRAME if picture.keyframe else 0) | (FLAG_REFINEMENT if picture.refinement else 0)
+        message = pack_video_header(flags, self.slot, sequence, picture.capture_us) + picture.data
+        if self.outbox.push_video(message):
+            self.waiting_keyframe = False
+        else:
+            self.waiting_keyframe = True
+            self.skipped += 1
+            request_keyframe()
+
+
+@dataclass(eq=False)
+class FrameFeed:
+    """Numbers one frame's pictures and hands them to its watches."""
+
+    request_keyframe: Callable[[], None]
+    sequence: int = 0
+    codec: str | None = None
+    last_picture_us: int = 0
+    watches: set[Watch] = field(default_factory=set)
+    _change_waiters: list[tuple[int, asyncio.Future[int]]] = field(default_factory=list)
+
+    def add(self, watch: Watch) -> None:
+        self.watches.add(watch)
+        watch.waiting_keyframe = True
+        self.request_keyframe()
+
+    def remove(self, watch: Watch) -> None:
+        self.watches.discard(watch)
+
+    def restarted(self) -> None:
+        """A new encoder starts: every watch waits for its first keyframe and gets a fresh video-config."""
+        for watch in self.watches:
+            watch.waiting_keyframe = True
+            watch.configured = False
+
+    def publish(self, picture: Picture) -> None:
+        self.sequence = (self.sequence + 1) & 0xFFFFFFFF
+        if picture.codec is not None:
+            self.codec = picture.codec
+        self.last_picture_us = picture.capture_us
+        for watch in list(self.watches):
+            watch.offer(picture, self.sequence, self.request_keyframe)
+        if self._change_waiters and not picture.refinement:
+            keep = []
+            for after_us, future in self._change_waiters:
+                if future.done():
+                    continue
+                if picture.capture_us > after_us:
+                    future.set_result(picture.capture_us)
+                else:
+                    keep.append((after_us, future))
+            self._change_waiters = keep
+
+    async def wait_change(self, after_us: int, timeout: float) -> int | None:
+        """The capture time of the first changed picture captured after `after_us`, or None after `timeout`."""
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._change_waiters.append((after_us, future))
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            return None

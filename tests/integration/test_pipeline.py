@@ -1,0 +1,205 @@
+"""The live frame pipeline end to end: real Xvfb, Chromium, libx264 and WebSockets, checked by pixels."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import websockets
+
+from tests.support import Service, StreamClient, colour_near, descendants, processes_using
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def service(state_dir: Path, pages: str) -> Iterator[Service]:
+    svc = Service(state_dir, frames=[f"{pages}/box.html@640x400"]).start()
+    for frame_id in svc.frame_ids():
+        svc.wait_state(frame_id, "live")
+    yield svc
+    svc.stop()
+    svc.kill_leftovers()
+
+
+async def test_keyframe_decodes_to_the_known_box(service: Service) -> None:
+    (frame_id,) = service.frame_ids()
+    client = await StreamClient.connect(service)
+    config = await client.watch(frame_id)
+    assert config["codec"].startswith("avc1.42")
+    assert (config["width"], config["height"]) == (1280, 800)  # 640x400 CSS at dpr 2
+    assert (config["css_width"], config["css_height"]) == (640, 400)
+    first = await client.next_video(timeout=30)
+    assert first.keyframe, "a new watcher must start at a keyframe"
+    assert first.slot == config["slot"]
+    picture = client.decode(first)
+    assert picture is not None and picture.shape == (800, 1280, 3)
+    # The box is at CSS (100,50) size 200x100: at dpr 2, pixels (200..600, 100..300).
+    assert colour_near(picture[200, 400], (200, 40, 40)), picture[200, 400]
+    assert colour_near(picture[110, 210], (200, 40, 40)), picture[110, 210]
+    assert colour_near(picture[90, 400], (255, 255, 255)), picture[90, 400]  # above the box
+    assert colour_near(picture[200, 620], (255, 255, 255)), picture[200, 620]  # right of it
+    await client.close()
+
+
+async def test_still_page_goes_quiet_after_refinement(service: Service) -> None:
+    (frame_id,) = service.frame_ids()
+    service.wait_state(frame_id, "live")
+    client = await StreamClient.connect(service)
+    await client.watch(frame_id)
+    refined = await client.latest_picture(timeout=30, refined=True)
+    assert colour_near(refined[200, 400], (200, 40, 40))
+    quiet = await client.collect(2.5)
+    assert quiet == [], f"a still page must send nothing after its refinement, got {len(quiet)} pictures"
+    await client.close()
+
+
+async def test_animated_page_delivers_25_fps(service: Service, pages: str) -> None:
+    status, body = service.request("POST", "/frames", {"url": f"{pages}/animated.html", "width": 640,
+                                                       "height": 400, "dpr": 1})
+    assert status == 201, body
+    service.wait_state(body["id"], "live")
+    client = await StreamClient.connect(service)
+    await client.watch(body["id"])
+    await client.next_video(timeout=30)
+    await client.collect(0.5)
+    videos = await client.collect(3.0)
+    fps = len(videos) / 3.0
+    assert fps >= 25, f"animated page delivered {fps:.1f} pictures a second"
+    sequences = [v.sequence for v in videos]
+    assert sequences == sorted(sequences)
+    await client.close()
+
+
+async def test_a_stalled_viewer_does_not_slow_another(service: Service, pages: str) -> None:
+    status, body = service.request("POST", "/frames", {"url": f"{pages}/animated.html", "width": 640,
+                                                       "height": 400, "dpr": 1})
+    assert status == 201, body
+    service.wait_state(body["id"], "live")
+    # The stalled viewer: the client library stops reading once 1 message is queued, so TCP fills.
+    stalled = await StreamClient.connect(service, max_queue=1)
+    await stalled.send({"type": "watch", "frame": body["id"]})
+    healthy = await StreamClient.connect(service)
+    await healthy.watch(body["id"])
+    await healthy.next_video(timeout=30)
+    await healthy.collect(1.0)
+    videos = await healthy.collect(3.0)
+    fps = len(videos) / 3.0
+    assert fps >= 25, f"the healthy viewer got {fps:.1f} pictures a second beside a stalled one"
+    # Every picture it got decodes: it never skipped.
+    gaps = [b.sequence - a.sequence for a, b in zip(videos, videos[1:], strict=False)]
+    assert set(gaps) == {1}, collections.Counter(gaps)
+    await healthy.close()
+    await stalled.close()
+
+
+async def test_bad_input_gets_clear_errors_and_streaming_goes_on(service: Service) -> None:
+    (frame_id,) = service.frame_ids()
+    client = await StreamClient.connect(service)
+    await client.watch(frame_id)
+    await client.next_video(timeout=30)
+    cases = [
+        ("{not json", "bad-message"),
+        (json.dumps({"type": "dance"}), "bad-message"),
+        (json.dumps([1, 2]), "bad-message"),
+        (json.dumps({"type": "watch"}), "bad-message"),
+        (json.dumps({"type": "watch", "frame": "nope"}), "unknown-frame"),
+        (json.dumps({"type": "keyframe", "frame": "nope"}), "unknown-frame"),
+        (json.dumps({"type": "watch", "frame": "x" * 70000}), "bad-message"),  # over 64 KiB
+    ]
+    for raw, code in cases:
+        await client.ws.send(raw)
+        error = await client.next_text("error")
+        assert error["code"] == code, (raw[:40], error)
+        assert error["message"]
+    # Input with a view token is refused, naming the reason.
+    await client.send({"type": "input", "frame": frame_id, "grant": service.token("view"), "seq": 7,
+                       "event": {"kind": "mouse", "action": "move", "x": 5, "y": 5}})
+    error = await client.next_text("error")
+    assert (error["code"], error["seq"]) == ("forbidden", 7)
+    # Still streaming: a keyframe request is answered with a keyframe that decodes to the box.
+    await client.send({"type": "keyframe", "frame": frame_id})
+    picture = await client.latest_picture(timeout=10)
+    assert colour_near(picture[200, 400], (200, 40, 40))
+    await client.close()
+
+
+async def test_hello_rules_close_with_contract_codes(service: Service) -> None:
+    async with websockets.connect(service.ws_url) as ws:
+        await ws.send(json.dumps({"type": "watch", "frame": "x"}))
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 5)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
+    async with websockets.connect(service.ws_url) as ws:
+        await ws.send(json.dumps({"type": "hello", "token": "forged.token"}))
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 5)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
+    async with websockets.connect(service.ws_url) as ws:
+        started = time.monotonic()
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4408
+        assert 4.0 <= time.monotonic() - started <= 8.0
+
+
+def test_http_bad_input(service: Service) -> None:
+    status, body = service.request("POST", "/frames", {"url": "file:///etc/passwd"})
+    assert status == 400 and body["error"] == "bad-message" and "http" in body["message"]
+    for size in ({"width": 0, "height": 0}, {"width": 99999, "height": 5}, {"width": "wide", "height": 400}):
+        status, body = service.request("POST", "/frames", {"url": "http://127.0.0.1/", **size})
+        assert status == 400, (size, body)
+        assert body["error"] == "bad-message"
+    status, body = service.request("POST", "/frames", raw=b"{oops")
+    assert (status, body["error"]) == (400, "bad-message")
+    status, body = service.request("POST", "/frames", raw=b"x" * 200_000)
+    assert status == 413
+    status, body = service.request("POST", "/frames", {"url": "http://127.0.0.1/"}, token="view")
+    assert (status, body["error"]) == (403, "forbidden")
+    status, body = service.request("POST", "/frames", {"url": "http://127.0.0.1/"}, token=None)
+    assert (status, body["error"]) == (401, "unauthorized")
+    status, body = service.get("/frames/nope")
+    assert (status, body["error"]) == (404, "unknown-frame")
+    assert service.get("/healthz", token=None) == (200, {"ok": True})
+    status, body = service.get("/config", token=None)
+    assert status == 200 and body["protocol"] == 1 and body["shared_frames"] is True
+
+
+async def test_unloadable_url_is_reported_and_others_keep_streaming(service: Service) -> None:
+    status, body = service.request("POST", "/frames", {"url": "http://127.0.0.1:9/nothing-here", "width": 320,
+                                                       "height": 200, "dpr": 1})
+    assert status == 201, body
+    failed = service.wait_state(body["id"], "error")
+    assert "ERR_" in failed["message"], failed
+    (box_id,) = [f for f in service.frame_ids() if f != body["id"]]
+    client = await StreamClient.connect(service)
+    await client.watch(box_id)
+    picture = await client.latest_picture(timeout=30)
+    assert colour_near(picture[200, 400], (200, 40, 40))
+    await client.close()
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_leaves_no_browser_or_display(state_dir: Path, pages: str, how: int) -> None:
+    svc = Service(state_dir, frames=[f"{pages}/box.html@320x200"]).start()
+    try:
+        (frame_id,) = svc.frame_ids()
+        svc.wait_state(frame_id, "live")
+        assert svc.proc is not None
+        children = descendants(svc.proc.pid)
+        assert len(children) >= 3, "expected Xvfb and Chromium processes under the service"
+        started = time.monotonic()
+        code = svc.stop(how)
+        assert code == 0, svc.log()[-2000:]
+        assert time.monotonic() - started < 10
+        assert processes_using(str(state_dir)) == []
+        assert [pid for pid in children if Path(f"/proc/{pid}").exists()
+                and b"Z" not in Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1][:3]] == []
+    finally:
+        svc.kill_leftovers()

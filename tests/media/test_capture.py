@@ -1,0 +1,502 @@
+"""DisplayCapture against a real Xvfb, and changed_rows as a pure function."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from framestream.errors import CaptureError
+from framestream.media.capture import DamageRect, DisplayCapture, changed_rows
+
+XVFB = shutil.which("Xvfb")
+needs_xvfb = pytest.mark.skipif(XVFB is None, reason="Xvfb is not installed")
+
+W, H = 640, 400
+
+
+# --- fixtures -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Xvfb:
+    display: str
+    proc: subprocess.Popen[bytes]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)  # only the server this test started
+        self.proc.wait(timeout=10)
+
+
+def _start_xvfb(width: int, height: int, *extra: str) -> Xvfb:
+    assert XVFB is not None
+    # -displayfd: the server picks a free display number itself and writes it once it accepts connections,
+    # which is race-free against other tests and needs no polling for readiness.
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [
+                XVFB,
+                "-displayfd",
+                str(w),
+                "-screen",
+                "0",
+                f"{width}x{height}x24",
+                "-nolisten",
+                "tcp",
+                "-noreset",
+                *extra,
+            ],
+            pass_fds=(w,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(w)
+        w = -1
+        # Read up to the newline: Xvfb may write the number and "\n" separately, and dies of EPIPE if we
+        # close our end in between.
+        data = b""
+        deadline = time.monotonic() + 15
+        while not data.endswith(b"\n") and time.monotonic() < deadline:
+            ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(r, 16) if ready else b""
+            if not chunk:
+                break
+            data += chunk
+        number = data.decode().strip() if data.endswith(b"\n") else ""
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+    if not number:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        pytest.fail("Xvfb did not report a display number")
+    return Xvfb(f":{number}", proc)
+
+
+@pytest.fixture
+def xvfb_factory() -> Iterator[Callable[..., Xvfb]]:
+    started: list[Xvfb] = []
+
+    def start(width: int = W, height: int = H, *extra: str) -> Xvfb:
+        server = _start_xvfb(width, height, *extra)
+        started.append(server)
+        return server
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.kill()
+
+
+@pytest.fixture
+def xvfb(xvfb_factory: Callable[..., Xvfb]) -> Xvfb:
+    return xvfb_factory()
+
+
+@pytest.fixture
+def cap(xvfb: Xvfb) -> Iterator[DisplayCapture]:
+    with DisplayCapture(xvfb.display, W, H) as c:
+        c.wait_damage(1.0)  # the initial whole-screen damage
+        yield c
+
+
+class Painter:
+    """A second, plain Xlib client that fills rectangles on the root window."""
+
+    def __init__(self, display: str) -> None:
+        x = ctypes.CDLL("libX11.so.6")
+        vp, i, u, ul = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_ulong
+        x.XOpenDisplay.restype, x.XOpenDisplay.argtypes = vp, [ctypes.c_char_p]
+        x.XDefaultScreen.restype, x.XDefaultScreen.argtypes = i, [vp]
+        x.XRootWindow.restype, x.XRootWindow.argtypes = ul, [vp, i]
+        x.XDefaultGC.restype, x.XDefaultGC.argtypes = vp, [vp, i]
+        x.XSetForeground.argtypes = [vp, vp, ul]
+        x.XFillRectangle.argtypes = [vp, ul, vp, i, i, u, u]
+        x.XSync.argtypes = [vp, i]
+        x.XCloseDisplay.argtypes = [vp]
+        self._x = x
+        self._dpy = x.XOpenDisplay(display.encode())
+        assert self._dpy, f"painter cannot open {display}"
+        screen = x.XDefaultScreen(self._dpy)
+        self._root = x.XRootWindow(self._dpy, screen)
+        self._gc = x.XDefaultGC(self._dpy, screen)
+
+    def fill(self, x: int, y: int, w: int, h: int, rgb: int) -> None:
+        self._x.XSetForeground(self._dpy, self._gc, rgb)
+        self._x.XFillRectangle(self._dpy, self._root, self._gc, x, y, w, h)
+        self._x.XSync(self._dpy, 0)
+
+    def close(self) -> None:
+        self._x.XCloseDisplay(self._dpy)
+
+
+@pytest.fixture
+def painter(xvfb: Xvfb) -> Iterator[Painter]:
+    p = Painter(xvfb.display)
+    yield p
+    p.close()
+
+
+def our_segments() -> list[str]:
+    """SysV shm segments created by this process (the key is IPC_PRIVATE, so match on cpid)."""
+    with open("/proc/sysvipc/shm") as f:
+        rows = [line.split() for line in f.readlines()[1:]]
+    return [" ".join(r) for r in rows if int(r[4]) == os.getpid()]
+
+
+def covers(rects: list[DamageRect], x: int, y: int, w: int, h: int) -> bool:
+    mask = np.zeros((H, W), bool)
+    for r in rects:
+        mask[r.y : r.y + r.height, r.x : r.x + r.width] = True
+    return bool(mask[y : y + h, x : x + w].all())
+
+
+# --- capture against Xvfb --------------------------------------------------------------------------------
+
+
+@needs_xvfb
+def test_grab_reads_known_colour_in_bgrx(cap: DisplayCapture, painter: Painter) -> None:
+    painter.fill(0, 0, W, H, 0x000000)
+    painter.fill(100, 50, 30, 20, 0x112233)  # R=0x11 G=0x22 B=0x33
+    pic = cap.grab()
+    assert pic.shape == (H, W, 4) and pic.dtype == np.uint8
+    assert pic[50, 100, :3].tolist() == [0x33, 0x22, 0x11]
+    assert pic[69, 129, :3].tolist() == [0x33, 0x22, 0x11]
+    assert pic[70, 130, :3].tolist() == [0, 0, 0]
+    assert pic[49, 100, :3].tolist() == [0, 0, 0]
+    # grab() is a view of the shared memory: the next grab overwrites it; grab_copy() does not.
+    kept = cap.grab_copy()
+    painter.fill(100, 50, 30, 20, 0xFFFFFF)
+    again = cap.grab()
+    assert again is pic or np.shares_memory(again, pic)
+    assert pic[50, 100, :3].tolist() == [0xFF, 0xFF, 0xFF]
+    assert kept[50, 100, :3].tolist() == [0x33, 0x22, 0x11]
+
+
+@needs_xvfb
+def test_grab_with_damage_reads_only_damaged_rows(cap: DisplayCapture, painter: Painter) -> None:
+    painter.fill(0, 0, W, H, 0x000000)
+    cap.wait_damage(2.0)
+    cap.grab()
+    painter.fill(10, 20, 5, 5, 0x0000FF)
+    painter.fill(300, 300, 5, 5, 0x00FF00)
+    rects = cap.wait_damage(2.0)
+    pic = cap.grab([r for r in rects if r.y < 100])  # deliberately leave out the lower square
+    assert pic[20, 10, :3].tolist() == [0xFF, 0, 0]
+    assert pic[300, 300, :3].tolist() == [0, 0, 0]  # not re-read: the band grab is partial, in place
+    pic = cap.grab(rects)
+    assert pic[300, 300, :3].tolist() == [0, 0xFF, 0]
+    assert np.array_equal(pic, cap.grab_copy())  # band grabs with all the damage == a full grab
+    painter.fill(0, 399, W, 1, 0x123456)  # last row, and a band in the middle
+    painter.fill(0, 0, 1, 1, 0x654321)  # first row: more than one band
+    rects = cap.wait_damage(2.0)
+    assert np.array_equal(cap.grab(rects), cap.grab_copy())
+    assert cap.grab([]) is pic  # nothing damaged: nothing read
+
+
+@needs_xvfb
+def test_first_call_reports_whole_screen(xvfb: Xvfb) -> None:
+    with DisplayCapture(xvfb.display, W, H) as c:
+        assert covers(c.wait_damage(1.0), 0, 0, W, H)
+
+
+@needs_xvfb
+def test_still_display_times_out_with_nothing(cap: DisplayCapture) -> None:
+    t0 = time.monotonic()
+    assert cap.wait_damage(0.3) == []
+    elapsed = time.monotonic() - t0
+    assert 0.28 <= elapsed < 1.0
+    assert cap.pending_damage() == []
+
+
+@needs_xvfb
+def test_damage_reports_drawn_rectangle(cap: DisplayCapture, painter: Painter) -> None:
+    painter.fill(200, 100, 50, 40, 0x00FF00)
+    rects = cap.wait_damage(2.0)
+    assert rects and covers(rects, 200, 100, 50, 40)
+    assert all(r.width > 0 and r.height > 0 for r in rects)
+    assert cap.pending_damage() == []  # subtracted: reported once
+    painter.fill(10, 10, 5, 5, 0x0000FF)
+    painter.fill(600, 380, 20, 10, 0x0000FF)
+    time.sleep(0.05)
+    rects = cap.pending_damage()
+    assert covers(rects, 10, 10, 5, 5) and covers(rects, 600, 380, 20, 10)
+    assert not covers(rects, 300, 200, 1, 1)  # disjoint rectangles, not one bounding box
+
+
+@needs_xvfb
+def test_wait_wakes_on_damage_from_another_thread(cap: DisplayCapture, xvfb: Xvfb) -> None:
+    def paint_later() -> None:
+        time.sleep(0.2)
+        p = Painter(xvfb.display)
+        p.fill(1, 2, 3, 4, 0xABCDEF)
+        p.close()
+
+    t = threading.Thread(target=paint_later)
+    t.start()
+    t0 = time.monotonic()
+    rects = cap.wait_damage(5.0)
+    elapsed = time.monotonic() - t0
+    t.join()
+    assert covers(rects, 1, 2, 3, 4)
+    assert elapsed < 2.0
+
+
+@needs_xvfb
+def test_fileno_is_selectable_after_pending_damage(cap: DisplayCapture, painter: Painter) -> None:
+    assert cap.pending_damage() == []
+    painter.fill(5, 5, 10, 10, 0xFF0000)
+    ready, _, _ = select.select([cap.fileno()], [], [], 2.0)
+    assert ready
+    assert covers(cap.pending_damage(), 5, 5, 10, 10)
+
+
+@needs_xvfb
+def test_changed_rows_with_real_damage(cap: DisplayCapture, painter: Painter) -> None:
+    kept = cap.grab_copy()
+    painter.fill(0, 0, W, H, 0x202020)
+    rects = cap.wait_damage(2.0)
+    pic = cap.grab()
+    assert changed_rows(kept, pic, rects) == (0, H)
+    kept = pic.copy()
+    painter.fill(0, 0, W, H, 0x202020)  # identical repaint: damage, but nothing changed
+    rects = cap.wait_damage(2.0)
+    assert rects
+    assert changed_rows(kept, cap.grab(), rects) is None
+    painter.fill(33, 77, 8, 9, 0x202021)
+    rects = cap.wait_damage(2.0)
+    assert changed_rows(kept, cap.grab(), rects) == (77, 86)
+
+
+@needs_xvfb
+def test_two_displays_in_two_threads(xvfb_factory: Callable[..., Xvfb]) -> None:
+    servers = [xvfb_factory(), xvfb_factory(320, 200)]
+    sizes = [(W, H), (320, 200)]
+    results: dict[int, object] = {}
+
+    def work(k: int) -> None:
+        try:
+            with DisplayCapture(servers[k].display, *sizes[k]) as c:
+                c.wait_damage(1.0)
+                p = Painter(servers[k].display)
+                p.fill(k, k, 7, 7, 0x010203 * (k + 1))
+                p.close()
+                rects = c.wait_damage(2.0)
+                pic = c.grab()
+                results[k] = (rects, pic[k, k, :3].tolist())
+        except Exception as e:  # reported below
+            results[k] = e
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert results[0] == ([DamageRect(0, 0, 7, 7)], [3, 2, 1])
+    assert results[1] == ([DamageRect(1, 1, 7, 7)], [6, 4, 2])
+
+
+@needs_xvfb
+@pytest.mark.parametrize("first", ["wait_damage", "grab", "pending_damage", "close"])
+def test_killed_xvfb_raises_capture_error_and_process_survives(xvfb: Xvfb, first: str) -> None:
+    fds = sorted(os.listdir("/proc/self/fd"))
+    c = DisplayCapture(xvfb.display, W, H)
+    c.wait_damage(1.0)
+    pic = c.grab()
+    xvfb.kill()
+    # Whichever call meets the dead connection first, Xlib's I/O error must become CaptureError, not exit().
+    if first == "close":
+        c.close()
+    else:
+        with pytest.raises(CaptureError, match="lost the connection"):
+            {"wait_damage": lambda: c.wait_damage(2.0), "grab": c.grab, "pending_damage": c.pending_damage}[
+                first
+            ]()
+    for call in (c.grab, c.pending_damage, c.fileno, lambda: c.wait_damage(0.1)):
+        with pytest.raises(CaptureError):
+            call()
+    c.close()
+    c.close()
+    assert pic[0, 0].shape == (4,)  # the view outlived the server and the capture, still readable
+    del pic
+    assert our_segments() == []
+    assert sorted(os.listdir("/proc/self/fd")) == fds  # the dead connection's socket was closed too
+
+
+@needs_xvfb
+def test_xvfb_dying_during_wait(xvfb: Xvfb) -> None:
+    with DisplayCapture(xvfb.display, W, H) as c:
+        c.wait_damage(1.0)
+        killer = threading.Timer(0.2, xvfb.kill)
+        killer.start()
+        t0 = time.monotonic()
+        with pytest.raises(CaptureError):
+            c.wait_damage(10.0)
+        killer.join()
+        assert time.monotonic() - t0 < 5.0
+    assert our_segments() == []
+
+
+@needs_xvfb
+def test_close_is_idempotent_and_frees_shm(xvfb: Xvfb) -> None:
+    before = our_segments()
+    assert before == []
+    c = DisplayCapture(xvfb.display, W, H)
+    segments = our_segments()
+    assert len(segments) == 1
+    # IPC_RMID right after attach: mode carries SHM_DEST (0o1000), so the kernel frees it on last detach.
+    assert int(segments[0].split()[2]) & 0o1000
+    c.close()
+    c.close()
+    assert our_segments() == []
+    with pytest.raises(CaptureError, match="closed"):
+        c.grab()
+    with pytest.raises(CaptureError, match="closed"):
+        c.wait_damage(0)
+
+
+@needs_xvfb
+def test_view_held_past_close_keeps_memory_until_dropped(cap: DisplayCapture, painter: Painter) -> None:
+    painter.fill(0, 0, 4, 4, 0x445566)
+    view = cap.grab()[0:4, 0:4]
+    cap.close()
+    assert len(our_segments()) == 1  # still mapped for the view: reading it must not crash
+    assert view[0, 0, :3].tolist() == [0x66, 0x55, 0x44]
+    del view
+    assert our_segments() == []
+
+
+@needs_xvfb
+def test_wrong_size_is_a_clear_error(xvfb: Xvfb) -> None:
+    with pytest.raises(CaptureError, match=r"is 640x400, expected 800x600"):
+        DisplayCapture(xvfb.display, 800, 600)
+    assert our_segments() == []
+
+
+def test_unreachable_display_is_a_clear_error() -> None:
+    with pytest.raises(CaptureError, match="cannot open X display"):
+        DisplayCapture(":4095", W, H)
+
+
+@needs_xvfb
+def test_missing_damage_extension_is_a_clear_error(xvfb_factory: Callable[..., Xvfb]) -> None:
+    server = xvfb_factory(W, H, "-extension", "DAMAGE")
+    with pytest.raises(CaptureError, match="DAMAGE"):
+        DisplayCapture(server.display, W, H)
+    assert our_segments() == []
+
+
+# --- changed_rows (pure) ---------------------------------------------------------------------------------
+
+
+def _pic(h: int = 64, w: int = 48, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (h, w, 4), dtype=np.uint8)
+
+
+def test_changed_rows_identical_is_none() -> None:
+    a = _pic()
+    assert changed_rows(a, a.copy(), None) is None
+    assert changed_rows(a, a.copy(), [DamageRect(0, 0, 48, 64)]) is None
+
+
+def test_changed_rows_finds_rows() -> None:
+    a = _pic()
+    b = a.copy()
+    b[10, 7, 2] ^= 1
+    b[40, 30, 0] ^= 0x80
+    assert changed_rows(a, b, None) == (10, 41)
+    assert changed_rows(a, b, [DamageRect(0, 0, 48, 20)]) == (10, 11)
+    assert changed_rows(a, b, [DamageRect(29, 35, 5, 10)]) == (40, 41)
+
+
+def test_changed_rows_ignores_changes_outside_hint() -> None:
+    a = _pic()
+    b = a.copy()
+    b[10, 7] = 0
+    assert changed_rows(a, b, [DamageRect(8, 0, 40, 64)]) is None
+    assert changed_rows(a, b, []) is None
+    assert changed_rows(a, b, [DamageRect(-5, -5, 13, 16)]) == (10, 11)  # clipped, still covers (7, 10)
+    assert changed_rows(a, b, [DamageRect(100, 100, 5, 5)]) is None  # off screen
+
+
+def test_changed_rows_odd_offsets_and_many_rects() -> None:
+    a = _pic(33, 31)
+    b = a.copy()
+    b[32, 30, 3] ^= 1  # the X byte counts too: callers compare what they would encode
+    assert changed_rows(a, b, [DamageRect(29, 31, 2, 2)]) == (32, 33)  # odd x: uint32 path
+    many = [DamageRect(x, y, 1, 1) for x in range(0, 31, 2) for y in range(0, 33, 4)]
+    assert changed_rows(a, b, many) == (32, 33)  # bounding box of > 16 rects includes (30, 32)
+
+
+def test_changed_rows_shape_change_is_all_rows() -> None:
+    assert changed_rows(_pic(64, 48), _pic(32, 48), None) == (0, 32)
+
+
+def test_changed_rows_on_views_of_bigger_buffers() -> None:
+    big = _pic(80, 70)
+    a = big[5:69, 3:51]  # unaligned, strided views like a shared-memory sub-picture
+    b = a.copy()
+    b[63, 47] += 1
+    assert changed_rows(a, b, None) == (63, 64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    h=st.integers(1, 70),
+    w=st.integers(1, 40),
+    changes=st.lists(st.tuples(st.integers(0, 69), st.integers(0, 39), st.integers(0, 3)), max_size=6),
+    hint=st.one_of(
+        st.none(),
+        st.lists(
+            st.builds(
+                DamageRect, st.integers(-5, 45), st.integers(-5, 75), st.integers(0, 50), st.integers(0, 80)
+            ),
+            max_size=20,
+        ),
+    ),
+)
+def test_changed_rows_matches_brute_force(
+    h: int, w: int, changes: list[tuple[int, int, int]], hint: list[DamageRect] | None
+) -> None:
+    a = _pic(h, w, seed=h * 100 + w)
+    b = a.copy()
+    for y, x, c in changes:
+        if y < h and x < w:
+            b[y, x, c] ^= 0x5A
+    mask = np.zeros((h, w), bool)
+    if hint is None:
+        mask[:] = True
+    else:
+        clipped = [(max(0, r.x), max(0, r.y), min(w, r.x + r.width), min(h, r.y + r.height)) for r in hint]
+        boxes = [(x0, y0, x1, y1) for x0, y0, x1, y1 in clipped if x1 > x0 and y1 > y0]
+        if len(boxes) > 16:  # documented: many rectangles are compared as their bounding box
+            boxes = [
+                (
+                    min(b[0] for b in boxes),
+                    min(b[1] for b in boxes),
+                    max(b[2] for b in boxes),
+                    max(b[3] for b in boxes),
+                )
+            ]
+        for x0, y0, x1, y1 in boxes:
+            mask[y0:y1, x0:x1] = True
+    rows = np.flatnonzero(((a != b).any(axis=2) & mask).any(axis=1))
+    expected = None if rows.size == 0 else (int(rows[0]), int(rows[-1]) + 1)
+    assert changed_rows(a, b, hint) == expected

@@ -1,0 +1,318 @@
+"""Helpers for tests that run the real service: pages on 127.0.0.1, the service process, a stream client.
+
+Only loopback addresses; every process a test starts is ended by its own pid (or process group) here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import http.server
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import websockets
+
+from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, unpack_video_header
+from framestream.tokens import mint_token
+
+PAGES = Path(__file__).parent / "pages"
+TEST_SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def page_server(directory: Path = PAGES) -> Iterator[str]:
+    """Serve `directory` on 127.0.0.1; yields the base URL (no trailing slash)."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (children, grandchildren...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out: list[int] = []
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            out.append(child)
+            stack.append(child)
+    return out
+
+
+def processes_using(marker: str) -> list[int]:
+    """Live (non-zombie) processes whose command line mentions `marker` (e.g. a test's own state dir)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmd and state != b"Z":
+            found.append(int(entry))
+    return found
+
+
+@dataclass
+class Service:
+    """`framestream serve` as a child process of the test."""
+
+    state_dir: Path
+    env_extra: dict[str, str] = field(default_factory=dict)
+    frames: list[str] = field(default_factory=list)
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+    log_path: Path | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    def start(self, timeout: float = 20.0) -> Service:
+        self.port = self.port or free_port()
+        env = dict(os.environ)
+        env.update({"TERMINAL_AUTH_SECRET": TEST_SECRET, "FRAMESTREAM_STATE_DIR": str(self.state_dir),
+                    "SANDBOX_ID": "test"})
+        env.update(self.env_extra)
+        args = [sys.executable, "-m", "framestream", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
+        for frame in self.frames:
+            args += ["--frame", frame]
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.state_dir / f"service-{self.port}.log"
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"service exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                if self.get("/healthz", token=None)[0] == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"service did not answer /healthz:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
+
+    def token(self, role: str, frame: str = "*", subject: str = "user", ttl: float | None = None,
+              step: bool = False) -> str:
+        return mint_token(TEST_SECRET, role=role, sandbox_id="test", frame=frame, subject=subject, ttl=ttl, step=step)
+
+    def request(self, method: str, path: str, body: Any = None, token: str | None = "control",
+                raw: bytes | None = None) -> tuple[int, Any]:
+        headers = {}
+        if token is not None:
+            headers["Authorization"] = "Bearer " + (self.token(token) if token in ("view", "drive", "control")
+                                                     else token)
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                payload = resp.read()
+                status = resp.status
+                ctype = resp.headers.get("Content-Type", "")
+        except urllib.error.HTTPError as err:
+            payload, status, ctype = err.read(), err.code, err.headers.get("Content-Type", "")
+        return status, (json.loads(payload) if "json" in ctype else payload)
+
+    def get(self, path: str, token: str | None = "control") -> tuple[int, Any]:
+        return self.request("GET", path, token=token)
+
+    def frame_ids(self) -> list[str]:
+        status, body = self.get("/frames")
+        assert status == 200, body
+        return [f["id"] for f in body["frames"]]
+
+    def wait_state(self, frame_id: str, state: str, timeout: float = 30.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        body: Any = None
+        while time.monotonic() < deadline:
+            status, body = self.get(f"/frames/{frame_id}")
+            if status == 200 and body["state"] == state:
+                return dict(body)
+            time.sleep(0.1)
+        raise AssertionError(f"frame {frame_id} never reached {state}: {body}\n{self.log()[-3000:]}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return int(self.proc.returncode)
+
+    def kill_leftovers(self) -> None:
+        """End whatever still runs from this test's state dir (after a deliberate SIGKILL), by pid."""
+        for pid in processes_using(str(self.state_dir)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@dataclass
+class VideoMessage:
+    flags: int
+    slot: int
+    sequence: int
+    capture_us: int
+    payload: bytes
+    received_at: float
+
+    @property
+    def keyframe(self) -> bool:
+        return bool(self.flags & FLAG_KEYFRAME)
+
+    @property
+    def refinement(self) -> bool:
+        return bool(self.flags & FLAG_REFINEMENT)
+
+
+class StreamClient:
+    """A viewer speaking the protocol with `websockets`; decodes with PyAV when asked."""
+
+    def __init__(self, ws: websockets.ClientConnection) -> None:
+        self.ws = ws
+        self.texts: list[dict[str, Any]] = []
+        self.videos: list[VideoMessage] = []
+        self.decoders: dict[int, av.codec.context.CodecContext] = {}
+
+    @classmethod
+    async def connect(cls, service: Service, token: str | None = None, **kwargs: Any) -> StreamClient:
+        ws = await websockets.connect(service.ws_url, max_size=None, **kwargs)
+        client = cls(ws)
+        await client.send({"type": "hello", "token": token or service.token("view")})
+        welcome = await client.next_text()
+        assert welcome["type"] == "welcome", welcome
+        return client
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.ws.send(json.dumps(message))
+
+    async def receive(self, timeout: float) -> dict[str, Any] | VideoMessage | None:
+        try:
+            raw = await asyncio.wait_for(self.ws.recv(), timeout)
+        except TimeoutError:
+            return None
+        if isinstance(raw, str):
+            msg: dict[str, Any] = json.loads(raw)
+            self.texts.append(msg)
+            return msg
+        h = unpack_video_header(raw)
+        video = VideoMessage(h.flags, h.slot, h.sequence, h.capture_us, raw[16:], time.monotonic())
+        self.videos.append(video)
+        return video
+
+    async def next_text(self, type_: str | None = None, timeout: float = 10.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            msg = await self.receive(left)
+            if isinstance(msg, dict) and (type_ is None or msg.get("type") == type_):
+                return msg
+        raise AssertionError(f"no {type_ or 'text'} message within {timeout} s; got {self.texts[-5:]}")
+
+    async def next_video(self, timeout: float = 10.0) -> VideoMessage:
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            msg = await self.receive(left)
+            if isinstance(msg, VideoMessage):
+                return msg
+        raise AssertionError(f"no video within {timeout} s; texts: {self.texts[-5:]}")
+
+    async def watch(self, frame_id: str) -> dict[str, Any]:
+        await self.send({"type": "watch", "frame": frame_id})
+        return await self.next_text("video-config", timeout=30.0)
+
+    async def collect(self, seconds: float) -> list[VideoMessage]:
+        start = len(self.videos)
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            await self.receive(left)
+        return self.videos[start:]
+
+    def decode(self, video: VideoMessage) -> np.ndarray | None:
+        """Decode in arrival order; the newest picture as RGB (height, width, 3) or None."""
+        dec = self.decoders.get(video.slot)
+        if dec is None:
+            dec = self.decoders[video.slot] = av.CodecContext.create("h264", "r")
+        frames = dec.decode(av.Packet(video.payload))
+        return frames[-1].to_ndarray(format="rgb24") if frames else None
+
+    async def latest_picture(self, timeout: float = 10.0, *, refined: bool = False) -> np.ndarray:
+        """Decode from the next keyframe on until a picture comes out (a refined one, if asked)."""
+        deadline = time.monotonic() + timeout
+        picture = None
+        seen_key = False
+        while time.monotonic() < deadline:
+            video = await self.next_video(deadline - time.monotonic())
+            seen_key = seen_key or video.keyframe
+            if not seen_key:
+                continue
+            decoded = self.decode(video)
+            if decoded is not None:
+                picture = decoded
+                if not refined or video.refinement:
+                    return picture
+        raise AssertionError("no decodable picture in time")
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+def colour_near(pixel: np.ndarray, rgb: tuple[int, int, int], tol: int = 12) -> bool:
+    return bool(np.all(np.abs(pixel.astype(int) - np.array(rgb)) <= tol))

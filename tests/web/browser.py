@@ -1,0 +1,219 @@
+"""A headless Chromium driven over the DevTools protocol, just enough for the viewer tests.
+
+Debian's /usr/bin/chromium (or CHROME_PATH), talked to with `websockets` directly: no Playwright, no npm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import websockets
+
+CHROME = os.environ.get("CHROME_PATH", "/usr/bin/chromium")
+
+
+def chrome_available() -> bool:
+    return Path(CHROME).exists() or shutil.which(CHROME) is not None
+
+
+class CDPError(RuntimeError):
+    pass
+
+
+class Page:
+    """One page target over its own DevTools WebSocket."""
+
+    def __init__(self, ws: Any) -> None:
+        self._ws = ws
+        self._next = 0
+        self._waiters: dict[int, asyncio.Future[Any]] = {}
+        self.console: list[str] = []
+        self.exceptions: list[str] = []
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            async for raw in self._ws:
+                msg = json.loads(raw)
+                if "id" in msg:
+                    fut = self._waiters.pop(msg["id"], None)
+                    if fut and not fut.done():
+                        if "error" in msg:
+                            fut.set_exception(CDPError(str(msg["error"])))
+                        else:
+                            fut.set_result(msg.get("result", {}))
+                elif msg.get("method") == "Runtime.consoleAPICalled":
+                    args = msg["params"].get("args", [])
+                    self.console.append(" ".join(str(a.get("value", a.get("description", ""))) for a in args))
+                elif msg.get("method") == "Runtime.exceptionThrown":
+                    details = msg["params"]["exceptionDetails"]
+                    self.exceptions.append(str(details.get("exception", {}).get("description", details)))
+
+    async def send(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30) -> Any:
+        self._next += 1
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiters[self._next] = fut
+        await self._ws.send(json.dumps({"id": self._next, "method": method, "params": params or {}}))
+        return await asyncio.wait_for(fut, timeout)
+
+    async def eval(self, expression: str, timeout: float = 30) -> Any:
+        """Evaluate an expression (awaiting a promise) and return its JSON value."""
+        res = await self.send(
+            "Runtime.evaluate",
+            {"expression": expression, "awaitPromise": True, "returnByValue": True},
+            timeout=timeout,
+        )
+        if "exceptionDetails" in res:
+            raise CDPError(f"{expression[:80]}...: {res['exceptionDetails']}")
+        return res["result"].get("value")
+
+    async def wait_for(self, expression: str, timeout: float = 20, interval: float = 0.1) -> Any:
+        """Poll until the expression is truthy; return its value."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        last: Any = None
+        while True:
+            last = await self.eval(expression)
+            if last:
+                return last
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(
+                    f"not true within {timeout}s: {expression}\nlast value: {last!r}\n"
+                    f"console: {self.console[-20:]}\nexceptions: {self.exceptions[-5:]}"
+                )
+            await asyncio.sleep(interval)
+
+    async def navigate(self, url: str) -> None:
+        await self.send("Page.navigate", {"url": url})
+
+    async def mouse(self, kind: str, x: float, y: float, button: str = "none", click_count: int = 0,
+                    buttons: int = 0) -> None:
+        await self.send("Input.dispatchMouseEvent", {
+            "type": kind, "x": x, "y": y, "button": button, "clickCount": click_count, "buttons": buttons,
+        })
+
+    async def click(self, x: float, y: float) -> None:
+        await self.mouse("mouseMoved", x, y)
+        await self.mouse("mousePressed", x, y, "left", 1, 1)
+        await self.mouse("mouseReleased", x, y, "left", 1, 0)
+
+    async def key(self, key: str, code: str, text: str | None = None, key_code: int = 0) -> None:
+        down: dict[str, Any] = {"type": "keyDown", "key": key, "code": code, "windowsVirtualKeyCode": key_code}
+        if text is not None:
+            down["text"] = text
+        await self.send("Input.dispatchKeyEvent", down)
+        await self.send("Input.dispatchKeyEvent", {"type": "keyUp", "key": key, "code": code,
+                                                   "windowsVirtualKeyCode": key_code})
+
+    async def close(self) -> None:
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._reader
+        await self._ws.close()
+
+
+class Browser:
+    """`async with Browser() as b: page = await b.page()`"""
+
+    def __init__(self, width: int = 1400, height: int = 1000) -> None:
+        self.width = width
+        self.height = height
+        self.proc: asyncio.subprocess.Process | None = None
+        self.dir = tempfile.mkdtemp(prefix="fs-viewer-chrome-")
+        self.port = 0
+        self.pages: list[Page] = []
+
+    async def __aenter__(self) -> Browser:
+        self.proc = await asyncio.create_subprocess_exec(
+            CHROME,
+            "--headless=new",
+            "--no-sandbox",
+            "--remote-debugging-port=0",
+            "--remote-debugging-address=127.0.0.1",
+            f"--user-data-dir={self.dir}",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-extensions",
+            "--mute-audio",
+            f"--window-size={self.width},{self.height}",
+            "--force-device-scale-factor=1",
+            "about:blank",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        port_file = Path(self.dir) / "DevToolsActivePort"
+        for _ in range(300):
+            if port_file.exists() and port_file.read_text().strip():
+                self.port = int(port_file.read_text().split()[0])
+                break
+            if self.proc.returncode is not None:
+                raise RuntimeError(f"chromium exited with {self.proc.returncode}")
+            await asyncio.sleep(0.05)
+        else:
+            raise RuntimeError("chromium did not open its DevTools port")
+        return self
+
+    def _targets(self) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/list", timeout=5) as r:
+            return json.loads(r.read())  # type: ignore[no-any-return]
+
+    async def page(self) -> Page:
+        targets: list[dict[str, Any]] = []
+        for _ in range(100):
+            targets = [t for t in await asyncio.to_thread(self._targets) if t.get("type") == "page"]
+            if targets:
+                break
+            await asyncio.sleep(0.05)
+        ws = await websockets.connect(targets[0]["webSocketDebuggerUrl"], max_size=None)
+        page = Page(ws)
+        self.pages.append(page)
+        await page.send("Runtime.enable")
+        await page.send("Page.enable")
+        return page
+
+    async def __aexit__(self, *exc: object) -> None:
+        for page in self.pages:
+            with contextlib.suppress(Exception):
+                await page.close()
+        if self.proc and self.proc.returncode is None:
+            self.proc.terminate()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 5)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# JavaScript helpers evaluated in the viewer page.
+JS_PIXEL = """
+(() => {{
+  const c = document.querySelector('canvas[data-frame="{frame}"]');
+  if (!c || c.width < 4) return null;
+  const d = c.getContext('2d').getImageData({x}, {y}, 1, 1).data;
+  return [d[0], d[1], d[2]];
+}})()
+"""
+
+JS_CANVAS_POINT = """
+(() => {{
+  const c = document.querySelector('canvas[data-frame="{frame}"]');
+  const r = c.getBoundingClientRect();
+  return [r.left + r.width * {fx}, r.top + r.height * {fy}];
+}})()
+"""
+
+
+def close_to(rgb: list[int] | None, want: tuple[int, int, int], tol: int = 24) -> bool:
+    return rgb is not None and all(abs(a - b) <= tol for a, b in zip(rgb, want, strict=True))

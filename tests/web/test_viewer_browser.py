@@ -1,0 +1,254 @@
+"""The viewer (web/) against the real service, in a real headless Chromium.
+
+`framestream serve --frame <page>@640x400` runs the test page tests/web/pages/viewer.html in its own Chromium on
+Xvfb; the viewer page (served by the service at `/`) decodes its H.264 with WebCodecs into a canvas, and the
+test reads the canvas pixels back. Colours are the page's after H.264 (tolerance 24 per channel).
+Frame CSS 640x400 at dpr 2: CSS (x, y) is device pixel (2x, 2y) in the canvas.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import Service, page_server
+from tests.web.browser import JS_CANVAS_POINT, JS_PIXEL, Browser, Page, close_to
+
+pytestmark = pytest.mark.integration
+
+PAGES = Path(__file__).parent / "pages"
+RED = (200, 40, 40)
+GREEN = (30, 180, 60)
+BLUE = (30, 60, 200)
+YELLOW = (240, 200, 0)
+PURPLE = (140, 40, 200)
+GREY = (230, 230, 230)
+WHITE = (255, 255, 255)
+MAGENTA = (255, 0, 255)
+CSS_W, CSS_H = 640, 400
+BOX = (200, 100)  # CSS centre of #box
+FIELD = (200, 270)  # CSS centre of #field
+FLAG = (425, 300)  # CSS centre of #flag
+BLANK = (20, 20)  # white background
+
+
+def dev(css: tuple[int, int]) -> tuple[int, int]:
+    return css[0] * 2, css[1] * 2
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    with page_server(PAGES) as pages:
+        svc = Service(tmp_path_factory.mktemp("viewer-state"), frames=[f"{pages}/viewer.html@{CSS_W}x{CSS_H}"])
+        svc.pages = pages  # type: ignore[attr-defined]
+        svc.start()
+        try:
+            yield svc
+        finally:
+            svc.stop()
+            svc.kill_leftovers()
+
+
+@pytest.fixture
+async def page() -> AsyncIterator[Page]:
+    async with Browser() as browser:
+        p = await browser.page()
+        yield p
+        assert not p.exceptions, p.exceptions
+
+
+def new_frame(service: Service) -> str:
+    """A fresh frame of the test page (so a test that drives it starts from red)."""
+    status, body = service.request("POST", "/frames", {"url": f"{service.pages}/viewer.html",  # type: ignore[attr-defined]
+                                                        "width": CSS_W, "height": CSS_H})
+    assert status == 201, body
+    return str(body["id"])
+
+
+async def open_viewer(page: Page, service: Service, token: str, frames: list[str]) -> None:
+    fragment = urllib.parse.urlencode([("token", token)] + [("frame", f) for f in frames])
+    await page.navigate("about:blank")
+    await page.wait_for("location.href === 'about:blank'")
+    await page.navigate(f"{service.base}/#{fragment}")
+    await page.wait_for("window.framestream && window.framestream.client")
+
+
+async def wait_pixel(page: Page, frame: str, css: tuple[int, int], rgb: tuple[int, int, int],
+                     timeout: float = 30) -> list[int]:
+    x, y = dev(css)
+    js = JS_PIXEL.format(frame=frame, x=x, y=y)
+    try:
+        return await page.wait_for(  # type: ignore[no-any-return]
+            f"(() => {{ const p = {js}; const w = {json.dumps(list(rgb))};"
+            " return p && p.every((v, i) => Math.abs(v - w[i]) <= 24) ? p : null; })()",
+            timeout=timeout,
+        )
+    except TimeoutError as exc:
+        now = await page.eval(js)
+        info = await page.eval(f"JSON.stringify(window.framestream.client.info({json.dumps(frame)}))")
+        raise AssertionError(f"pixel at CSS {css} is {now}, wanted {rgb}\ninfo: {info}") from exc
+
+
+async def pixel(page: Page, frame: str, css: tuple[int, int]) -> list[int] | None:
+    x, y = dev(css)
+    return await page.eval(JS_PIXEL.format(frame=frame, x=x, y=y))  # type: ignore[no-any-return]
+
+
+async def info(page: Page, frame: str) -> dict[str, Any]:
+    return await page.eval(  # type: ignore[no-any-return]
+        f"JSON.parse(JSON.stringify(window.framestream.client.info({json.dumps(frame)})))"
+    )
+
+
+async def click_css(page: Page, frame: str, css: tuple[int, int]) -> None:
+    x, y = await page.eval(JS_CANVAS_POINT.format(frame=frame, fx=css[0] / CSS_W, fy=css[1] / CSS_H))
+    await page.click(x, y)
+
+
+async def idle_input(page: Page) -> None:
+    await page.wait_for("window.framestream.client.inputInFlight === 0", timeout=15)
+
+
+async def test_view_token_shows_the_page_box_and_recovers_from_a_decoder_error(service: Service,
+                                                                                page: Page) -> None:
+    frame = service.frame_ids()[0]
+    await open_viewer(page, service, service.token("view", subject="viewer-1"), [frame])
+    got = await wait_pixel(page, frame, BOX, RED)
+    assert close_to(await pixel(page, frame, BLANK), WHITE)
+    assert close_to(await pixel(page, frame, FLAG), GREY)
+    print(f"box pixel {got}, background {await pixel(page, frame, BLANK)}")
+    canvas = await page.eval(
+        f"(() => {{ const c = document.querySelector('canvas[data-frame=\"{frame}\"]');"
+        " return [c.width, c.height, c.style.width, c.getBoundingClientRect().width]; })()"
+    )
+    assert canvas == [1280, 800, "640px", 640]
+    view = f"document.querySelector('.fs-frame[data-frame=\"{frame}\"]')"
+    assert await page.eval(f"{view}.querySelector('.fs-mode').textContent") == "view only"
+    assert await page.eval(f"{view}.querySelector('.fs-overlay').hidden") is True
+    assert await page.eval(f"{view}.querySelector('.fs-state').textContent") == "live"
+    cfg = (await info(page, frame))["config"]
+    assert cfg["codec"].startswith("avc1.") and (cfg["css_width"], cfg["css_height"]) == (CSS_W, CSS_H)
+
+    # A view token sends no input: clicking the box changes nothing.
+    await click_css(page, frame, BOX)
+    await page.eval("new Promise((r) => setTimeout(r, 500))")
+    assert await page.eval("window.framestream.client.seq") == 0
+    assert close_to(await pixel(page, frame, BOX), RED)
+
+    # Break the decoder (junk into it, canvas painted magenta): the viewer asks for a keyframe, the service
+    # sends one although the page is still, and the picture comes back.
+    before = await info(page, frame)
+    await page.eval(f"window.framestream.client._debugCorrupt({json.dumps(frame)}, {{wipe: '#ff00ff'}})")
+    assert close_to(await pixel(page, frame, BOX), MAGENTA)
+    await wait_pixel(page, frame, BOX, RED, timeout=10)
+    await wait_pixel(page, frame, BLANK, WHITE, timeout=5)
+    after = await info(page, frame)
+    assert after["decoderErrors"] == before["decoderErrors"] + 1
+    assert after["keyframeRequests"] > before["keyframeRequests"]
+    assert after["drawn"] > before["drawn"]
+
+    # A dropped connection: reconnect, watch again, the picture stays and is refreshed.
+    drawn = after["drawn"]
+    await page.eval("window.framestream.client._debugDropConnection()")
+    await page.wait_for("window.framestream.client.connections >= 2 && window.framestream.client.state === 'open'")
+    await page.wait_for(f"window.framestream.client.info({json.dumps(frame)}).drawn > {drawn}")
+    assert close_to(await pixel(page, frame, BOX), RED)
+
+
+async def test_no_frame_in_the_fragment_lists_the_frames_the_token_may_see(service: Service, page: Page) -> None:
+    frame = service.frame_ids()[0]
+    await open_viewer(page, service, service.token("view"), [])
+    await wait_pixel(page, frame, BOX, RED)
+    listed = await page.eval("[...document.querySelectorAll('canvas[data-frame]')].map((c) => c.dataset.frame)")
+    assert frame in listed
+    assert sorted(listed) == sorted(service.frame_ids())
+
+
+async def test_drive_grant_clicks_types_and_sees_it_in_the_picture(service: Service, page: Page) -> None:
+    frame = new_frame(service)
+    await open_viewer(page, service, service.token("drive", subject="ana"), [frame])
+    await wait_pixel(page, frame, BOX, RED)
+    view = f"document.querySelector('.fs-frame[data-frame=\"{frame}\"]')"
+    assert await page.eval(f"{view}.querySelector('.fs-mode').textContent") == "driving"
+
+    # Click: the page turns its box green, and the decoded picture shows it.
+    await click_css(page, frame, BOX)
+    got = await wait_pixel(page, frame, BOX, GREEN)
+    print(f"after click: box pixel {got}")
+    await idle_input(page)
+    # The server reports who drives.
+    await page.wait_for(f"{view}.querySelector('.fs-driver').textContent === 'driven by ana'")
+
+    # Keys with DOM key and code: "b" turns the box blue; Shift+B (key "B", Shift in the mask) yellow.
+    await page.key("b", "KeyB", "b", 66)
+    got = await wait_pixel(page, frame, BOX, BLUE)
+    print(f"after key b: box pixel {got}")
+    await page.send("Input.dispatchKeyEvent", {"type": "keyDown", "key": "Shift", "code": "ShiftLeft",
+                                               "modifiers": 8, "windowsVirtualKeyCode": 16})
+    await page.send("Input.dispatchKeyEvent", {"type": "keyDown", "key": "B", "code": "KeyB", "text": "B",
+                                               "modifiers": 8, "windowsVirtualKeyCode": 66})
+    await page.send("Input.dispatchKeyEvent", {"type": "keyUp", "key": "B", "code": "KeyB", "modifiers": 8,
+                                               "windowsVirtualKeyCode": 66})
+    await page.send("Input.dispatchKeyEvent", {"type": "keyUp", "key": "Shift", "code": "ShiftLeft",
+                                               "windowsVirtualKeyCode": 16})
+    got = await wait_pixel(page, frame, BOX, YELLOW)
+    print(f"after Shift+B: box pixel {got}")
+
+    # Text: click the page's field, then text arrives as {"kind":"text"} (the IME/paste path).
+    assert close_to(await pixel(page, frame, FLAG), GREY)
+    await click_css(page, frame, FIELD)
+    await idle_input(page)
+    await page.send("Input.insertText", {"text": "hi"})
+    got = await wait_pixel(page, frame, FLAG, PURPLE)
+    print(f"after text 'hi': flag pixel {got}")
+    await idle_input(page)
+
+    # Capture-to-display latency, same clock: the last picture was drawn within a second of its capture.
+    last = (await info(page, frame))["lastDraw"]
+    latency_ms = (last["drawnUs"] - last["captureUs"]) / 1000
+    print(f"capture-to-display latency of the last picture: {latency_ms:.1f} ms")
+    assert 0 <= latency_ms < 1000
+
+    # Someone with a newer drive grant takes over (over HTTP): the viewer is told and shows it.
+    time.sleep(0.01)
+    newer = service.token("drive", subject="bob")
+    status, body = service.request("POST", f"/frames/{frame}/input", {"seq": 1, "event": {
+        "kind": "mouse", "action": "move", "x": 5, "y": 5, "button": "none", "buttons": 0, "clicks": 0,
+        "modifiers": 0}}, token=newer)
+    assert status == 200, body
+    await page.wait_for(f"{view}.querySelector('.fs-mode').textContent === 'control taken back'")
+    await page.wait_for(f"{view}.querySelector('.fs-driver').textContent === 'driven by bob'")
+    # Our next click is refused as superseded, shown, and does not reach the page.
+    await click_css(page, frame, BOX)
+    await page.wait_for(f"{view}.querySelector('.fs-toast').textContent.startsWith('Control taken back')")
+    await page.eval("new Promise((r) => setTimeout(r, 500))")
+    assert close_to(await pixel(page, frame, BOX), YELLOW)
+
+
+async def test_go_live_form_makes_a_frame_live_and_shows_it(service: Service, page: Page) -> None:
+    control = service.token("control", subject="operator")
+    await open_viewer(page, service, service.token("view"), [service.frame_ids()[0]])
+    await page.wait_for("window.framestream.config && !document.getElementById('golive').hidden")
+    before = set(service.frame_ids())
+    url = f"{service.pages}/viewer.html"  # type: ignore[attr-defined]
+    await page.eval(f"""(() => {{
+      const f = document.getElementById('golive').elements;
+      f.url.value = {json.dumps(url)}; f.width.value = '320'; f.height.value = '200';
+      f.control.value = {json.dumps(control)};
+      document.getElementById('golive').requestSubmit();
+    }})()""")
+    await page.wait_for("document.querySelectorAll('canvas[data-frame]').length === 2")
+    new = set(service.frame_ids()) - before
+    assert len(new) == 1
+    frame = new.pop()
+    # 320x200 CSS at dpr 2: the box (CSS 100..300 x 50..150) is partly inside: CSS (200, 100) is.
+    await wait_pixel(page, frame, BOX, RED)
+    assert "#" in await page.eval("location.hash") and frame in await page.eval("location.hash")
+    status, _ = service.request("DELETE", f"/frames/{frame}")
+    assert status == 200

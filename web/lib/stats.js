@@ -1,0 +1,52 @@
+// Rolling one-second statistics for the stats overlay. Pure: time is a parameter (ms).
+
+export class StatsWindow {
+  constructor({ windowMs = 1000 } = {}) {
+    this.windowMs = windowMs;
+    this.bytes = []; // [t, n]
+    this.frames = []; // [t, decodeMs, latencyMs]
+    this.totals = { bytes: 0, pictures: 0, drawn: 0 };
+  }
+
+  _trim(now) {
+    const from = now - this.windowMs;
+    while (this.bytes.length && this.bytes[0][0] <= from) this.bytes.shift();
+    while (this.frames.length && this.frames[0][0] <= from) this.frames.shift();
+  }
+
+  /** A binary message of n bytes arrived. */
+  received(n, now) {
+    this.bytes.push([now, n]);
+    this.totals.bytes += n;
+    this.totals.pictures += 1;
+    this._trim(now);
+  }
+
+  /** A picture was drawn; decodeMs from decode() to output, latencyMs from capture to drawing. */
+  drawn(now, decodeMs, latencyMs) {
+    this.frames.push([now, decodeMs, latencyMs]);
+    this.totals.drawn += 1;
+    this._trim(now);
+  }
+
+  /** {fps, kbps, decodeMs, latencyMs} over the last window; the averages are null without pictures. */
+  snapshot(now) {
+    this._trim(now);
+    const seconds = this.windowMs / 1000;
+    const bits = this.bytes.reduce((s, [, n]) => s + n, 0) * 8;
+    const avg = (i) => (this.frames.length
+      ? this.frames.reduce((s, f) => s + f[i], 0) / this.frames.length : null);
+    return {
+      fps: this.frames.length / seconds,
+      kbps: bits / 1000 / seconds,
+      decodeMs: avg(1),
+      latencyMs: avg(2),
+    };
+  }
+}
+
+/** One line of text for the overlay. */
+export function formatStats(s) {
+  const ms = (v) => (v === null || v === undefined ? '–' : `${v.toFixed(1)} ms`);
+  return `${s.fps.toFixed(0)} fps · ${s.kbps.toFixed(0)} kbit/s · decode ${ms(s.decodeMs)} · latency ${ms(s.latencyMs)}`;
+}
