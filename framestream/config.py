@@ -91,7 +91,7 @@ class Settings:
     shared_frames: bool = True
     max_browsers: int = 6
     idle_pause_s: float = 5.0
-    state_dir: Path = Path("~/.local/state/framestream").expanduser()
+    state_dir: Path = Path(".state")
     chrome_path: str = "/usr/bin/chromium"
     xvfb_path: str = "Xvfb"
     fps: int = 30

@@ -69,6 +69,13 @@ def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, as_roo
     return flags
 
 
+def prepare_profile(profile_dir: Path) -> list[str]:
+    """Create the profile (0700: cookies and storage are the page's secrets) and clear stale locks."""
+    profile_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(profile_dir, 0o700)
+    return clear_stale_locks(profile_dir)
+
+
 def clear_stale_locks(profile_dir: Path) -> list[str]:
     """Remove Singleton* files a killed Chromium left behind (they make the next launch exit at once)."""
     removed = []
@@ -111,9 +118,7 @@ class ChromeBrowser:
         dpr: int,
         extra_flags: Sequence[str] = (),
     ) -> ChromeBrowser:
-        profile_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(profile_dir, 0o700)
-        removed = clear_stale_locks(profile_dir)
+        removed = prepare_profile(profile_dir)
         if removed:
             log.info("removed stale %s from %s", ", ".join(removed), profile_dir)
         port_file = profile_dir / "DevToolsActivePort"
@@ -224,12 +229,17 @@ class ChromeBrowser:
         await terminate_group(self.proc, grace=2.0)
 
 
+def _read_text(path: Path) -> str:
+    with open(path) as fh:  # a few bytes from a tmpfs-like profile dir: not worth a thread
+        return fh.read()
+
+
 async def _devtools_url(proc: asyncio.subprocess.Process, port_file: Path) -> str:
     while True:
         if proc.returncode is not None:
             raise BrowserError(f"Chromium exited with code {proc.returncode} during start")
         try:
-            lines = port_file.read_text().split("\n")
+            lines = _read_text(port_file).split("\n")
             if len(lines) >= 2 and lines[0].strip().isdigit() and lines[1].strip():
                 return f"ws://127.0.0.1:{lines[0].strip()}{lines[1].strip()}"
         except FileNotFoundError:

@@ -22,7 +22,7 @@ from fractions import Fraction
 
 import av
 import numpy as np
-from av.video.reformatter import Colorspace, ColorRange, Interpolation, VideoReformatter
+from av.video.reformatter import ColorRange, Colorspace, Interpolation, VideoReformatter
 
 from framestream.core.h264 import choose_level, codec_string_from_access_unit
 
@@ -88,7 +88,14 @@ class _CrfSwitch:
 
 
 class H264Encoder:
-    """Encodes BGRX pictures of one fixed size. Rebuild it when the size changes."""
+    """Encodes pictures of one fixed size. Rebuild it when the size changes.
+
+    The encoder keeps the current picture in YUV 4:2:0: `update(bgrx, rows)` converts only the rows that
+    changed (in 32-row bands, one cached swscale context per band height), and `encode()` compresses the
+    whole current picture. A small animation so costs a small conversion instead of a full-screen one.
+    """
+
+    BAND = 32
 
     def __init__(self, width: int, height: int, settings: EncoderSettings | None = None) -> None:
         if width <= 0 or height <= 0 or width % 2 or height % 2:
@@ -122,7 +129,12 @@ class H264Encoder:
         ctx.open()
         self._ctx = ctx
         self._crf = _CrfSwitch(ctx, s.crf)
-        self._reformatter = VideoReformatter()
+        self._yuv = av.VideoFrame(width, height, "yuv420p")
+        self._planes = [
+            np.frombuffer(memoryview(plane), np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width]
+            for plane in self._yuv.planes
+        ]
+        self._reformatters: dict[int, VideoReformatter] = {}
         self._pts = 0
         self.codec_string: str | None = None
 
@@ -130,12 +142,22 @@ class H264Encoder:
     def refinement_available(self) -> bool:
         return self._crf.available
 
-    def encode(self, bgrx: np.ndarray, *, keyframe: bool = False, refinement: bool = False) -> EncodedPicture:
-        """Encode one (height, width, 4) uint8 BGRX picture; the array is only read during this call."""
+    def update(self, bgrx: np.ndarray, rows: tuple[int, int] | None = None) -> None:
+        """Bring the current picture up to date with rows [top, bottom) of a (height, width, 4) BGRX picture
+        (all rows when `rows` is None). The array is only read during this call."""
         if bgrx.shape != (self.height, self.width, 4):
             raise ValueError(f"picture is {bgrx.shape}, encoder is {self.height}x{self.width}x4")
-        src = av.VideoFrame.from_numpy_buffer(bgrx, format="bgra")
-        yuv = self._reformatter.reformat(
+        top, bottom = rows if rows is not None else (0, self.height)
+        top = max(0, top // self.BAND * self.BAND)
+        bottom = min(self.height, -(-bottom // self.BAND) * self.BAND)
+        if bottom <= top:
+            return
+        band_height = bottom - top
+        reformatter = self._reformatters.get(band_height)
+        if reformatter is None:
+            reformatter = self._reformatters[band_height] = VideoReformatter()
+        src = av.VideoFrame.from_numpy_buffer(bgrx[top:bottom], format="bgra")
+        band = reformatter.reformat(
             src,
             format="yuv420p",
             src_colorspace=Colorspace.ITU709,
@@ -143,10 +165,17 @@ class H264Encoder:
             interpolation=Interpolation.FAST_BILINEAR,
             dst_color_range=ColorRange.MPEG,
         )
+        for index, plane in enumerate(band.planes):
+            shift = 0 if index == 0 else 1  # chroma planes have half the rows
+            view = np.frombuffer(memoryview(plane), np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width]
+            self._planes[index][top >> shift : bottom >> shift] = view
+
+    def encode(self, *, keyframe: bool = False, refinement: bool = False) -> EncodedPicture:
+        """Compress the current picture; `refinement` encodes it at the higher still-picture quality."""
+        yuv = self._yuv
         yuv.pts = self._pts
         self._pts += 1
-        if keyframe:
-            yuv.pict_type = av.video.frame.PictureType.I
+        yuv.pict_type = av.video.frame.PictureType.I if keyframe else av.video.frame.PictureType.NONE
         self._crf.set(self.settings.refine_crf if refinement else self.settings.crf)
         packets = self._ctx.encode(yuv)
         data = b"".join(bytes(p) for p in packets)

@@ -48,6 +48,7 @@ class FramePipeline:
         display: str,
         width: int,
         height: int,
+        *,
         on_picture: PictureSink,
         on_failure: FailureSink,
         settings: EncoderSettings | None = None,
@@ -139,8 +140,8 @@ class FramePipeline:
 
     def _loop(self, capture: DisplayCapture, encoder: H264Encoder) -> None:
         policy = self._policy
-        kept = np.empty((self.height, self.width, 4), np.uint8)  # the last picture encoded
-        have_kept = False
+        kept = np.zeros((self.height, self.width, 4), np.uint8)  # the current picture, as encoded
+        full_grab_needed = True  # first picture, and after damage was dropped (paused)
         damage: list[DamageRect] = []
         timeout = 0.0
         while True:
@@ -160,6 +161,7 @@ class FramePipeline:
             new_damage = capture.pending_damage()
             if paused:
                 damage.clear()
+                full_grab_needed = True
                 timeout = 3600.0
                 continue
             if new_damage:
@@ -170,29 +172,28 @@ class FramePipeline:
             if not isinstance(decision, Encode):
                 timeout = min(decision.seconds, 3600.0)
                 continue
-            changed = False
+            rows: tuple[int, int] | None = None
             capture_us = self._last_capture_us
-            if decision.grab:
-                frame = capture.grab()
+            if decision.grab and (full_grab_needed or damage):
+                # Band grabs are exact only with every damage rectangle since the last grab, which we have.
+                frame = capture.grab(None if full_grab_needed else damage)
                 capture_us = time.time_ns() // 1000
-                changed = not have_kept or changed_rows(kept, frame, damage or None) is not None
+                rows = changed_rows(kept, frame, None if full_grab_needed else damage)
+                full_grab_needed = False
                 damage.clear()
-                if changed:
-                    with self._lock:  # snapshot() copies `kept`; never let it see half a picture
-                        np.copyto(kept, frame)
-                        have_kept = True
-                        self._last = kept
-                        self._last_capture_us = capture_us
+                with self._lock:  # snapshot() copies `kept`; never let it see half a picture
+                    if rows is not None:
+                        kept[rows[0]:rows[1]] = frame[rows[0]:rows[1]]
                         self._last_change_us = capture_us
                         self.stats.changes += 1
-                else:
-                    with self._lock:
-                        self._last_capture_us = capture_us
+                    self._last = kept
+                    self._last_capture_us = capture_us
+            changed = rows is not None
             if changed or decision.keyframe or decision.refinement:
                 started = time.perf_counter()
-                encoded: EncodedPicture = encoder.encode(
-                    kept, keyframe=decision.keyframe, refinement=decision.refinement
-                )
+                if rows is not None:
+                    encoder.update(kept, rows)
+                encoded: EncodedPicture = encoder.encode(keyframe=decision.keyframe, refinement=decision.refinement)
                 self.stats.encode_seconds += time.perf_counter() - started
                 self.stats.pictures += 1
                 if encoded.data:

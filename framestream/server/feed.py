@@ -45,10 +45,10 @@ class Outbox:
         """Queue one video message; False (and nothing queued) when the connection is over budget."""
         if self.closed:
             return False
-        if self._video_count >= self._max_pictures or self._video_bytes + len(message) > self._max_bytes:
-            # An oversized keyframe still goes through when nothing else is queued, or it never would.
-            if self._video_count > 0:
-                return False
+        over = self._video_count >= self._max_pictures or self._video_bytes + len(message) > self._max_bytes
+        # An oversized keyframe still goes through when nothing else is queued, or it never would.
+        if over and self._video_count > 0:
+            return False
         self._items.append(message)
         self._video_bytes += len(message)
         self._video_count += 1

@@ -227,7 +227,9 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
     if origins and origin is not None and origin not in origins:
         raise web.HTTPForbidden(text='{"error":"forbidden","message":"origin not allowed"}',
                                 content_type="application/json")
-    ws = web.WebSocketResponse(max_msg_size=ctx.settings.max_message_bytes, heartbeat=30.0, compress=False)
+    # aiohttp closes with 1009 past max_msg_size; leave room so our parser answers a clear `bad-message` for
+    # anything up to 4x the limit and only truly huge messages end the connection.
+    ws = web.WebSocketResponse(max_msg_size=4 * ctx.settings.max_message_bytes, heartbeat=30.0, compress=False)
     await ws.prepare(request)
     if len(ctx.connections) >= ctx.settings.max_connections:
         await ws.close(code=CLOSE_TOO_MANY, message=b"too many connections")

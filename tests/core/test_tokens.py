@@ -83,6 +83,9 @@ def test_derive_key_is_hkdf_with_the_contract_salt_and_info() -> None:
 
 def test_worked_example_in_docs_is_stable() -> None:
     key = derive_key(b"example-secret", "local")
+    prk = hmac.new(b"framestream/v1", b"example-secret", hashlib.sha256).digest()
+    assert prk.hex() == "38be52b87ca546321311e5711ba2056cfa901f3b034457c8d348d7b2f9eefb51"
+    assert key == hmac.new(prk, b"local\x01", hashlib.sha256).digest()
     token = mint(
         key,
         sandbox="local",
@@ -96,6 +99,21 @@ def test_worked_example_in_docs_is_stable() -> None:
         "eyJ2IjoxLCJzYngiOiJsb2NhbCIsImZybSI6ImYxIiwicm9sZSI6ImRyaXZlIiwic3ViIjoiYWxpY2UiLCJpYXQiOjE3MDAw"
         "MDAwMDAuNSwiZXhwIjoxNzAwMDAwMTIwLjUsImp0aSI6IlhxM3Y5YksybU40cFI3c1QifQ"
         ".ueNv_u8FXjBDcozpYppZzFFx222EfYMzHeBkTJMJ6sI"
+    )
+    step = mint(
+        key,
+        sandbox="local",
+        role="drive",
+        now=1700000003.25,
+        frame="f1",
+        subject="agent",
+        step=True,
+        jti="s7Kp2QwLx9ZmBv4c",
+    )
+    assert step == (
+        "eyJ2IjoxLCJzYngiOiJsb2NhbCIsImZybSI6ImYxIiwicm9sZSI6ImRyaXZlIiwic3ViIjoiYWdlbnQiLCJpYXQiOjE3MDAw"
+        "MDAwMDMuMjUsImV4cCI6MTcwMDAwMDAzMy4yNSwianRpIjoiczdLcDJRd0x4OVptQnY0YyIsInN0ZXAiOnRydWV9"
+        ".NctO4-_ljrCDLVDgNLMea6WrGpd0a9y5s40hsgVCRzc"
     )
 
 

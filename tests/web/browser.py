@@ -57,27 +57,27 @@ class Page:
                     details = msg["params"]["exceptionDetails"]
                     self.exceptions.append(str(details.get("exception", {}).get("description", details)))
 
-    async def send(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30) -> Any:
+    async def send(self, method: str, params: dict[str, Any] | None = None, within: float = 30) -> Any:
         self._next += 1
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiters[self._next] = fut
         await self._ws.send(json.dumps({"id": self._next, "method": method, "params": params or {}}))
-        return await asyncio.wait_for(fut, timeout)
+        return await asyncio.wait_for(fut, within)
 
-    async def eval(self, expression: str, timeout: float = 30) -> Any:
+    async def eval(self, expression: str, within: float = 30) -> Any:
         """Evaluate an expression (awaiting a promise) and return its JSON value."""
         res = await self.send(
             "Runtime.evaluate",
             {"expression": expression, "awaitPromise": True, "returnByValue": True},
-            timeout=timeout,
+            within=within,
         )
         if "exceptionDetails" in res:
             raise CDPError(f"{expression[:80]}...: {res['exceptionDetails']}")
         return res["result"].get("value")
 
-    async def wait_for(self, expression: str, timeout: float = 20, interval: float = 0.1) -> Any:
+    async def wait_for(self, expression: str, within: float = 20, interval: float = 0.1) -> Any:
         """Poll until the expression is truthy; return its value."""
-        deadline = asyncio.get_running_loop().time() + timeout
+        deadline = asyncio.get_running_loop().time() + within
         last: Any = None
         while True:
             last = await self.eval(expression)
@@ -85,7 +85,7 @@ class Page:
                 return last
             if asyncio.get_running_loop().time() > deadline:
                 raise TimeoutError(
-                    f"not true within {timeout}s: {expression}\nlast value: {last!r}\n"
+                    f"not true within {within}s: {expression}\nlast value: {last!r}\n"
                     f"console: {self.console[-20:]}\nexceptions: {self.exceptions[-5:]}"
                 )
             await asyncio.sleep(interval)
@@ -93,7 +93,7 @@ class Page:
     async def navigate(self, url: str) -> None:
         await self.send("Page.navigate", {"url": url})
 
-    async def mouse(self, kind: str, x: float, y: float, button: str = "none", click_count: int = 0,
+    async def mouse(self, kind: str, x: float, y: float, *, button: str = "none", click_count: int = 0,
                     buttons: int = 0) -> None:
         await self.send("Input.dispatchMouseEvent", {
             "type": kind, "x": x, "y": y, "button": button, "clickCount": click_count, "buttons": buttons,
@@ -101,11 +101,12 @@ class Page:
 
     async def click(self, x: float, y: float) -> None:
         await self.mouse("mouseMoved", x, y)
-        await self.mouse("mousePressed", x, y, "left", 1, 1)
-        await self.mouse("mouseReleased", x, y, "left", 1, 0)
+        await self.mouse("mousePressed", x, y, button="left", click_count=1, buttons=1)
+        await self.mouse("mouseReleased", x, y, button="left", click_count=1, buttons=0)
 
     async def key(self, key: str, code: str, text: str | None = None, key_code: int = 0) -> None:
-        down: dict[str, Any] = {"type": "keyDown", "key": key, "code": code, "windowsVirtualKeyCode": key_code}
+        down: dict[str, Any] = {"type": "keyDown", "key": key, "code": code,
+                                "windowsVirtualKeyCode": key_code}
         if text is not None:
             down["text"] = text
         await self.send("Input.dispatchKeyEvent", down)

@@ -1,10 +1,10 @@
 """A small stand-in for the framestream service, for viewer tests that need to steer the server's side.
 
 It speaks the viewer's half of the protocol (docs/protocol.md): hello/welcome, watch -> frame-state +
-video-config + a keyframe, keyframe requests, input -> input-ack, control, errors; binary video with the 16-byte
-header and real H.264 (PyAV libx264, Annex B, SPS/PPS before every IDR). The test drives it directly: push a
-picture, skip sequence numbers, change a frame's state, drop every connection. No browser, no Xvfb: the pictures
-are drawn with numpy. The real service is tested by test_viewer_browser.py.
+video-config + a keyframe, keyframe requests, input -> input-ack, control, errors; binary video with the
+16-byte header and real H.264 (PyAV libx264, Annex B, SPS/PPS before every IDR). The test drives it directly:
+push a picture, skip sequence numbers, change a frame's state, drop every connection. No browser, no Xvfb: the
+pictures are drawn with numpy. The real service is tested by test_viewer_browser.py.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ BACKGROUND = (255, 255, 255)
 
 def claims_of(token: str) -> dict[str, Any] | None:
     try:
-        part = token.split(".")[0]
+        part = token.split(".", maxsplit=1)[0]
         claims = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
     except (ValueError, IndexError):
         return None
@@ -194,17 +194,22 @@ class FakeService:
         kind = msg.get("type")
         frame = self.frames.get(msg.get("frame", ""))
         if kind in ("watch", "keyframe", "input", "unwatch") and frame is None:
-            await conn.ws.send_json({"type": "error", "code": "unknown-frame", "message": "no such frame",
-                                     "frame": msg.get("frame"), **({"seq": msg["seq"]} if "seq" in msg else {})})
+            err = {"type": "error", "code": "unknown-frame", "message": "no such frame",
+                   "frame": msg.get("frame")}
+            if "seq" in msg:
+                err["seq"] = msg["seq"]
+            await conn.ws.send_json(err)
             return
         assert frame is not None or kind not in ("watch", "keyframe", "input", "unwatch")
         if kind == "watch" and frame is not None:
             self.watches.append(frame.id)
-            slot = conn.slots.setdefault(frame.id, len(conn.slots) + 7)  # not 0: slots are the server's to pick
+            # not 0 and not 1: slots are the server's to pick, the viewer must not assume any
+            slot = conn.slots.setdefault(frame.id, len(conn.slots) + 7)
             await conn.ws.send_json(self._state_msg(frame))
             await conn.ws.send_json({"type": "video-config", "frame": frame.id, "slot": slot,
-                                     "codec": self._codec(frame), "width": frame.width, "height": frame.height,
-                                     "css_width": frame.css_width, "css_height": frame.css_height})
+                                     "codec": self._codec(frame), "width": frame.width,
+                                     "height": frame.height, "css_width": frame.css_width,
+                                     "css_height": frame.css_height})
             if frame.state == "live":
                 await self.push(frame.id, key=True, only=conn)
         elif kind == "unwatch" and frame is not None:

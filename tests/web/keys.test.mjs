@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HeldInputs, buttonName, heldButtonName, isComposing, isPasteShortcut, keyEvent, modifiersOf }
+import { HeldInputs, buttonName, heldButtonName, isComposing, isPasteShortcut, keyEvent, modifiersOf, textEvents }
   from '../../web/lib/keys.js';
 
 test('modifiers follow the CDP mask: Alt 1, Ctrl 2, Meta 4, Shift 8', () => {
@@ -33,7 +33,18 @@ test('key events carry DOM key and code, the mask, and repeat', () => {
   assert.deepEqual(keyEvent('up', { key: 'a', code: 'KeyA', repeat: true }),
     { kind: 'key', action: 'up', key: 'a', code: 'KeyA', modifiers: 0 });
   assert.deepEqual(keyEvent('down', { key: 'Control', code: 'ControlRight', ctrlKey: true, location: 2 }),
-    { kind: 'key', action: 'down', key: 'Control', code: 'ControlRight', modifiers: 2, location: 2 });
+    { kind: 'key', action: 'down', key: 'Control', code: 'ControlRight', modifiers: 2 });
+});
+
+test('long text is split into events of at most max code points, never inside a surrogate pair', () => {
+  assert.deepEqual(textEvents('héllo'), [{ kind: 'text', text: 'héllo' }]);
+  assert.deepEqual(textEvents(''), []);
+  const parts = textEvents('ab😀cd😀e', 3);
+  assert.deepEqual(parts.map((p) => p.text), ['ab😀', 'cd😀', 'e']);
+  const big = 'x'.repeat(10_001);
+  const chunks = textEvents(big);
+  assert.equal(chunks.map((c) => c.text).join(''), big);
+  assert.ok(chunks.every((c) => c.text.length <= 4000));
 });
 
 test('paste shortcut and composition detection', () => {

@@ -1,15 +1,15 @@
 """The viewer (web/) against the real service, in a real headless Chromium.
 
-`framestream serve --frame <page>@640x400` runs the test page tests/web/pages/viewer.html in its own Chromium on
-Xvfb; the viewer page (served by the service at `/`) decodes its H.264 with WebCodecs into a canvas, and the
-test reads the canvas pixels back. Colours are the page's after H.264 (tolerance 24 per channel).
+`framestream serve --frame <page>@640x400` runs the test page tests/web/pages/viewer.html in its own Chromium
+on Xvfb; the viewer page (served by the service at `/`) decodes its H.264 with WebCodecs into a canvas, and
+the test reads the canvas pixels back. Colours are the page's after H.264 (tolerance 24 per channel).
 Frame CSS 640x400 at dpr 2: CSS (x, y) is device pixel (2x, 2y) in the canvas.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import time
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -45,7 +45,8 @@ def dev(css: tuple[int, int]) -> tuple[int, int]:
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     with page_server(PAGES) as pages:
-        svc = Service(tmp_path_factory.mktemp("viewer-state"), frames=[f"{pages}/viewer.html@{CSS_W}x{CSS_H}"])
+        svc = Service(tmp_path_factory.mktemp("viewer-state"),
+                      frames=[f"{pages}/viewer.html@{CSS_W}x{CSS_H}"])
         svc.pages = pages  # type: ignore[attr-defined]
         svc.start()
         try:
@@ -80,14 +81,14 @@ async def open_viewer(page: Page, service: Service, token: str, frames: list[str
 
 
 async def wait_pixel(page: Page, frame: str, css: tuple[int, int], rgb: tuple[int, int, int],
-                     timeout: float = 30) -> list[int]:
+                     within: float = 30) -> list[int]:
     x, y = dev(css)
     js = JS_PIXEL.format(frame=frame, x=x, y=y)
     try:
         return await page.wait_for(  # type: ignore[no-any-return]
             f"(() => {{ const p = {js}; const w = {json.dumps(list(rgb))};"
             " return p && p.every((v, i) => Math.abs(v - w[i]) <= 24) ? p : null; })()",
-            timeout=timeout,
+            within=within,
         )
     except TimeoutError as exc:
         now = await page.eval(js)
@@ -112,7 +113,7 @@ async def click_css(page: Page, frame: str, css: tuple[int, int]) -> None:
 
 
 async def idle_input(page: Page) -> None:
-    await page.wait_for("window.framestream.client.inputInFlight === 0", timeout=15)
+    await page.wait_for("window.framestream.client.inputInFlight === 0", within=15)
 
 
 async def test_view_token_shows_the_page_box_and_recovers_from_a_decoder_error(service: Service,
@@ -146,8 +147,8 @@ async def test_view_token_shows_the_page_box_and_recovers_from_a_decoder_error(s
     before = await info(page, frame)
     await page.eval(f"window.framestream.client._debugCorrupt({json.dumps(frame)}, {{wipe: '#ff00ff'}})")
     assert close_to(await pixel(page, frame, BOX), MAGENTA)
-    await wait_pixel(page, frame, BOX, RED, timeout=10)
-    await wait_pixel(page, frame, BLANK, WHITE, timeout=5)
+    await wait_pixel(page, frame, BOX, RED, within=10)
+    await wait_pixel(page, frame, BLANK, WHITE, within=5)
     after = await info(page, frame)
     assert after["decoderErrors"] == before["decoderErrors"] + 1
     assert after["keyframeRequests"] > before["keyframeRequests"]
@@ -156,16 +157,19 @@ async def test_view_token_shows_the_page_box_and_recovers_from_a_decoder_error(s
     # A dropped connection: reconnect, watch again, the picture stays and is refreshed.
     drawn = after["drawn"]
     await page.eval("window.framestream.client._debugDropConnection()")
-    await page.wait_for("window.framestream.client.connections >= 2 && window.framestream.client.state === 'open'")
+    await page.wait_for("window.framestream.client.connections >= 2"
+                        " && window.framestream.client.state === 'open'")
     await page.wait_for(f"window.framestream.client.info({json.dumps(frame)}).drawn > {drawn}")
     assert close_to(await pixel(page, frame, BOX), RED)
 
 
-async def test_no_frame_in_the_fragment_lists_the_frames_the_token_may_see(service: Service, page: Page) -> None:
+async def test_no_frame_in_the_fragment_lists_the_frames_the_token_may_see(service: Service,
+                                                                          page: Page) -> None:
     frame = service.frame_ids()[0]
     await open_viewer(page, service, service.token("view"), [])
     await wait_pixel(page, frame, BOX, RED)
-    listed = await page.eval("[...document.querySelectorAll('canvas[data-frame]')].map((c) => c.dataset.frame)")
+    listed = await page.eval(
+        "[...document.querySelectorAll('canvas[data-frame]')].map((c) => c.dataset.frame)")
     assert frame in listed
     assert sorted(listed) == sorted(service.frame_ids())
 
@@ -216,7 +220,7 @@ async def test_drive_grant_clicks_types_and_sees_it_in_the_picture(service: Serv
     assert 0 <= latency_ms < 1000
 
     # Someone with a newer drive grant takes over (over HTTP): the viewer is told and shows it.
-    time.sleep(0.01)
+    await asyncio.sleep(0.01)  # a later iat
     newer = service.token("drive", subject="bob")
     status, body = service.request("POST", f"/frames/{frame}/input", {"seq": 1, "event": {
         "kind": "mouse", "action": "move", "x": 5, "y": 5, "button": "none", "buttons": 0, "clicks": 0,

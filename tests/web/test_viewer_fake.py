@@ -1,8 +1,8 @@
 """The viewer in a real headless Chromium against a scripted stand-in service (fake_service.py).
 
-The stand-in lets these tests cause what the real service does only now and then: sequence gaps, state changes,
-dropped connections, control taken back. Pixels are read back from the viewer's canvas; the colours are those
-of the fake's box after H.264 (tolerance 24 per channel). The real service: test_viewer_browser.py.
+The stand-in lets these tests cause what the real service does only now and then: sequence gaps, state
+changes, dropped connections, control taken back. Pixels are read back from the viewer's canvas; the colours
+are those of the fake's box after H.264 (tolerance 24 per channel). The real service: test_viewer_browser.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import pytest
 from tests.web.browser import JS_CANVAS_POINT, JS_PIXEL, Browser, Page, chrome_available, close_to
 from tests.web.fake_service import FakeFrame, FakeService, fake_token
 
-pytestmark = pytest.mark.skipif(not chrome_available(), reason="needs Chromium (/usr/bin/chromium or CHROME_PATH)")
+pytestmark = pytest.mark.skipif(not chrome_available(),
+                                reason="needs Chromium (/usr/bin/chromium or CHROME_PATH)")
 
 BLUE = (30, 90, 220)
 GREEN = (20, 170, 60)
@@ -44,13 +45,14 @@ class Env:
     async def pixel(self, frame: str, x: int, y: int) -> list[int] | None:
         return await self.page.eval(JS_PIXEL.format(frame=frame, x=x, y=y))  # type: ignore[no-any-return]
 
-    async def wait_pixel(self, frame: str, xy: tuple[int, int], rgb: tuple[int, int, int], timeout: float = 10) -> None:
+    async def wait_pixel(self, frame: str, xy: tuple[int, int], rgb: tuple[int, int, int],
+                         within: float = 10) -> None:
         js = JS_PIXEL.format(frame=frame, x=xy[0], y=xy[1])
         want = json.dumps(list(rgb))
         await self.page.wait_for(
             f"(() => {{ const p = {js}; const w = {want};"
             " return p && p.every((v, i) => Math.abs(v - w[i]) <= 24) ? p : null; })()",
-            timeout=timeout,
+            within=within,
         )
 
     async def info(self, frame: str) -> dict:  # type: ignore[type-arg]
@@ -115,7 +117,7 @@ async def test_sequence_gap_drops_deltas_until_a_keyframe(env: Env) -> None:
     before = len(env.fake.keyframe_requests)
     env.fake.frames["f1"].color = RED
     await env.fake.push("f1", skip=2)  # two pictures lost on the way
-    await env.page.wait_for(f"window.framestream.client.info('f1').gaps === 1")
+    await env.page.wait_for("window.framestream.client.info('f1').gaps === 1")
     await env.fake.push("f1")  # follows the lost one: still not decodable
     await env.page.eval("new Promise((r) => setTimeout(r, 300))")
     assert len(env.fake.keyframe_requests) == before + 1  # asked once, not per dropped picture
@@ -167,7 +169,7 @@ async def test_lost_connection_reconnects_and_watches_again(env: Env) -> None:
     drawn = (await env.info("f1"))["drawn"]
     env.fake.frames["f1"].color = GREEN  # the picture after the reconnect differs
     await env.fake.drop_connections()
-    await env.page.wait_for("window.framestream.client.connections >= 2", timeout=15)
+    await env.page.wait_for("window.framestream.client.connections >= 2", within=15)
     await env.wait_pixel("f1", BOX_CENTRE, GREEN)
     assert env.fake.hellos == 2
     assert env.fake.watches == ["f1", "f1"]
@@ -225,19 +227,19 @@ async def test_drive_grant_sends_mapped_input_and_sees_the_result(env: Env) -> N
     assert env.fake.inputs[-1] == {"kind": "key", "action": "up", "key": "A", "code": "KeyA", "modifiers": 0}
 
     # double click: the second down carries clicks 2
-    await env.page.mouse("mousePressed", x, y, "left", 1, 1)
-    await env.page.mouse("mouseReleased", x, y, "left", 1, 0)
-    await env.page.mouse("mousePressed", x, y, "left", 2, 1)
-    await env.page.mouse("mouseReleased", x, y, "left", 2, 0)
+    await env.page.mouse("mousePressed", x, y, button="left", click_count=1, buttons=1)
+    await env.page.mouse("mouseReleased", x, y, button="left", click_count=1, buttons=0)
+    await env.page.mouse("mousePressed", x, y, button="left", click_count=2, buttons=1)
+    await env.page.mouse("mouseReleased", x, y, button="left", click_count=2, buttons=0)
     await env.page.wait_for("window.framestream.client.inputInFlight === 0")
     downs = [e for e in env.fake.inputs if e["kind"] == "mouse" and e["action"] == "down"]
     assert [e["clicks"] for e in downs[-2:]] == [1, 2]
 
     # moves are coalesced and carry the held button while dragging, clamped into the frame
-    await env.page.mouse("mousePressed", x, y, "right", 1, 2)
+    await env.page.mouse("mousePressed", x, y, button="right", click_count=1, buttons=2)
     for i in range(20):
-        await env.page.mouse("mouseMoved", x + i * 40, y, "right", 0, 2)
-    await env.page.mouse("mouseReleased", x + 800, y, "right", 1, 0)
+        await env.page.mouse("mouseMoved", x + i * 40, y, button="right", buttons=2)
+    await env.page.mouse("mouseReleased", x + 800, y, button="right", click_count=1, buttons=0)
     await env.page.wait_for("window.framestream.client.inputInFlight === 0")
     moves = [e for e in env.fake.inputs if e["kind"] == "mouse" and e["action"] == "move"]
     assert moves and moves[-1]["button"] == "right" and moves[-1]["buttons"] == 2

@@ -3,7 +3,9 @@
 // queue.js; this file is the glue to the DOM.
 
 import { contentBox, mapToFrame, wheelPixels } from './coords.js';
-import { HeldInputs, buttonName, heldButtonName, isComposing, isPasteShortcut, keyEvent, modifiersOf } from './keys.js';
+import {
+  HeldInputs, buttonName, heldButtonName, isComposing, isPasteShortcut, keyEvent, modifiersOf, textEvents,
+} from './keys.js';
 import { InputQueue } from './queue.js';
 
 const px = (v) => parseFloat(v) || 0;
@@ -75,6 +77,9 @@ export function attachInput(canvas, { send, frameSize, busy = () => false }) {
     if (!raf) raf = win.requestAnimationFrame(tick);
   };
   const now = (ev) => emit(queue.pushNow(ev));
+  const sendText = (text) => {
+    for (const ev of textEvents(text)) now(ev);
+  };
 
   const focusSink = (clientX, clientY) => {
     if (clientX !== undefined) {
@@ -145,32 +150,33 @@ export function attachInput(canvas, { send, frameSize, busy = () => false }) {
     now(keyEvent('up', e));
   });
   on(sink, 'compositionend', (e) => {
-    if (e.data) now({ kind: 'text', text: e.data });
+    if (e.data) sendText(e.data);
     sink.value = '';
   });
   on(sink, 'input', (e) => {
     // Text that came without key events we sent (on-screen keyboards send keyCode 229 keydowns).
-    if (!e.isComposing && e.inputType === 'insertText' && e.data) now({ kind: 'text', text: e.data });
+    if (!e.isComposing && e.inputType === 'insertText' && e.data) sendText(e.data);
     if (!e.isComposing) sink.value = '';
   });
   on(sink, 'paste', (e) => {
     e.preventDefault();
     const text = e.clipboardData ? e.clipboardData.getData('text/plain') : '';
-    if (text) now({ kind: 'text', text });
+    if (text) sendText(text);
   });
 
   // --- touch ---
   const touchHandler = (action) => (e) => {
     e.preventDefault(); // no scrolling, no emulated mouse events
     focusSink();
-    // start/move: every finger on the canvas now; end/cancel: the fingers that lifted.
-    const list = action === 'start' || action === 'move' ? e.targetTouches : e.changedTouches;
+    // As Chromium's Input.dispatchTouchEvent wants it (docs/protocol.md): start lists the fingers that touched
+    // down, move every finger on the canvas, end the fingers lifted; cancel cancels all.
+    const list = action === 'move' ? e.targetTouches : e.changedTouches;
     const points = [];
     for (const t of list) {
       const p = map(t.clientX, t.clientY);
       if (p) points.push({ id: t.identifier, x: p.x, y: p.y });
     }
-    if (points.length) now({ kind: 'touch', action, points });
+    if (points.length || action === 'cancel') now({ kind: 'touch', action, points });
   };
   for (const action of ['start', 'move', 'end', 'cancel']) {
     on(canvas, `touch${action}`, touchHandler(action), { passive: false });

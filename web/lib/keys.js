@@ -43,8 +43,16 @@ export function isComposing(e) {
 export function keyEvent(action, e) {
   const ev = { kind: 'key', action, key: e.key, code: e.code, modifiers: modifiersOf(e) };
   if (action === 'down' && e.repeat) ev.repeat = true;
-  if (typeof e.location === 'number' && e.location !== 0) ev.location = e.location;
   return ev;
+}
+
+/** The protocol takes at most 10000 characters per text event and 64 KiB per message: long text (a big
+ * paste) goes as several text events of at most `max` code points, each to be sent in its own message. */
+export function textEvents(text, max = 4000) {
+  const chars = Array.from(text); // code points, so a surrogate pair is never split
+  const out = [];
+  for (let i = 0; i < chars.length; i += max) out.push({ kind: 'text', text: chars.slice(i, i + max).join('') });
+  return out;
 }
 
 /**
