@@ -294,11 +294,8 @@ class Frame:
             await asyncio.get_running_loop().run_in_executor(None, pipeline.stop)
         browser, self._browser = self._browser, None
         if browser is not None:
-            if browser.alive:
-                with contextlib.suppress(CDPError):
-                    url = await browser.current_url()
-                    if url and not url.startswith(("chrome-error:", "about:")):
-                        self.url = url
+            # self.url already follows every navigation (Page.frameNavigated), so no call into a renderer
+            # that may be stopped (paused) or hung is needed here.
             await browser.close()
         display, self._display = self._display, None
         if display is not None:
@@ -487,11 +484,18 @@ class FrameManager:
                 await frame._launch_locked()
 
     async def make_room_for(self, frame: Frame) -> None:
+        """Reserve a browser for `frame` (closing the least recently viewed unwatched one if at the cap).
+
+        The reservation (state `launching`) is taken inside the same lock as the decision, so two frames
+        reopening at once can never both pass the cap."""
         async with self._room:
+            if frame.browser_running:
+                return
             victim = choose_browser_to_close((f.view() for f in self.frames.values()),
                                              self.settings.max_browsers, starting=frame.id)
             if victim is not None:
                 await self.frames[victim].close_browser()
+            frame._set_state(FrameState.LAUNCHING)
 
     async def delete(self, frame_id: str, *, purge: bool = False) -> bool:
         frame = self.frames.pop(frame_id, None)

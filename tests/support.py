@@ -310,6 +310,11 @@ class StreamClient:
                     return picture
         raise AssertionError("no decodable picture in time")
 
+    async def latest_picture_after_keyframe_request(self, frame_id: str, timeout: float = 10.0) -> np.ndarray:
+        """The current picture, by asking for a keyframe (useful when decoding was not kept up)."""
+        await self.send({"type": "keyframe", "frame": frame_id})
+        return await self.latest_picture(timeout)
+
     async def close(self) -> None:
         await self.ws.close()
 
