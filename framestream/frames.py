@@ -16,6 +16,7 @@ import logging
 import os
 import secrets
 import shutil
+import signal
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -366,6 +367,25 @@ class Frame:
             self._pause_timer = None
 
 
+def end_leftover_browsers(profiles_dir: Path) -> list[int]:
+    """SIGKILL processes still using one of our profiles (a previous run killed with SIGKILL can leave
+    Chromium helpers behind). Matched by our own profile path in their command line, ended by pid."""
+    marker = f"--user-data-dir={profiles_dir}/".encode()
+    ended = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if marker not in fh.read():
+                    continue
+            os.kill(int(entry), signal.SIGKILL)
+            ended.append(int(entry))
+        except (OSError, ProcessLookupError):
+            continue
+    return ended
+
+
 def _post(loop: asyncio.AbstractEventLoop, callback: Callable[[Any], None], arg: Any) -> None:
     """Hand a result from the worker thread to the loop; dropped once the loop is closed (shutdown)."""
     with contextlib.suppress(RuntimeError):
@@ -411,6 +431,9 @@ class FrameManager:
     def load(self) -> None:
         """Frames from the last run come back `closed`; each reopens at its last URL when watched."""
         self.settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ended = end_leftover_browsers(self.settings.state_dir / "profiles")
+        if ended:
+            log.warning("ended %d browser processes left by a previous run: %s", len(ended), ended)
         try:
             data = json.loads(self.registry_path.read_text())
         except FileNotFoundError:

@@ -99,6 +99,14 @@ def processes_using(marker: str) -> list[int]:
     return found
 
 
+def wait_until_gone(marker: str, timeout: float) -> list[int]:
+    """Wait until no process mentions `marker`; returns those still there after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while (left := processes_using(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
 @dataclass
 class Service:
     """`framestream serve` as a child process of the test."""
@@ -186,6 +194,16 @@ class Service:
                 return dict(body)
             time.sleep(0.1)
         raise AssertionError(f"frame {frame_id} never reached {state}: {body}\n{self.log()[-3000:]}")
+
+    def wait_url(self, frame_id: str, fragment: str, timeout: float = 10.0) -> str:
+        deadline = time.monotonic() + timeout
+        url = ""
+        while time.monotonic() < deadline:
+            url = str(self.get(f"/frames/{frame_id}")[1]["url"])
+            if fragment in url:
+                return url
+            time.sleep(0.1)
+        raise AssertionError(f"frame {frame_id} never reached a URL with {fragment!r}: {url}")
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
         assert self.proc is not None

@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 import websockets
 
-from tests.support import Service, StreamClient, colour_near, descendants, processes_using
+from tests.support import (
+    Service,
+    StreamClient,
+    colour_near,
+    descendants,
+    processes_using,
+    wait_until_gone,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -206,4 +213,28 @@ def test_stopping_leaves_no_browser_or_display(state_dir: Path, pages: str, how:
         assert [pid for pid in children if Path(f"/proc/{pid}").exists()
                 and b"Z" not in Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1][:3]] == []
     finally:
+        svc.kill_leftovers()
+
+
+async def test_sigkill_leaves_nothing_and_next_start_cleans_up(state_dir: Path, pages: str) -> None:
+    svc = Service(state_dir, frames=[f"{pages}/box.html@320x200"]).start()
+    try:
+        (frame_id,) = svc.frame_ids()
+        svc.wait_state(frame_id, "live")
+        assert processes_using(str(state_dir))
+        svc.stop(signal.SIGKILL)
+        assert wait_until_gone(str(state_dir), 5.0) == [], "the kernel's parent-death signal ends every child"
+        # Chromium killed hard leaves its profile lock; the next launch must clear it or Chromium refuses.
+        assert (state_dir / "profiles" / frame_id / "SingletonLock").is_symlink()
+        svc.proc, svc.frames = None, []
+        svc.start()
+        listed = svc.get("/frames")[1]["frames"]
+        assert [(f["id"], f["state"]) for f in listed] == [(frame_id, "closed")]
+        client = await StreamClient.connect(svc)
+        await client.watch(frame_id)
+        picture = await client.latest_picture(timeout=30, refined=True)
+        assert colour_near(picture[100, 200], (200, 40, 40)), picture[100, 200]
+        await client.close()
+    finally:
+        svc.stop()
         svc.kill_leftovers()

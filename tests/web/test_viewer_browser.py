@@ -48,7 +48,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         svc = Service(tmp_path_factory.mktemp("viewer-state"),
                       frames=[f"{pages}/viewer.html@{CSS_W}x{CSS_H}"])
         svc.pages = pages  # type: ignore[attr-defined]
-        svc.start()
+        svc.start(timeout=60)
         try:
             yield svc
         finally:

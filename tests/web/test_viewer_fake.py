@@ -315,3 +315,17 @@ async def test_go_live_form_follows_shared_frames(env: Env) -> None:
     await env.open(f"token={fake_token('view')}&frame=f1&x=1")
     await env.page.wait_for("window.framestream.config !== null")
     assert await env.page.eval("document.getElementById('golive').hidden") is True
+
+
+async def test_a_picture_lost_on_the_way_is_noticed_by_its_sequence(env: Env) -> None:
+    await env.open(f"token={fake_token('view')}&frame=f1")
+    await env.wait_pixel("f1", BOX_CENTRE, BLUE)
+    before = len(env.fake.keyframe_requests)
+    await env.page.eval("window.framestream.client._debugDropNext('f1', 1)")
+    env.fake.frames["f1"].color = GREEN
+    await env.fake.push("f1")  # lost (the viewer throws it away)
+    env.fake.frames["f1"].color = RED
+    await env.fake.push("f1")  # arrives, but follows a picture the decoder never saw: gap, keyframe asked
+    await env.wait_pixel("f1", BOX_CENTRE, RED)  # the fake answers the request with an IDR
+    assert len(env.fake.keyframe_requests) == before + 1
+    assert (await env.info("f1"))["gaps"] == 1

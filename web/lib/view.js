@@ -114,6 +114,7 @@ export function mountFrame(client, frameId, container, { showStats = false, titl
 
   let frameState = null; // last frame-state
   let connected = client.state === 'open';
+  let wasConnected = connected; // before the first welcome it is "connecting", afterwards "reconnecting"
   let lost = false; // control taken back from us
   let ended = false;
   let input = null;
@@ -123,10 +124,14 @@ export function mountFrame(client, frameId, container, { showStats = false, titl
   const render = () => {
     const state = ended ? 'ended' : frameState ? frameState.state : null;
     const badge = $('.fs-state');
-    badge.dataset.state = connected ? state || 'connecting' : 'offline';
-    badge.textContent = connected ? state || 'connecting' : 'offline';
+    const offline = wasConnected || client.state === 'closed' ? 'offline' : 'connecting';
+    badge.dataset.state = connected ? state || 'connecting' : offline;
+    badge.textContent = badge.dataset.state;
     let text = null;
-    if (!connected) text = client.state === 'closed' ? 'Disconnected' : 'Reconnecting…';
+    if (!connected) {
+      if (client.state === 'closed') text = 'Disconnected';
+      else text = wasConnected ? 'Reconnecting…' : 'Connecting…';
+    }
     else if (ended) text = STATE_TEXT.ended;
     else if (!state) text = 'Connecting…';
     else if (state !== 'live') {
@@ -222,6 +227,7 @@ export function mountFrame(client, frameId, container, { showStats = false, titl
   });
   offs.push(client.on('open', () => {
     connected = true;
+    wasConnected = true;
     render();
   }));
   offs.push(client.on('close', () => {
