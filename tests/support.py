@@ -333,6 +333,27 @@ class StreamClient:
         await self.send({"type": "keyframe", "frame": frame_id})
         return await self.latest_picture(timeout)
 
+    async def wait_for_colour(self, frame_id: str, at: tuple[int, int], rgb: tuple[int, int, int],
+                              timeout: float = 15.0) -> np.ndarray:
+        """Ask for a keyframe, then decode every picture until the pixel `at` (y, x) shows `rgb`."""
+        await self.send({"type": "keyframe", "frame": frame_id})
+        deadline = time.monotonic() + timeout
+        seen_key = False
+        last = None
+        while (left := deadline - time.monotonic()) > 0:
+            msg = await self.receive(left)
+            if not isinstance(msg, VideoMessage):
+                continue
+            seen_key = seen_key or msg.keyframe
+            if not seen_key:
+                continue
+            picture = self.decode(msg)
+            if picture is not None:
+                last = picture
+                if colour_near(picture[at], rgb):
+                    return picture
+        raise AssertionError(f"pixel {at} never showed {rgb}; last {None if last is None else last[at]}")
+
     async def close(self) -> None:
         await self.ws.close()
 

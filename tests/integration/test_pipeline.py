@@ -233,7 +233,7 @@ async def test_sigkill_leaves_nothing_and_next_start_cleans_up(state_dir: Path, 
         client = await StreamClient.connect(svc)
         await client.watch(frame_id)
         picture = await client.latest_picture(timeout=30, refined=True)
-        assert colour_near(picture[100, 200], (200, 40, 40)), picture[100, 200]
+        assert colour_near(picture[200, 400], (200, 40, 40)), picture[200, 400]
         await client.close()
     finally:
         svc.stop()

@@ -1,0 +1,1 @@
+"""framestream's benchmarks: `make bench` runs `python -m benchmarks.run` (see benchmarks/run.py)."""

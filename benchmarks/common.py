@@ -1,0 +1,126 @@
+"""What every benchmark section shares: the run's settings, the pages, and small helpers around the service.
+
+The service is `tests.support.Service`: `python -m framestream serve` as a child process of the benchmark.
+Its blocking HTTP helpers run in a thread (`asyncio.to_thread`) so the viewers' reading never stalls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.procstat import classify, descendants
+from tests.support import PAGES as TEST_PAGES
+from tests.support import Service, page_server
+
+BENCH_PAGES = Path(__file__).resolve().parent / "pages"
+
+
+@dataclass
+class Timing:
+    """Sampling windows (seconds) and counts; `--quick` shrinks them."""
+
+    warm: float = 2.0
+    window: float = 8.0
+    idle_window: float = 8.0
+    clicks: int = 50
+    resume_cycles: int = 3
+    reopen_cycles: int = 3
+    fanout: tuple[int, ...] = (1, 10, 50)
+    scale_frames: int = 6
+
+
+@dataclass
+class Bench:
+    quick: bool
+    timing: Timing
+    tests_base: str  # http://127.0.0.1:P serving tests/pages
+    bench_base: str  # http://127.0.0.1:Q serving benchmarks/pages
+    work: Path  # scratch dir: service state, logs
+    selkies: tuple[bool, str] = (False, "not checked")
+    results: dict[str, Any] = field(default_factory=dict)
+    log_lines: list[str] = field(default_factory=list)
+
+    def page(self, name: str) -> str:
+        if (BENCH_PAGES / name).exists():
+            return f"{self.bench_base}/{name}"
+        return f"{self.tests_base}/{name}"
+
+    def say(self, text: str) -> None:
+        line = f"[{time.strftime('%H:%M:%S')}] {text}"
+        self.log_lines.append(line)
+        print(line, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def pages() -> Iterator[tuple[str, str]]:
+    with page_server(TEST_PAGES) as tests_base, page_server(BENCH_PAGES) as bench_base:
+        yield tests_base, bench_base
+
+
+@contextlib.contextmanager
+def scratch() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="fs-bench-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+async def start_service(work: Path, name: str, env: dict[str, str] | None = None) -> Service:
+    service = Service(state_dir=work / name, env_extra=dict(env or {}))
+    await asyncio.to_thread(service.start, 30.0)
+    return service
+
+
+async def stop_service(service: Service) -> None:
+    if service.proc is None:
+        return
+    await asyncio.to_thread(service.stop)
+    service.kill_leftovers()  # nothing should be left; this only matters after a crash
+
+
+async def create_frame(service: Service, url: str, width: int, height: int, dpr: int) -> str:
+    status, body = await asyncio.to_thread(service.request, "POST", "/frames",
+                                           {"url": url, "width": width, "height": height, "dpr": dpr})
+    if status != 201:
+        raise RuntimeError(f"POST /frames answered {status}: {body}")
+    frame_id = str(body["id"])
+    await asyncio.to_thread(service.wait_state, frame_id, "live", 60.0)
+    return frame_id
+
+
+async def delete_frame(service: Service, frame_id: str) -> None:
+    await asyncio.to_thread(service.request, "DELETE", f"/frames/{frame_id}")
+
+
+async def frame_state(service: Service, frame_id: str) -> str:
+    status, body = await asyncio.to_thread(service.get, f"/frames/{frame_id}")
+    return str(body.get("state")) if status == 200 else f"http {status}"
+
+
+def service_pids(service: Service) -> dict[str, list[int]]:
+    """The service process and its children by kind: chromium (every process), xvfb, other."""
+    assert service.proc is not None
+    kinds = classify(descendants(service.proc.pid))
+    kinds["service"] = [service.proc.pid]
+    return kinds
+
+
+def bench_pid() -> list[int]:
+    return [os.getpid()]
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b <= 0:
+        return None
+    return round(a / b, 3)

@@ -1,0 +1,174 @@
+"""CPU and memory of processes, read from /proc: nothing here starts or ends a process.
+
+vCPU = CPU seconds (utime + stime of every thread, /proc/<pid>/stat fields 14 and 15) divided by wall seconds.
+A `CpuWindow` reads every process of each named group at its start and at its end; a process that appears
+during the window counts from zero, one that exits during it loses what it used (both are rare here: the
+windows are taken while nothing starts or stops). The machine's own busy time (/proc/stat) is read over the
+same window, so a reader can see how much of the machine other work (other engineers' tests) took.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+NCPU = os.cpu_count() or 1
+
+
+def cpu_ticks(pid: int) -> int | None:
+    """utime + stime of a live process (all its threads), in clock ticks; None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    # fields[0] is field 3 (state): utime is field 14, stime field 15.
+    return int(fields[11]) + int(fields[12])
+
+
+def stat_fields(pid: int) -> list[bytes] | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(busy, total) clock ticks of the whole machine since boot, from the first line of /proc/stat."""
+    with open("/proc/stat") as f:
+        parts = [int(x) for x in f.readline().split()[1:]]
+    idle = parts[3] + (parts[4] if len(parts) > 4 else 0)  # idle + iowait
+    total = sum(parts[:8])  # guest time is already inside user/nice
+    return total - idle, total
+
+
+def all_pids() -> list[int]:
+    return [int(e) for e in os.listdir("/proc") if e.isdigit()]
+
+
+def children_map() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for pid in all_pids():
+        fields = stat_fields(pid)
+        if fields is None:
+            continue
+        out.setdefault(int(fields[1]), []).append(pid)
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    tree = children_map()
+    out: list[int] = []
+    stack = [pid]
+    while stack:
+        for child in tree.get(stack.pop(), []):
+            out.append(child)
+            stack.append(child)
+    return out
+
+
+def process_group(pgid: int) -> list[int]:
+    """Every live process whose process group is `pgid` (a Chromium and everything it forked)."""
+    out = []
+    for pid in all_pids():
+        fields = stat_fields(pid)
+        if fields is not None and int(fields[2]) == pgid and fields[0] != b"Z":
+            out.append(pid)
+    return out
+
+
+def exe_name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv0 = f.read().split(b"\0", 1)[0].decode(errors="replace")
+    except OSError:
+        return ""
+    return os.path.basename(argv0)
+
+
+def classify(pids: Iterable[int]) -> dict[str, list[int]]:
+    """Split a service's descendants into chromium, xvfb and other (setpriv execs, so it never shows)."""
+    out: dict[str, list[int]] = {"chromium": [], "xvfb": [], "other": []}
+    for pid in pids:
+        name = exe_name(pid)
+        if "chrom" in name:
+            out["chromium"].append(pid)
+        elif name == "Xvfb":
+            out["xvfb"].append(pid)
+        elif name:
+            out["other"].append(pid)
+    return out
+
+
+def pss_kb(pid: int) -> int:
+    """Proportional set size (kB) from /proc/<pid>/smaps_rollup; 0 when unreadable."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+PidSource = Callable[[], Iterable[int]]
+
+
+@dataclass
+class CpuWindow:
+    """CPU of named process groups over one wall-clock window: start(), then stop() -> vCPU per group."""
+
+    groups: Mapping[str, PidSource]
+    _start: dict[str, dict[int, int]] = field(default_factory=dict)
+    _t0: float = 0.0
+    _m0: tuple[int, int] = (0, 0)
+
+    def start(self) -> None:
+        self._start = {name: self._read(src) for name, src in self.groups.items()}
+        self._m0 = machine_ticks()
+        self._t0 = time.monotonic()
+
+    def stop(self) -> dict[str, float]:
+        wall = time.monotonic() - self._t0
+        m1 = machine_ticks()
+        out: dict[str, float] = {}
+        for name, src in self.groups.items():
+            before = self._start.get(name, {})
+            now = self._read(src)
+            ticks = sum(t - before.get(pid, 0) for pid, t in now.items())
+            out[name] = round(ticks / CLK_TCK / wall, 4)
+        busy = m1[0] - self._m0[0]
+        total = max(1, m1[1] - self._m0[1])
+        out["machine"] = round(NCPU * busy / total, 3)  # vCPU busy on the whole machine
+        out["wall_s"] = round(wall, 2)
+        return out
+
+    @staticmethod
+    def _read(src: PidSource) -> dict[int, int]:
+        out = {}
+        for pid in src():
+            ticks = cpu_ticks(pid)
+            if ticks is not None:
+                out[pid] = ticks
+        return out
+
+
+def loadavg() -> list[float]:
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]

@@ -1,0 +1,180 @@
+"""Turns a run's results into the printed tables, and checks them against the targets of issue 6."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    cells = [[_f(c) if not isinstance(c, str) else c for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+            for r in cells]
+    return "\n".join(out)
+
+
+def _peer_cpu(row: dict[str, Any], name: str) -> tuple[Any, Any, Any]:
+    peer = row.get(name, {})
+    if "skipped" in peer:
+        return "skipped", "-", "-"
+    cpu = peer.get("cpu", {})
+    return cpu.get(name), cpu.get("chromium"), peer.get("fps")
+
+
+def cpu_table(rows: list[dict[str, Any]]) -> str:
+    header = ["size", "page", "fs svc", "fs chrome", "fs xvfb", "fs fps", "fs kbit/s", "ffmpeg", "ff chrome",
+              "ff fps", "selkies", "sk chrome", "sk fps", "sk kbit/s", "fs/ffmpeg", "fs/selkies", "machine"]
+    out = []
+    for r in rows:
+        fs = r["framestream"]
+        ff, ffc, fff = _peer_cpu(r, "ffmpeg")
+        sk, skc, skf = _peer_cpu(r, "selkies")
+        out.append([r["size"], r["page"], fs["cpu"]["service"], fs["cpu"]["chromium"], fs["cpu"]["xvfb"],
+                    _f(fs["stream"]["fps"], 1), _f(fs["stream"]["kbps"], 0), ff, ffc, _f(fff, 1), sk, skc,
+                    _f(skf, 1), _f(r.get("selkies", {}).get("kbps"), 0), r.get("ratio_ffmpeg"),
+                    r.get("ratio_selkies"), _f(fs["cpu"].get("machine"), 2)])
+    return table(header, out)
+
+
+def stream_table(rows: list[dict[str, Any]]) -> str:
+    header = ["size", "fps", "drop-free", "kbit/s", "capture->recv p50 ms", "p95 ms"]
+    out = []
+    for r in rows:
+        if r["page"] != "animated":
+            continue
+        s = r["framestream"]["stream"]
+        c = s.get("capture_to_recv_ms") or {}
+        out.append([r["size"], _f(s["fps"], 1), _f(s["drop_free"], 4), _f(s["kbps"], 0), _f(c.get("p50"), 1),
+                    _f(c.get("p95"), 1)])
+    return table(header, out)
+
+
+def latency_table(rows: list[dict[str, Any]]) -> str:
+    header = ["size", "clicks", "missed", "input->picture p50", "p95", "send->capture p50", "capture->recv p50",
+              "recv->decoded p50", "input-ack p50"]
+    out = []
+    for r in rows:
+        def p(key: str, q: str = "p50", r: dict[str, Any] = r) -> str:
+            v = r.get(key) or {}
+            return _f(v.get(q), 1)
+        out.append([r["size"], r["clicks"], r["missed"], p("input_to_picture_ms"), p("input_to_picture_ms", "p95"),
+                    p("send_to_capture_ms"), p("capture_to_recv_ms"), p("recv_to_decoded_ms"), p("input_ack_ms")])
+    return table(header, out)
+
+
+def quality_table(q: dict[str, Any]) -> str:
+    header = ["case", "size", "PSNR dB", "SSIM", "kbit/s", "notes"]
+    out = []
+    for s in q.get("still", []):
+        out.append(["still (text page, refined)", s["size"], _f(s["psnr_db"], 2), _f(s["ssim"], 4),
+                    _f(s["still_kbps"], 2),
+                    f"burst {s['burst_bytes'] // 1024} KiB in {s['pictures']} pictures, "
+                    f"first picture {s['first_picture_psnr_db']} dB"])
+    for a in q.get("animated", []):
+        out.append(["animated", a["size"], _f(a["psnr_db"], 2), _f(a["ssim"], 4), _f(a["kbps"], 0),
+                    f"{a['matched']}/{a['screenshots']} screenshots matched, min {a['psnr_min_db']} dB"])
+    return table(header, out)
+
+
+def fanout_table(f: dict[str, Any]) -> str:
+    header = ["viewers", "service vCPU", "x one viewer", "fps min", "fps mean", "drop-free min", "bench vCPU",
+              "machine"]
+    out = [[lv["viewers"], lv["cpu"]["service"], lv["vs_one_viewer"], _f(lv["fps_min"], 1),
+            _f(lv["fps_mean"], 1), lv["drop_free_min"], lv["cpu"]["bench"], _f(lv["cpu"]["machine"], 2)]
+           for lv in f["levels"]]
+    return table(header, out)
+
+
+def lifecycle_table(life: dict[str, Any]) -> str:
+    rows = []
+    for key, label in (("idle_fresh", "idle service, fresh"), ("idle_after", "idle service, after frames")):
+        if key in life:
+            i = life[key]
+            rows.append([label, f"RSS {i['rss_mb']} MB, PSS {i['pss_mb']} MB, {i['vcpu']} vCPU over {i['window_s']} s"])
+    if "live_pss" in life:
+        rows.append(["live frame PSS", f"{life['live_pss']['total_mb']} MB (Chromium {life['live_pss']['chromium_mb']}"
+                     f", Xvfb {life['live_pss']['xvfb_mb']})"])
+    if "paused" in life:
+        p = life["paused"]
+        rows.append(["paused frame", f"PSS {p['total_mb']} MB (Chromium {p['chromium_mb']}, Xvfb {p['xvfb_mb']}), "
+                     f"{p['vcpu_frame']} vCPU (frame), service {p['vcpu_service']}"])
+    if "resume_ms" in life:
+        rows.append(["resume -> first keyframe", f"median {life['resume_ms']['median']} ms, each "
+                     f"{life['resume_ms']['each']}"])
+    if "reopen_ms" in life:
+        rows.append(["reopen -> first keyframe", f"median {life['reopen_ms']['median']} ms, each "
+                     f"{life['reopen_ms']['each']}"])
+    return table(["lifecycle", "figure"], rows)
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every target of issue 6 (and issue 2's capture-to-send) with the measured value: met, behind or n/a."""
+    out: list[dict[str, Any]] = []
+
+    def add(name: str, value: Any, target: str, ok: bool | None) -> None:
+        out.append({"target": name, "value": value, "goal": target,
+                    "status": "n/a" if ok is None else ("met" if ok else "BEHIND")})
+
+    for r in results.get("cpu", []):
+        fs = r["framestream"]["cpu"]["service"]
+        if r["page"] == "still":
+            add(f"still vCPU {r['size']}", fs, "<= 0.02", fs <= 0.02)
+            add(f"still vs ffmpeg {r['size']}", r.get("ratio_ffmpeg"), "<= 0.1x",
+                None if r.get("ratio_ffmpeg") is None else r["ratio_ffmpeg"] <= 0.1)
+        else:
+            add(f"animated vs ffmpeg {r['size']}", r.get("ratio_ffmpeg"), "<= 0.5x",
+                None if r.get("ratio_ffmpeg") is None else r["ratio_ffmpeg"] <= 0.5)
+            add(f"animated vs selkies {r['size']}", r.get("ratio_selkies"), "<= 0.8x",
+                None if r.get("ratio_selkies") is None else r["ratio_selkies"] <= 0.8)
+            fps = r["framestream"]["stream"]["fps"]
+            add(f"animated fps {r['size']}", fps, ">= 29", fps >= 29)
+            c2r = (r["framestream"]["stream"].get("capture_to_recv_ms") or {}).get("p50")
+            add(f"capture->recv p50 {r['size']}", c2r, "< 15 ms", None if c2r is None else c2r < 15)
+    for lat in results.get("latency", []):
+        v = lat.get("input_to_picture_ms") or {}
+        add(f"input->picture p50 {lat['size']}", v.get("p50"), "<= 50 ms",
+            None if v.get("p50") is None else v["p50"] <= 50)
+        add(f"input->picture p95 {lat['size']}", v.get("p95"), "<= 100 ms",
+            None if v.get("p95") is None else v["p95"] <= 100)
+    q = results.get("quality", {})
+    for s in q.get("still", []):
+        add(f"PSNR still {s['size']}", s["psnr_db"], ">= 40 dB", s["psnr_db"] >= 40)
+    for a in q.get("animated", []):
+        add(f"PSNR animated {a['size']}", a["psnr_db"], ">= 32 dB", None if a["psnr_db"] is None else a["psnr_db"] >= 32)
+    f = results.get("fanout")
+    if f and len(f["levels"]) > 1:
+        last = f["levels"][-1]
+        add(f"{last['viewers']} viewers vs 1", last["vs_one_viewer"], "<= 1.3x",
+            None if last["vs_one_viewer"] is None else last["vs_one_viewer"] <= 1.3)
+    s = results.get("scale")
+    if s:
+        add(f"{s['frames']} animated frames fps min", s["fps_min"], ">= 25 (or graceful)", s["fps_min"] >= 25)
+    life = results.get("lifecycle", {})
+    if "resume_ms" in life:
+        add("resume -> keyframe ms, median (max)", f"{life['resume_ms']['median']} ({life['resume_ms']['max']})",
+            "<= 250 ms", life["resume_ms"]["max"] <= 250)
+    if "reopen_ms" in life:
+        add("reopen -> keyframe ms, median (max)", f"{life['reopen_ms']['median']} ({life['reopen_ms']['max']})",
+            "<= 3000 ms", life["reopen_ms"]["max"] <= 3000)
+    if "paused" in life:
+        add("paused frame PSS MB", life["paused"]["total_mb"], "<= 250 MB", life["paused"]["total_mb"] <= 250)
+        add("paused frame vCPU", life["paused"]["vcpu_frame"], "<= 0.005", life["paused"]["vcpu_frame"] <= 0.005)
+    if "idle_fresh" in life:
+        add("idle service RSS MB", life["idle_fresh"]["rss_mb"], "<= 60 MB", life["idle_fresh"]["rss_mb"] <= 60)
+        add("idle service vCPU", life["idle_fresh"]["vcpu"], "~0 (<= 0.002)", life["idle_fresh"]["vcpu"] <= 0.002)
+    return out
+
+
+def targets_table(items: list[dict[str, Any]]) -> str:
+    return table(["target", "value", "goal", "status"],
+                 [[t["target"], t["value"], t["goal"], t["status"]] for t in items])

@@ -1,0 +1,155 @@
+"""A benchmark viewer: `tests.support.StreamClient` that keeps a light record of every picture it reads.
+
+It records, per video message, (sequence, flags, capture_us, size, receive wall time in µs) and keeps payloads
+only when asked (`keep=True`), so fifty viewers reading for ten seconds stay small. `pump()` reads everything
+until stopped. Decoding goes through PyAV like the tests; `to_rgb` converts with the matrix and range the stream
+declares (BT.709, limited range).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import av
+import numpy as np
+from av.video.reformatter import ColorRange, Colorspace
+
+from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, unpack_video_header
+from tests.support import Service, StreamClient, VideoMessage
+
+
+@dataclass(frozen=True, slots=True)
+class Rec:
+    seq: int
+    flags: int
+    slot: int
+    capture_us: int
+    size: int
+    recv_us: int
+
+    @property
+    def keyframe(self) -> bool:
+        return bool(self.flags & FLAG_KEYFRAME)
+
+    @property
+    def refinement(self) -> bool:
+        return bool(self.flags & FLAG_REFINEMENT)
+
+
+class Viewer(StreamClient):
+    keep: bool = False
+
+    def __init__(self, ws: Any) -> None:
+        super().__init__(ws)
+        self.recs: list[Rec] = []
+        self._pump: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(cls, service: Service, *, keep: bool = False, token: str | None = None) -> Viewer:
+        client = await cls.connect(service, token=token, max_queue=None)
+        assert isinstance(client, Viewer)
+        client.keep = keep
+        return client
+
+    async def receive(self, timeout: float) -> dict[str, Any] | VideoMessage | None:
+        try:
+            raw = await asyncio.wait_for(self.ws.recv(), timeout)
+        except TimeoutError:
+            return None
+        if isinstance(raw, str):
+            msg: dict[str, Any] = json.loads(raw)
+            self.texts.append(msg)
+            return msg
+        recv_us = time.time_ns() // 1000
+        h = unpack_video_header(raw)
+        self.recs.append(Rec(h.sequence, h.flags, h.slot, h.capture_us, len(raw), recv_us))
+        video = VideoMessage(h.flags, h.slot, h.sequence, h.capture_us, raw[16:] if self.keep else b"",
+                             time.monotonic())
+        if self.keep:
+            self.videos.append(video)
+        return video
+
+    def start_pump(self) -> None:
+        """Read everything in the background (no decoding) until `stop_pump`."""
+
+        async def pump() -> None:
+            while True:
+                await self.receive(3600.0)
+
+        self._pump = asyncio.create_task(pump())
+
+    async def stop_pump(self) -> None:
+        if self._pump is not None:
+            self._pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._pump
+            self._pump = None
+
+    async def wait_keyframe(self, timeout: float = 30.0) -> Rec:
+        deadline = time.monotonic() + timeout
+        start = len(self.recs)
+        while time.monotonic() < deadline:
+            for rec in self.recs[start:]:
+                if rec.keyframe:
+                    return rec
+            start = len(self.recs)
+            if self._pump is None:
+                await self.receive(min(0.5, max(0.01, deadline - time.monotonic())))
+            else:
+                await asyncio.sleep(0.01)
+        raise TimeoutError("no keyframe in time")
+
+    async def close(self) -> None:
+        await self.stop_pump()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.ws.close(), 5)
+
+
+def to_rgb(frame: av.VideoFrame) -> np.ndarray:
+    """A decoded picture as RGB, converted back with the BT.709 limited-range matrix the stream signals."""
+    return frame.to_ndarray(format="rgb24", src_colorspace=Colorspace.ITU709, src_color_range=ColorRange.MPEG,
+                            dst_color_range=ColorRange.JPEG)
+
+
+class Decoder:
+    def __init__(self) -> None:
+        self.ctx = av.CodecContext.create("h264", "r")
+
+    def decode(self, payload: bytes) -> np.ndarray | None:
+        frames = self.ctx.decode(av.Packet(payload))
+        return to_rgb(frames[-1]) if frames else None
+
+
+def window_stats(recs: list[Rec], t0_us: int, t1_us: int) -> dict[str, Any]:
+    """Delivered fps, drop-free rate, kbit/s and capture-to-receive of the pictures received in [t0, t1)."""
+    inside = [r for r in recs if t0_us <= r.recv_us < t1_us]
+    seconds = max(1e-6, (t1_us - t0_us) / 1e6)
+    pairs = list(zip(inside, inside[1:], strict=False))
+    gaps = sum(1 for a, b in pairs if (b.seq - a.seq) & 0xFFFFFFFF != 1)
+    latency_ms = sorted((r.recv_us - r.capture_us) / 1000 for r in inside if not r.refinement)
+    return {
+        "pictures": len(inside),
+        "fps": round(len(inside) / seconds, 2),
+        "drop_free": round(1 - gaps / len(pairs), 4) if pairs else None,
+        "kbps": round(sum(r.size for r in inside) * 8 / seconds / 1000, 1),
+        "keyframes": sum(1 for r in inside if r.keyframe),
+        "capture_to_recv_ms": percentiles(latency_ms),
+    }
+
+
+def percentiles(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+
+    def pick(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
+
+    return {"p50": round(statistics.median(ordered), 2), "p95": pick(0.95), "max": round(ordered[-1], 2),
+            "n": len(ordered)}

@@ -1,0 +1,102 @@
+"""Faults with real processes: a browser or a display killed comes back; other frames never notice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import Service, StreamClient, processes_using
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def service(state_dir: Path, pages: str) -> Iterator[Service]:
+    svc = Service(state_dir, frames=[f"{pages}/box.html@320x200", f"{pages}/animated.html@320x200"]).start()
+    for frame_id in svc.frame_ids():
+        svc.wait_state(frame_id, "live")
+    yield svc
+    svc.stop()
+    svc.kill_leftovers()
+
+
+def browser_pid(service: Service, frame_id: str) -> int:
+    profile = str(service.state_dir / "profiles" / frame_id)
+    for pid in processes_using(profile):
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            if b"--type=" not in fh.read():
+                return pid
+    raise AssertionError(f"no browser for {frame_id}")
+
+
+def display_pid(service: Service, frame_id: str) -> int:
+    """The Xvfb whose display the frame's browser uses (its DISPLAY environment variable)."""
+    with open(f"/proc/{browser_pid(service, frame_id)}/environ", "rb") as fh:
+        env = dict(item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item)
+    display = env[b"DISPLAY"].decode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                args = fh.read().split(b"\0")
+        except OSError:
+            continue
+        # -displayfd chose the number; match it through the X socket the server holds open.
+        if args and args[0].endswith(b"Xvfb") and b"-displayfd" in args and _listens_on(int(pid), display):
+            return int(pid)
+    raise AssertionError(f"no Xvfb for {display}")
+
+
+def _listens_on(pid: int, display: str) -> bool:
+    sock = f"/tmp/.X11-unix/X{display.lstrip(':')}"
+    try:
+        inodes = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    except OSError:
+        return False
+    with open("/proc/net/unix") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) >= 8 and parts[7] in (sock, "@" + sock) and f"socket:[{parts[6]}]" in inodes:
+                return True
+    return False
+
+
+@pytest.mark.parametrize("victim", ["browser", "display"])
+async def test_killed_process_comes_back_and_others_keep_streaming(service: Service, victim: str) -> None:
+    box, animated = service.frame_ids()
+    watcher = await StreamClient.connect(service)
+    await watcher.watch(box)
+    await watcher.latest_picture(timeout=20)
+    other = await StreamClient.connect(service)
+    await other.watch(animated)
+    await other.next_video(timeout=20)
+    pid = browser_pid(service, box) if victim == "browser" else display_pid(service, box)
+    killed_at = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    # The watcher is told, then gets a fresh video-config and a keyframe showing the page again.
+    states: list[str] = []
+    configs = 0
+    while not (configs and "launching" in states and states[-1] == "live") and time.monotonic() - killed_at < 20:
+        msg = await watcher.next_text(timeout=20)
+        if msg["type"] == "frame-state":
+            states.append(msg["state"])
+        elif msg["type"] == "video-config" and "launching" in states:
+            configs += 1
+    assert "launching" in states and states[-1] == "live", states
+    assert configs >= 1, "a restarted frame sends a fresh video-config"
+    await watcher.wait_for_colour(box, (200, 400), (200, 40, 40), timeout=20)
+    recovered = time.monotonic() - killed_at
+    assert recovered < 15, f"took {recovered:.1f} s"
+    # Meanwhile the other frame kept streaming at full rate.
+    videos = await other.collect(2.0)
+    assert len(videos) >= 40, f"the other frame delivered {len(videos)} pictures in 2 s"
+    assert service.get(f"/frames/{box}")[1]["state"] == "live"
+    assert browser_pid(service, box) != pid
+    await watcher.close()
+    await other.close()
