@@ -78,7 +78,13 @@ async def run(settings: Settings) -> int:
              settings.max_browsers)
     if settings.insecure_dev:
         log.warning("INSECURE DEV MODE: tokens are signed with a public key; never expose this port")
-    print(f"framestream: open {service.viewer_url()}", flush=True)
+    if settings.insecure_dev:
+        print(f"framestream: open {service.viewer_url()}", flush=True)
+    else:
+        # Never print a real token: logs are read by more people than should drive.
+        host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+        print(f"framestream: open http://{host}:{service.port}/#token=$(framestream token --role drive)",
+              flush=True)
     try:
         await stop.wait()
     finally:

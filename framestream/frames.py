@@ -20,7 +20,7 @@ import signal
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from framestream.browser.chrome import ChromeBrowser
@@ -37,15 +37,19 @@ from framestream.core.lifecycle import (
 )
 from framestream.core.wire import InputEvent, control_message, frame_state
 from framestream.errors import BrowserError, CaptureError, CDPError, FramestreamError
-from framestream.media.encoder import EncoderSettings
-from framestream.media.pipeline import FramePipeline, Picture
+from framestream.media.picture import Picture
 from framestream.server.feed import FrameFeed, Watch
+
+if TYPE_CHECKING:
+    from framestream.media.pipeline import FramePipeline
 
 log = logging.getLogger(__name__)
 
 ALLOWED_SCHEMES = ("http", "https")
 MAX_URL_LENGTH = 8192
 RESTARTS_PER_MINUTE = 3
+HEARTBEAT_INTERVAL_S = 5.0
+HEARTBEAT_TIMEOUT_S = 3.0
 
 
 class FrameGone(FramestreamError):
@@ -83,6 +87,7 @@ class Frame:
         self._monitor: asyncio.Task[None] | None = None
         self._pause_timer: asyncio.TimerHandle | None = None
         self._restarts: list[float] = []
+        self._encode_seconds_before = 0.0  # by pipelines that have ended
         self._unsubscribe: list[Callable[[], None]] = []
 
     # -- what others read --------------------------------------------------------------------------------
@@ -166,6 +171,10 @@ class Frame:
     def _on_picture(self, picture: Picture) -> None:
         self.feed.publish(picture)
 
+    @property
+    def encode_seconds(self) -> float:
+        return self._encode_seconds_before + (self._pipeline.stats.encode_seconds if self._pipeline else 0.0)
+
     def snapshot(self) -> tuple[Any, int, int] | None:
         return self._pipeline.snapshot() if self._pipeline is not None else None
 
@@ -206,6 +215,10 @@ class Frame:
                 self._browser.cdp.on("Page.frameNavigated", self._on_navigated),
                 self._browser.cdp.on("Page.navigatedWithinDocument", self._on_navigated),
             ]
+            # The media stack (numpy, PyAV, libx264) loads with the first frame: an idle service stays small.
+            from framestream.media.encoder import EncoderSettings
+            from framestream.media.pipeline import FramePipeline
+
             loop = asyncio.get_running_loop()
             self.feed.restarted()
             self._pipeline = FramePipeline(
@@ -293,6 +306,7 @@ class Frame:
         pipeline, self._pipeline = self._pipeline, None
         if pipeline is not None:
             await asyncio.get_running_loop().run_in_executor(None, pipeline.stop)
+            self._encode_seconds_before += pipeline.stats.encode_seconds
         browser, self._browser = self._browser, None
         if browser is not None:
             # self.url already follows every navigation (Page.frameNavigated), so no call into a renderer
@@ -305,18 +319,38 @@ class Frame:
     # -- faults ------------------------------------------------------------------------------------------
 
     async def _watch_processes(self) -> None:
-        assert self._browser is not None and self._display is not None
-        waits = [asyncio.ensure_future(self._browser.proc.wait()), asyncio.ensure_future(self._display.proc.wait()),
-                 asyncio.ensure_future(self._browser.cdp.wait_closed())]
+        """Until the browser or its display dies or hangs: then hand over to `_recover`.
+
+        The heartbeat asks the browser process (not the page, which may be paused on purpose) for its version;
+        two missed answers in a row mean it hangs."""
+        browser, display = self._browser, self._display
+        assert browser is not None and display is not None
+        waits = [asyncio.ensure_future(browser.proc.wait()), asyncio.ensure_future(display.proc.wait()),
+                 asyncio.ensure_future(browser.cdp.wait_closed())]
+        reason = "the browser or its display exited"
+        misses = 0
         try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            while True:
+                done, _ = await asyncio.wait(waits, timeout=HEARTBEAT_INTERVAL_S, return_when=asyncio.FIRST_COMPLETED)
+                if done:
+                    break
+                try:
+                    await browser.cdp.call("Browser.getVersion", timeout=HEARTBEAT_TIMEOUT_S)
+                    misses = 0
+                except CDPError:
+                    misses += 1
+                    if misses >= 2:
+                        reason = "the browser stopped answering"
+                        break
         finally:
             for w in waits:
                 w.cancel()
         self._monitor = None
-        self.manager.spawn(self._recover("the browser or its display exited"), f"recover-{self.id}")
+        self.manager.restarts += 1
+        self.manager.spawn(self._recover(reason), f"recover-{self.id}")
 
     def _on_failure(self, exc: Exception) -> None:
+        self.manager.restarts += 1
         self.manager.spawn(self._recover(f"capture failed: {exc}"), f"recover-{self.id}")
 
     async def _recover(self, reason: str) -> None:
@@ -402,6 +436,7 @@ class FrameManager:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._save_handle: asyncio.TimerHandle | None = None
         self._closing = False
+        self.restarts = 0  # browsers relaunched after a crash or hang (for /metrics)
 
     # -- tasks -------------------------------------------------------------------------------------------
 
@@ -527,7 +562,9 @@ class FrameManager:
         frame.deleted = True
         await frame.close_browser()
         frame.state = FrameState.CLOSED
+        frame.message = "deleted"  # unlike an idle close, watching again will not reopen it
         frame.broadcast_state()
+        frame.feed.watches.clear()
         self.save()
         if purge:
             await asyncio.get_running_loop().run_in_executor(

@@ -1,20 +1,29 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support import page_server
+from tests.support import StreamClient, page_server
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    needs_browser = any(part in str(item.path) for item in items for part in ("integration", "/web/", "deploy"))
     missing = [tool for tool in ("Xvfb", "chromium") if shutil.which(tool) is None]
-    if not missing:
+    if not missing or not needs_browser:
         return
     # Never silently: integration tests need the real parts; `make test` installs them.
     raise pytest.UsageError(f"integration tests need {', '.join(missing)}: run `make test`, which installs them")
+
+
+@pytest.fixture(autouse=True)
+async def close_stream_clients() -> AsyncIterator[None]:
+    """Close every protocol client a test opened, even when the test failed before closing it."""
+    yield
+    while StreamClient.open_clients:
+        await StreamClient.open_clients.pop().close()
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import av
 import numpy as np
@@ -99,6 +99,10 @@ def processes_using(marker: str) -> list[int]:
     return found
 
 
+class PortTaken(Exception):
+    pass
+
+
 def wait_until_gone(marker: str, timeout: float) -> list[int]:
     """Wait until no process mentions `marker`; returns those still there after `timeout`."""
     deadline = time.monotonic() + timeout
@@ -127,6 +131,18 @@ class Service:
         return f"ws://127.0.0.1:{self.port}/ws"
 
     def start(self, timeout: float = 20.0) -> Service:
+        # A free port can be taken by someone else before the service binds it: then try another.
+        fixed = bool(self.port)
+        for _attempt in range(3):
+            try:
+                return self._start_once(timeout)
+            except PortTaken:
+                if fixed:
+                    raise
+                self.port = 0
+        raise RuntimeError("no free port after 3 attempts")
+
+    def _start_once(self, timeout: float) -> Service:
         self.port = self.port or free_port()
         env = dict(os.environ)
         env.update({"TERMINAL_AUTH_SECRET": TEST_SECRET, "FRAMESTREAM_STATE_DIR": str(self.state_dir),
@@ -142,6 +158,8 @@ class Service:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if "address already in use" in self.log()[-2000:]:
+                    raise PortTaken(self.port)
                 raise RuntimeError(f"service exited with {self.proc.returncode}:\n{self.log()}")
             try:
                 if self.get("/healthz", token=None)[0] == 200:
@@ -244,7 +262,10 @@ class VideoMessage:
 class StreamClient:
     """A viewer speaking the protocol with `websockets`; decodes with PyAV when asked."""
 
+    open_clients: ClassVar[list[StreamClient]] = []  # closed by the `close_stream_clients` fixture
+
     def __init__(self, ws: websockets.ClientConnection) -> None:
+        StreamClient.open_clients.append(self)
         self.ws = ws
         self.texts: list[dict[str, Any]] = []
         self.videos: list[VideoMessage] = []

@@ -3,6 +3,11 @@
 We launch at about:blank and navigate over DevTools, so an unloadable URL comes back as an error we can
 report instead of a silent error page. The browser-level DevTools socket carries one flattened session for
 the page target; closing the browser goes through `Browser.close` first so the profile is flushed.
+
+Chromium's own sandbox (`FRAMESTREAM_CHROME_SANDBOX`, see `sandbox_decision`) is never dropped silently: as an
+unprivileged user it is on unless the operator says `off`, and every way of running without it is logged as a
+warning. As a non-root user it needs unprivileged user namespaces (Debian's Chromium has no setuid helper);
+sandbox-image/entrypoint.sh checks for them before the service starts.
 """
 
 from __future__ import annotations
@@ -24,9 +29,47 @@ log = logging.getLogger(__name__)
 
 START_TIMEOUT = 30.0
 SINGLETON_FILES = ("SingletonLock", "SingletonSocket", "SingletonCookie")
+SANDBOX_ENV = "FRAMESTREAM_CHROME_SANDBOX"
+SANDBOX_MODES = ("auto", "on", "off")
+NO_SANDBOX_HINT = (
+    "Chromium found no usable sandbox: as a non-root user it needs unprivileged user namespaces, which this "
+    "system or container forbids (a seccomp profile, AppArmor, or the user.max_user_namespaces sysctl). "
+    f"Allow them, or set {SANDBOX_ENV}=off to run Chromium without its sandbox (weaker: see sandbox-image/README.md)"
+)
+_sandbox_logged: set[str] = set()
 
 
-def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, as_root: bool) -> list[str]:
+def sandbox_decision(mode: str | None, euid: int) -> tuple[bool, str]:
+    """Whether Chromium runs with its sandbox, and why (for the log); BrowserError for a setting we refuse.
+
+    `auto` (the default): on for an unprivileged user; off as root, where Chromium refuses to start with it.
+    `on`: always on; as root that is impossible, so the launch fails instead of weakening.
+    `off`: never (`--no-sandbox`), only because the operator asked.
+    """
+    value = (mode or "auto").strip().lower()
+    if value not in SANDBOX_MODES:
+        raise BrowserError(f"{SANDBOX_ENV}={mode!r} must be one of {', '.join(SANDBOX_MODES)}")
+    if value == "off":
+        return False, f"{SANDBOX_ENV}=off"
+    if euid == 0:
+        if value == "on":
+            raise BrowserError(f"{SANDBOX_ENV}=on, but Chromium cannot use its sandbox as root: "
+                               "run framestream as an unprivileged user")
+        return False, f"running as root ({SANDBOX_ENV}=auto; Chromium refuses its sandbox as root)"
+    return True, f"uid {euid}, {SANDBOX_ENV}={value}"
+
+
+def _log_sandbox(sandbox: bool, reason: str) -> None:
+    if reason in _sandbox_logged:
+        return
+    _sandbox_logged.add(reason)
+    if sandbox:
+        log.info("Chromium sandbox: on (%s)", reason)
+    else:
+        log.warning("Chromium sandbox: OFF (%s): a compromised page renderer gets this user's access", reason)
+
+
+def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, sandbox: bool) -> list[str]:
     flags = [
         f"--user-data-dir={profile_dir}",
         "--remote-debugging-address=127.0.0.1",
@@ -64,7 +107,7 @@ def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, as_roo
         "--lang=en-US",
         "--test-type",  # no "unsupported flag" infobar over the page
     ]
-    if as_root:
+    if not sandbox:
         flags.append("--no-sandbox")
     return flags
 
@@ -124,13 +167,15 @@ class ChromeBrowser:
         port_file = profile_dir / "DevToolsActivePort"
         with contextlib.suppress(FileNotFoundError):
             port_file.unlink()
-        as_root = os.geteuid() == 0
-        argv = [chrome_path, *chrome_flags(profile_dir, width, height, dpr, as_root=as_root), *extra_flags,
+        sandbox, reason = sandbox_decision(os.environ.get(SANDBOX_ENV), os.geteuid())
+        _log_sandbox(sandbox, reason)
+        argv = [chrome_path, *chrome_flags(profile_dir, width, height, dpr, sandbox=sandbox), *extra_flags,
                 "about:blank"]
         env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY",)}
         env["DISPLAY"] = display
+        log_path = profile_dir.parent / f"{profile_dir.name}.chrome.log"
         try:
-            proc = await spawn(argv, env=env, log_path=str(profile_dir.parent / f"{profile_dir.name}.chrome.log"))
+            proc = await spawn(argv, env=env, log_path=str(log_path))
         except OSError as exc:
             raise BrowserError(f"cannot start Chromium ({chrome_path}): {exc}") from exc
         try:
@@ -146,6 +191,8 @@ class ChromeBrowser:
                 raise
         except (TimeoutError, CDPError, BrowserError, OSError) as exc:
             await terminate_group(proc, grace=2.0)
+            if sandbox and _no_usable_sandbox(log_path):
+                raise BrowserError(NO_SANDBOX_HINT) from exc
             raise BrowserError(f"Chromium did not come up: {exc or 'timed out'}") from exc
         return browser
 
@@ -220,6 +267,9 @@ class ChromeBrowser:
     async def close(self, *, grace: float = 10.0) -> None:
         """Close gracefully (Browser.close flushes cookies, storage and prefs), then make sure it is gone."""
         self.continue_renderers()
+        # A browser stopped from outside (SIGSTOP) cannot close itself: let it run again so it can flush.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGCONT)
         if self.proc.returncode is None and not self.cdp.closed:
             with contextlib.suppress(CDPError):
                 await self.cdp.call("Browser.close", timeout=3.0)
@@ -227,6 +277,15 @@ class ChromeBrowser:
                 await asyncio.wait_for(self.proc.wait(), grace)
         await self.cdp.close()
         await terminate_group(self.proc, grace=2.0)
+
+
+def _no_usable_sandbox(log_path: Path) -> bool:
+    """Did Chromium exit because neither the namespace nor the setuid sandbox works here?"""
+    try:
+        with open(log_path, "rb") as fh:
+            return b"No usable sandbox" in fh.read(256 * 1024)
+    except OSError:
+        return False
 
 
 def _read_text(path: Path) -> str:
@@ -259,4 +318,4 @@ async def _attach_page(cdp: CDPConnection) -> tuple[str, str]:
     raise BrowserError("Chromium opened no page")
 
 
-__all__ = ["ChromeBrowser", "chrome_flags", "clear_stale_locks"]
+__all__ = ["SANDBOX_ENV", "SANDBOX_MODES", "ChromeBrowser", "chrome_flags", "clear_stale_locks", "sandbox_decision"]

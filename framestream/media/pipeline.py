@@ -22,20 +22,9 @@ from framestream.core.pacing import Encode, EncodePolicy
 from framestream.errors import CaptureError
 from framestream.media.capture import DamageRect, DisplayCapture, changed_rows
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
+from framestream.media.picture import Picture
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Picture:
-    """One encoded picture as the fan-out sees it."""
-
-    data: bytes
-    keyframe: bool
-    refinement: bool
-    capture_us: int  # wall clock, microseconds since the epoch, taken right after the grab
-    encoded_us: int  # when the access unit was ready; capture-to-send is measured from capture_us
-    codec: str | None
 
 
 PictureSink = Callable[[Picture], None]

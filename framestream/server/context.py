@@ -20,6 +20,9 @@ class ServiceContext:
     replay: ReplayGuard = field(default_factory=ReplayGuard)
     connections: set[Any] = field(default_factory=set)
     started_at: float = field(default_factory=time.time)
+    bytes_sent_closed: int = 0  # by connections that have ended; live ones are summed when scraped
+    inputs_applied: int = 0
+    inputs_refused: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.key = derive_key(self.settings.secret, self.settings.sandbox_id)

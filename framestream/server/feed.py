@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, pack_video_header
-from framestream.media.pipeline import Picture
+from framestream.media.picture import Picture
 
 # A viewer may fall this far behind before it skips to the next keyframe: about half a second of motion.
 OUTBOX_MAX_BYTES = 2 * 1024 * 1024
@@ -87,9 +87,10 @@ class Watch:
     configured: bool = False
     skipped: int = 0
 
-    def offer(self, picture: Picture, sequence: int, request_keyframe: Callable[[], None]) -> None:
+    def offer(self, picture: Picture, sequence: int, request_keyframe: Callable[[], None]) -> bool:
+        """Queue the picture for this viewer; False when it was dropped (skipping to a keyframe)."""
         if self.waiting_keyframe and not picture.keyframe:
-            return
+            return False
         if picture.keyframe and not self.configured:
             self.send_config(self)
             self.configured = True
@@ -97,10 +98,11 @@ class Watch:
         message = pack_video_header(flags, self.slot, sequence, picture.capture_us) + picture.data
         if self.outbox.push_video(message):
             self.waiting_keyframe = False
-        else:
-            self.waiting_keyframe = True
-            self.skipped += 1
-            request_keyframe()
+            return True
+        self.waiting_keyframe = True
+        self.skipped += 1
+        request_keyframe()
+        return False
 
 
 @dataclass(eq=False)
@@ -111,6 +113,10 @@ class FrameFeed:
     sequence: int = 0
     codec: str | None = None
     last_picture_us: int = 0
+    pictures: int = 0
+    keyframes: int = 0
+    bytes_encoded: int = 0
+    dropped: int = 0  # pictures not delivered to a viewer that was behind
     watches: set[Watch] = field(default_factory=set)
     _change_waiters: list[tuple[int, asyncio.Future[int]]] = field(default_factory=list)
 
@@ -133,8 +139,12 @@ class FrameFeed:
         if picture.codec is not None:
             self.codec = picture.codec
         self.last_picture_us = picture.capture_us
+        self.pictures += 1
+        self.keyframes += picture.keyframe
+        self.bytes_encoded += len(picture.data)
         for watch in list(self.watches):
-            watch.offer(picture, self.sequence, self.request_keyframe)
+            if not watch.offer(picture, self.sequence, self.request_keyframe):
+                self.dropped += 1
         if self._change_waiters and not picture.refinement:
             keep = []
             for after_us, future in self._change_waiters:

@@ -8,8 +8,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import av
-import numpy as np
 from aiohttp import web
 
 from framestream.config import DEFAULT_CSS_SIZE, DEFAULT_DPR, frame_size
@@ -20,6 +18,7 @@ from framestream.errors import ConfigError, ProtocolError, TokenError
 from framestream.frames import Frame, FrameGone, check_url
 from framestream.server.context import ServiceContext
 from framestream.server.inputs import apply_step
+from framestream.server.metrics import metrics
 from framestream.server.ws import handle_ws
 
 log = logging.getLogger(__name__)
@@ -159,7 +158,11 @@ async def screenshot(request: web.Request) -> web.Response:
     return web.Response(body=png, content_type="image/png", headers={"X-Capture-Time-Us": str(capture_us)})
 
 
-def encode_png(bgrx: np.ndarray) -> bytes:
+def encode_png(bgrx: Any) -> bytes:
+    """PNG of a BGRX picture, through PyAV's PNG encoder (imported here: only screenshots need it)."""
+    import av
+    import numpy as np
+
     rgb = np.ascontiguousarray(bgrx[:, :, 2::-1])
     ctx = av.CodecContext.create("png", "w")
     ctx.width, ctx.height, ctx.pix_fmt = rgb.shape[1], rgb.shape[0], "rgb24"
@@ -193,6 +196,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     app["ctx"] = ctx
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/config", config)
+    app.router.add_get("/metrics", metrics)
     app.router.add_get("/ws", handle_ws)
     app.router.add_post("/frames", create_frame)
     app.router.add_get("/frames", list_frames)
@@ -203,7 +207,14 @@ def build_app(ctx: ServiceContext) -> web.Application:
     app.router.add_get("/", index)
     if WEB_DIR.is_dir():
         app.router.add_static("/web/", WEB_DIR, show_index=False, follow_symlinks=False)
+    app.on_response_prepare.append(_revalidate_viewer)
     return app
+
+
+async def _revalidate_viewer(request: web.Request, response: web.StreamResponse) -> None:
+    """The viewer's files revalidate on every load (Last-Modified makes that cheap), so an upgrade is seen."""
+    if request.path == "/" or request.path.startswith("/web/"):
+        response.headers["Cache-Control"] = "no-cache"
 
 
 __all__ = ["build_app", "encode_png"]

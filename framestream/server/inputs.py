@@ -37,6 +37,18 @@ async def apply_step(
     `presenter` identifies the connection that sent it (for `control` messages' `you`), None over HTTP.
     """
     try:
+        applied = await _apply_step(ctx, frame, grant, seq, events, presenter=presenter)
+    except ProtocolError as exc:
+        ctx.inputs_refused[exc.code] = ctx.inputs_refused.get(exc.code, 0) + 1
+        raise
+    ctx.inputs_applied += 1
+    return applied
+
+
+async def _apply_step(
+    ctx: ServiceContext, frame: Frame, grant: str, seq: int, events: Sequence[InputEvent], *, presenter: int | None
+) -> Applied:
+    try:
         claims: Claims = ctx.verify(grant)
     except TokenError as exc:
         raise ProtocolError(exc.code, exc.message, seq=seq, frame=frame.id) from exc

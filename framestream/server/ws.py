@@ -240,6 +240,7 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
         await conn.run()
     finally:
         ctx.connections.discard(conn)
+        ctx.bytes_sent_closed += conn.outbox.bytes_sent
     return ws
 
 

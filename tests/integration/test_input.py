@@ -376,18 +376,41 @@ def service(tmp_path_factory: pytest.TempPathFactory, pages: str) -> Iterator[Se
         svc.kill_leftovers()
 
 
-def new_frame(svc: Service, pages: str) -> str:
-    status, body = svc.request("POST", "/frames", {"url": f"{pages}/input.html", "width": W, "height": H, "dpr": 1})
-    assert status == 201, body
-    svc.wait_state(body["id"], "live")
-    return str(body["id"])
+class FramePool:
+    """Fresh frames of the test page, one per test; the next one launches while the current test runs."""
+
+    def __init__(self, svc: Service, url: str) -> None:
+        self.svc = svc
+        self.url = url
+        self.spare = self._create()
+
+    def _create(self) -> str:
+        status, body = self.svc.request("POST", "/frames", {"url": self.url, "width": W, "height": H, "dpr": 1})
+        assert status == 201, body
+        return str(body["id"])
+
+    def take(self) -> str:
+        frame_id, self.spare = self.spare, self._create()
+        self.svc.wait_state(frame_id, "live")
+        return frame_id
+
+    def delete(self, frame_id: str) -> None:
+        status, body = self.svc.request("DELETE", f"/frames/{frame_id}?purge=1")
+        assert status == 200, body
+
+
+@pytest.fixture(scope="module")
+def frames(service: Service, pages: str) -> Iterator[FramePool]:
+    pool = FramePool(service, f"{pages}/input.html")
+    yield pool
+    pool.delete(pool.spare)
 
 
 @pytest.fixture
-def frame(service: Service, pages: str) -> Iterator[str]:
-    frame_id = new_frame(service, pages)
+def frame(frames: FramePool) -> Iterator[str]:
+    frame_id = frames.take()
     yield frame_id
-    service.request("DELETE", f"/frames/{frame_id}?purge=1")
+    frames.delete(frame_id)
 
 
 async def viewer(svc: Service, frame: str, token: str) -> Conn:
@@ -474,12 +497,12 @@ async def test_keys_text_and_shortcuts(service: Service, frame: str) -> None:
     # Arrows move the caret: two left, then "X" goes before "ab"; up to the first line, "Y" after "H";
     # right, "Z" after "He".
     arrows = tap_key("ArrowLeft", "ArrowLeft") * 2 + type_keys("X")
-    state = await typed(arrows, "Hello, World!\nXab", KEY_COLOURS["plain"])
-    assert state.keylog[-3:-1] == [key_record("ArrowLeft", "ArrowLeft", 37)] * 2
+    state = await typed(arrows, "Hello, World!\nXab", KEY_COLOURS["shifted"])
+    assert state.keylog[-4:] == [key_record("ArrowLeft", "ArrowLeft", 37)] * 2 + [shift, key_record("X", "KeyX", 88, 8)]
     state = await typed(tap_key("ArrowUp", "ArrowUp") + type_keys("Y"), "HYello, World!\nXab")
-    assert state.keylog[-2] == key_record("ArrowUp", "ArrowUp", 38)
+    assert state.keylog[-3:] == [key_record("ArrowUp", "ArrowUp", 38), shift, key_record("Y", "KeyY", 89, 8)]
     state = await typed(tap_key("ArrowRight", "ArrowRight") + type_keys("Z"), "HYeZllo, World!\nXab")
-    assert state.keylog[-2] == key_record("ArrowRight", "ArrowRight", 39)
+    assert state.keylog[-3:] == [key_record("ArrowRight", "ArrowRight", 39), shift, key_record("Z", "KeyZ", 90, 8)]
     state = await typed(tap_key("ArrowRight", "ArrowRight"), "HYeZllo, World!\nXab", KEY_COLOURS["ArrowRight"])
     assert (state["selStart"], state["selEnd"]) == (5, 5)
 
@@ -720,3 +743,4 @@ def test_no_token_in_the_service_log(service: Service) -> None:
 
 __all__ = ["Conn", "PageState", "bar_colour", "click", "hash24", "key", "move", "page_state", "png_rgb",
            "read_state", "screenshot", "tap_key", "type_keys"]
+

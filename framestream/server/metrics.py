@@ -1,0 +1,63 @@
+"""`GET /metrics` in the Prometheus text format (version 0.0.4): what an operator graphs and alerts on.
+
+Frame ids label per-frame series; URLs and tokens never appear.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from framestream.core.lifecycle import FrameState
+from framestream.server.context import ServiceContext
+
+
+def _line(name: str, value: float, labels: dict[str, str] | None = None) -> str:
+    if labels:
+        inner = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        return f"{name}{{{inner}}} {value:g}"
+    return f"{name} {value:g}"
+
+
+def render(ctx: ServiceContext) -> str:
+    frames = list(ctx.manager.frames.values())
+    out: list[str] = []
+
+    def family(name: str, kind: str, help_text: str, samples: list[str]) -> None:
+        out.append(f"# HELP {name} {help_text}")
+        out.append(f"# TYPE {name} {kind}")
+        out.extend(samples)
+
+    family("framestream_frames", "gauge", "Frames by state.",
+           [_line("framestream_frames", sum(f.state is s for f in frames), {"state": s.value}) for s in FrameState])
+    family("framestream_viewers", "gauge", "Viewers watching each frame.",
+           [_line("framestream_viewers", f.viewers, {"frame": f.id}) for f in frames])
+    family("framestream_connections", "gauge", "Open viewer WebSocket connections.",
+           [_line("framestream_connections", len(ctx.connections))])
+    family("framestream_pictures_total", "counter", "Pictures encoded per frame (rate() gives fps).",
+           [_line("framestream_pictures_total", f.feed.pictures, {"frame": f.id}) for f in frames])
+    family("framestream_keyframes_total", "counter", "IDR pictures encoded per frame.",
+           [_line("framestream_keyframes_total", f.feed.keyframes, {"frame": f.id}) for f in frames])
+    family("framestream_encoded_bytes_total", "counter", "H.264 bytes produced per frame.",
+           [_line("framestream_encoded_bytes_total", f.feed.bytes_encoded, {"frame": f.id}) for f in frames])
+    family("framestream_dropped_pictures_total", "counter",
+           "Pictures not delivered to a viewer that was behind (it skipped to a keyframe).",
+           [_line("framestream_dropped_pictures_total", f.feed.dropped, {"frame": f.id}) for f in frames])
+    family("framestream_encode_seconds_total", "counter", "Time spent converting and encoding per frame.",
+           [_line("framestream_encode_seconds_total", f.encode_seconds, {"frame": f.id}) for f in frames])
+    sent = ctx.bytes_sent_closed + sum(c.outbox.bytes_sent for c in ctx.connections)
+    family("framestream_sent_bytes_total", "counter", "Video bytes written to viewers.",
+           [_line("framestream_sent_bytes_total", sent)])
+    family("framestream_input_applied_total", "counter", "Input steps applied.",
+           [_line("framestream_input_applied_total", ctx.inputs_applied)])
+    family("framestream_input_refused_total", "counter", "Input steps refused, by error code.",
+           [_line("framestream_input_refused_total", n, {"code": code})
+            for code, n in sorted(ctx.inputs_refused.items())])
+    family("framestream_browser_restarts_total", "counter", "Browsers relaunched after a crash or hang.",
+           [_line("framestream_browser_restarts_total", ctx.manager.restarts)])
+    return "\n".join(out) + "\n"
+
+
+async def metrics(request: web.Request) -> web.Response:
+    ctx: ServiceContext = request.app["ctx"]
+    return web.Response(text=render(ctx), content_type="text/plain", charset="utf-8",
+                        headers={"X-Content-Type-Options": "nosniff"})
