@@ -6,7 +6,9 @@ same things with the same codes.
 
 from __future__ import annotations
 
+import asyncio
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,6 +18,17 @@ from framestream.core.wire import InputEvent, check_bounds
 from framestream.errors import BrowserError, CDPError, ProtocolError, TokenError
 from framestream.frames import Frame, FrameGone
 from framestream.server.context import ServiceContext
+
+# One step at a time per frame, from admission until its last event is applied: a newer grant presented while
+# another step is still being applied is admitted after it, so the held input it releases includes that step's.
+_STEP_LOCKS: weakref.WeakKeyDictionary[Frame, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _step_lock(frame: Frame) -> asyncio.Lock:
+    lock = _STEP_LOCKS.get(frame)
+    if lock is None:
+        lock = _STEP_LOCKS[frame] = asyncio.Lock()
+    return lock
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,23 +72,24 @@ async def _apply_step(
     # A step grant is spent by presenting it, whatever happens next: a replay never reaches arbitration.
     if claims.step and not ctx.replay.check_and_mark(claims, now):
         raise ProtocolError("replayed", "this step grant was already used", seq=seq, frame=frame.id)
-    admission = frame.control.admit(claims, now)
-    if not admission.accepted:
-        raise ProtocolError(admission.code or "superseded",
-                            f"a newer drive grant holds this frame (driver: {admission.driver})",
-                            seq=seq, frame=frame.id)
-    try:
-        if admission.release:
-            await frame.apply_input(admission.release)
-        if admission.driver_changed or admission.grant_changed:
-            frame.broadcast_control(admission.driver, {presenter} if presenter is not None else set())
-            frame.broadcast_state()
-        started_us = time.time_ns() // 1000
-        await frame.apply_input(events)
-    except CapacityError as exc:
-        raise ProtocolError("capacity", str(exc), seq=seq, frame=frame.id) from exc
-    except FrameGone as exc:
-        raise ProtocolError("unknown-frame", f"frame {frame.id} was deleted", seq=seq, frame=frame.id) from exc
-    except (BrowserError, CDPError) as exc:
-        raise ProtocolError("internal", f"input could not be applied: {exc}", seq=seq, frame=frame.id) from exc
+    async with _step_lock(frame):
+        admission = frame.control.admit(claims, time.time())
+        if not admission.accepted:
+            raise ProtocolError(admission.code or "superseded",
+                                f"a newer drive grant holds this frame (driver: {admission.driver})",
+                                seq=seq, frame=frame.id)
+        try:
+            if admission.release:
+                await frame.apply_input(admission.release)
+            if admission.driver_changed or admission.grant_changed:
+                frame.broadcast_control(admission.driver, {presenter} if presenter is not None else set())
+                frame.broadcast_state()
+            started_us = time.time_ns() // 1000
+            await frame.apply_input(events)
+        except CapacityError as exc:
+            raise ProtocolError("capacity", str(exc), seq=seq, frame=frame.id) from exc
+        except FrameGone as exc:
+            raise ProtocolError("unknown-frame", f"frame {frame.id} was deleted", seq=seq, frame=frame.id) from exc
+        except (BrowserError, CDPError) as exc:
+            raise ProtocolError("internal", f"input could not be applied: {exc}", seq=seq, frame=frame.id) from exc
     return Applied(started_us)

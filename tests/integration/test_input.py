@@ -732,6 +732,31 @@ async def test_newer_person_grant_takes_over_mid_drag(service: Service, frame: s
         await conn.close()
 
 
+async def test_takeover_during_an_agent_step_still_releases_its_button(service: Service, frame: str) -> None:
+    """The person's newer grant arrives while the agent's long step (a press, then many moves) is still being
+    applied: the button that step holds must still come up, after it and before the person's input."""
+    agent = await viewer(service, frame, service.token("view", frame=frame, subject="agent"))
+    person = await viewer(service, frame, service.token("drive", frame=frame, subject="alice"))
+    step = service.token("drive", frame=frame, subject="agent", ttl=30, step=True)
+    x0, y0 = DRAG
+    drag = [move(x0, y0), press(x0, y0)] + [move(x0 + 2 * i, y0 + i % 20, buttons=1) for i in range(1, 120)]
+    last_x, last_y = drag[-1]["x"], drag[-1]["y"]
+    agent_seq = await agent.send_input(frame, step, drag)  # mouse moves apply about one a frame: ~2 s
+    await page_state(service, frame, lambda s: s["dragging"] == 1, what="the agent's drag started")
+    person_grant = service.token("drive", frame=frame, subject="alice")
+    person_seq = await person.send_input(frame, person_grant, tap_key("Escape", "Escape"))
+    ack(await agent.reply(agent_seq), frame)  # admitted before the person's grant came: applied in full
+    ack(await person.reply(person_seq), frame)
+    state = await page_state(service, frame, lambda s: s["dragging"] == 0 and s["keydowns"] >= 1, timeout=10,
+                             what="the drag ended and the person's key")
+    assert (state["mousedowns"], state["mouseups"], state["dragMoves"]) == (1, 1, 119), state
+    assert (state["upX"], state["upY"]) == (last_x, last_y)
+    assert state.keylog == [key_record("Escape", "Escape", 27)]
+    await person.sees_colour(DRAG, TEAL)
+    for conn in (agent, person):
+        await conn.close()
+
+
 def test_no_token_in_the_service_log(service: Service) -> None:
     """Runs last in this module: none of the tokens the tests sent is in the service's log."""
     assert SENT_TOKENS, "the tests above sent tokens"

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import pytest
+
+from framestream.config import FrameSize, frame_size, load_settings, parse_frame_arg
+from framestream.errors import ConfigError
+
+SECRET = "s" * 32
+
+
+def test_sizes_validate_and_clamp_dpr() -> None:
+    assert frame_size(1280, 800) == FrameSize(1280, 800, 2)
+    assert frame_size(1280, 800).width == 2560
+    assert frame_size(1600, 900, 2) == FrameSize(1600, 900, 1)  # 3200 wide would exceed 2560
+    assert frame_size(641, 401, 1) == FrameSize(640, 400, 1)  # even for 4:2:0
+    for bad in [(0, 0, 2), (99999, 5, 2), ("wide", 400, 2), (640, 400, 3), (640.5, 400, 1), (True, 400, 1),
+                (3000, 800, 1)]:
+        with pytest.raises(ConfigError):
+            frame_size(*bad)
+
+
+def test_frame_argument() -> None:
+    assert parse_frame_arg("http://127.0.0.1:3000/") == ("http://127.0.0.1:3000/", FrameSize(1280, 800, 2))
+    assert parse_frame_arg("http://h/x@640x400") == ("http://h/x", FrameSize(640, 400, 2))
+    with pytest.raises(ConfigError, match="WIDTHxHEIGHT"):
+        parse_frame_arg("http://h/@axb")
+
+
+def test_secret_is_required_and_long_enough() -> None:
+    with pytest.raises(ConfigError, match="TERMINAL_AUTH_SECRET is not set"):
+        load_settings({})
+    with pytest.raises(ConfigError, match="at least 32 bytes"):
+        load_settings({"TERMINAL_AUTH_SECRET": "short"})
+    dev = load_settings({}, insecure_dev=True)
+    assert dev.insecure_dev and len(dev.secret) >= 32
+    real = load_settings({"TERMINAL_AUTH_SECRET": SECRET}, insecure_dev=True)
+    assert not real.insecure_dev and real.secret == SECRET.encode()
+
+
+def test_environment_is_validated() -> None:
+    base = {"TERMINAL_AUTH_SECRET": SECRET}
+    s = load_settings({**base, "SHARED_FRAMES": "off", "MAX_BROWSERS": "2", "FRAME_IDLE_PAUSE_S": "1.5",
+                       "SANDBOX_ID": "sbx-1"})
+    assert (s.shared_frames, s.max_browsers, s.idle_pause_s, s.sandbox_id) == (False, 2, 1.5, "sbx-1")
+    for env, match in [({"SHARED_FRAMES": "maybe"}, "on or off"), ({"MAX_BROWSERS": "0"}, "between"),
+                       ({"FRAME_IDLE_PAUSE_S": "soon"}, "not a number")]:
+        with pytest.raises(ConfigError, match=match):
+            load_settings({**base, **env})
+    with pytest.raises(ConfigError, match="SHARED_FRAMES=off"):
+        load_settings({**base, "SHARED_FRAMES": "off"}, frames=("http://h/",))

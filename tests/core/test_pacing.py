@@ -1,0 +1,85 @@
+"""The encode policy: rate cap, keyframe coalescing, refinement; time is passed in."""
+
+from __future__ import annotations
+
+import math
+
+from framestream.core.pacing import Encode, EncodePolicy, Wait
+
+
+def run(policy: EncodePolicy, now: float, *, changed: bool = True) -> Encode | Wait:
+    decision = policy.decide(now)
+    if isinstance(decision, Encode):
+        policy.note_encoded(now, decision, changed=changed)
+    return decision
+
+
+def test_first_picture_is_a_keyframe_then_nothing_without_damage() -> None:
+    policy = EncodePolicy()
+    first = run(policy, 0.0)
+    assert first == Encode(keyframe=True, refinement=False, grab=True)
+    # Refinement of the first picture after it has been still for refine_after.
+    assert isinstance(policy.decide(0.05), Wait)
+    assert policy.decide(0.2) == Encode(keyframe=False, refinement=True, grab=False)
+    policy.note_encoded(0.2, Encode(False, True, False), changed=False)
+    assert policy.decide(0.25) == Encode(keyframe=False, refinement=True, grab=False)
+    policy.note_encoded(0.25, Encode(False, True, False), changed=False)
+    assert policy.decide(10.0) == Wait(math.inf)
+
+
+def test_damage_is_capped_at_the_frame_rate() -> None:
+    policy = EncodePolicy(fps=30)
+    run(policy, 0.0)
+    policy.note_damage()
+    decision = policy.decide(0.01)
+    assert isinstance(decision, Wait)
+    assert math.isclose(decision.seconds, 1 / 30 - 0.01, rel_tol=1e-6)
+    assert policy.decide(1 / 30) == Encode(keyframe=False, refinement=False, grab=True)
+
+
+def test_unchanged_grab_produces_nothing_and_does_not_use_the_slot() -> None:
+    policy = EncodePolicy()
+    run(policy, 0.0)
+    for t in (1.0, 1.1):  # the refinement of the first picture
+        assert run(policy, t, changed=False) == Encode(False, True, False)
+    policy.note_damage()
+    decision = run(policy, 2.0, changed=False)
+    assert decision == Encode(keyframe=False, refinement=False, grab=True)
+    assert policy.decide(2.001) == Wait(math.inf)  # no refinement: nothing changed
+
+
+def test_keyframes_are_coalesced_to_one_a_second() -> None:
+    policy = EncodePolicy(keyframe_interval=1.0)
+    run(policy, 0.0)
+    run(policy, 0.15, changed=False)
+    run(policy, 0.2, changed=False)  # the first picture's refinement
+    policy.request_keyframe()
+    policy.request_keyframe()
+    decision = policy.decide(0.3)
+    assert isinstance(decision, Wait) and math.isclose(decision.seconds, 0.7)
+    key = run(policy, 1.0, changed=False)
+    assert isinstance(key, Encode) and key.keyframe
+    assert not policy.keyframe_pending
+
+
+def test_keyframe_of_a_still_picture_is_refined_at_once() -> None:
+    policy = EncodePolicy()
+    run(policy, 0.0)
+    run(policy, 0.5, changed=False)
+    run(policy, 0.6, changed=False)
+    policy.request_keyframe()
+    decision = run(policy, 5.0, changed=False)
+    assert decision == Encode(keyframe=True, refinement=True, grab=True)
+    assert policy.decide(5.5) == Wait(math.inf)  # no further refinement needed
+
+
+def test_motion_then_stillness_refines_after_the_delay() -> None:
+    policy = EncodePolicy(refine_after=0.12, refine_frames=2)
+    run(policy, 0.0)
+    for i in range(1, 5):
+        policy.note_damage()
+        assert run(policy, i / 30) == Encode(False, False, True)
+    last = 4 / 30
+    decision = policy.decide(last + 0.05)
+    assert isinstance(decision, Wait) and math.isclose(decision.seconds, 0.07, abs_tol=1e-9)
+    assert policy.decide(last + 0.12) == Encode(False, True, False)

@@ -1,0 +1,85 @@
+"""Fan-out without a browser: pictures numbered once, a stalled viewer skips to a keyframe alone."""
+
+from __future__ import annotations
+
+from framestream.core.wire import unpack_video_header
+from framestream.media.picture import Picture
+from framestream.server.feed import FrameFeed, Outbox, Watch
+
+
+def picture(key: bool = False, size: int = 100) -> Picture:
+    return Picture(data=b"x" * size, keyframe=key, refinement=False, capture_us=1, encoded_us=2, codec="avc1.42C020")
+
+
+def watch(outbox: Outbox, slot: int, configs: list[int]) -> Watch:
+    return Watch("f", slot, outbox, send_config=lambda w: configs.append(w.slot))
+
+
+async def drain(outbox: Outbox) -> list[str | bytes]:
+    items: list[str | bytes] = []
+    while outbox._items:
+        item = await outbox.next()
+        assert item is not None
+        items.append(item)
+    return items
+
+
+async def test_viewers_start_at_a_keyframe_with_a_config_and_share_sequence_numbers() -> None:
+    asked: list[int] = []
+    feed = FrameFeed(request_keyframe=lambda: asked.append(1))
+    configs: list[int] = []
+    a, b = Outbox(), Outbox()
+    feed.add(watch(a, 3, configs))
+    feed.publish(picture())  # a delta before any keyframe is skipped
+    feed.add(watch(b, 9, configs))
+    feed.publish(picture(key=True))
+    feed.publish(picture())
+    assert configs == [3, 9] or sorted(configs) == [3, 9]
+    assert len(asked) == 2
+    got_a = [unpack_video_header(m) for m in await drain(a) if isinstance(m, bytes)]
+    got_b = [unpack_video_header(m) for m in await drain(b) if isinstance(m, bytes)]
+    assert [(h.slot, h.sequence, h.keyframe) for h in got_a] == [(3, 2, True), (3, 3, False)]
+    assert [(h.slot, h.sequence, h.keyframe) for h in got_b] == [(9, 2, True), (9, 3, False)]
+
+
+async def test_a_stalled_viewer_skips_to_the_next_keyframe_and_the_other_gets_everything() -> None:
+    asked: list[int] = []
+    feed = FrameFeed(request_keyframe=lambda: asked.append(1))
+    stalled, healthy = Outbox(max_pictures=3), Outbox(max_pictures=1000)
+    feed.add(watch(stalled, 1, []))
+    feed.add(watch(healthy, 2, []))
+    feed.publish(picture(key=True))
+    for _ in range(10):
+        feed.publish(picture())
+    assert feed.dropped >= 8
+    requests_before = len(asked)
+    feed.publish(picture())
+    assert len(asked) == requests_before  # already waiting for a keyframe: deltas are just skipped
+    stalled_got = [unpack_video_header(m).sequence for m in await drain(stalled) if isinstance(m, bytes)]
+    assert stalled_got == [1, 2, 3]
+    feed.publish(picture(key=True))
+    resumed = [unpack_video_header(m) for m in await drain(stalled) if isinstance(m, bytes)]
+    assert [(h.sequence, h.keyframe) for h in resumed] == [(13, True)]
+    healthy_got = [unpack_video_header(m).sequence for m in await drain(healthy) if isinstance(m, bytes)]
+    assert healthy_got == list(range(1, 14))
+
+
+async def test_an_oversized_keyframe_still_goes_to_an_empty_outbox() -> None:
+    outbox = Outbox(max_bytes=1000)
+    assert outbox.push_video(b"k" * 5000)
+    assert not outbox.push_video(b"d" * 10)
+    outbox.close()
+    assert await outbox.next() == b"k" * 5000
+    assert await outbox.next() is None
+
+
+async def test_wait_change_sees_only_later_pictures() -> None:
+    feed = FrameFeed(request_keyframe=lambda: None)
+    feed.publish(Picture(b"a", True, False, capture_us=100, encoded_us=101, codec=None))
+    assert await feed.wait_change(100, 0.01) is None
+    import asyncio
+
+    waiter = asyncio.ensure_future(feed.wait_change(100, 1.0))
+    await asyncio.sleep(0)
+    feed.publish(Picture(b"b", False, False, capture_us=150, encoded_us=151, codec=None))
+    assert await waiter == 150
