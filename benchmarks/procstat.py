@@ -87,7 +87,8 @@ def exe_name(pid: int) -> str:
             argv0 = f.read().split(b"\0", 1)[0].decode(errors="replace")
     except OSError:
         return ""
-    return os.path.basename(argv0)
+    # Chromium's children rewrite their command line into one space-separated string.
+    return os.path.basename(argv0.split(" ", 1)[0])
 
 
 def classify(pids: Iterable[int]) -> dict[str, list[int]]:

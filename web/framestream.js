@@ -62,6 +62,7 @@ class WatchedFrame {
     this.state = null; // last frame-state message
     this.control = null; // last control message
     this.dropNext = 0; // debug: binary messages to throw away, as if lost
+    this.tracer = null; // debug: called for every video message and every picture drawn
     this.counts = { drawn: 0, decoded: 0, decoderErrors: 0, decoderResets: 0, keyframeRequests: 0, gaps: 0 };
     this.lastDraw = null; // {captureUs, drawnUs}
   }
@@ -163,10 +164,13 @@ class WatchedFrame {
     this.stats.received(byteLength, t);
     if (this.dropNext > 0) {
       this.dropNext -= 1;
+      this.tracer?.({ sequence: pic.sequence, keyframe: pic.keyframe, action: 'lost' });
       return;
     }
     if (pic.keyframe && (!this.decoder || this.decoder.state === 'closed')) this.newDecoder();
     const decision = this.sync.onPicture(pic, t);
+    this.tracer?.({ sequence: pic.sequence, keyframe: pic.keyframe, action: decision.action, gap: decision.gap,
+      requestKeyframe: decision.requestKeyframe });
     if (decision.gap) this.counts.gaps += 1;
     if (decision.requestKeyframe) this.requestKeyframe(decision.gap ? 'gap' : 'waiting');
     if (decision.action !== DECODE || !this.decoder) return;
@@ -205,6 +209,7 @@ class WatchedFrame {
       this.counts.drawn += 1;
       this.lastDraw = { captureUs: frame.timestamp, drawnUs };
       this.stats.drawn(t, entry ? t - entry.t0 : 0, (drawnUs - frame.timestamp) / 1000);
+      this.tracer?.({ drawn: frame.timestamp });
     } finally {
       frame.close();
     }
@@ -508,6 +513,17 @@ export class FramestreamClient extends EventTarget {
   _debugDropNext(frameId, n = 1) {
     const f = this.frames.get(frameId);
     if (f) f.dropNext += n;
+  }
+
+  /**
+   * Call `fn` for every video message of a frame, before it is decoded ({sequence, keyframe, action, gap,
+   * requestKeyframe}; action 'decode', 'drop', or 'lost' for one thrown away by _debugDropNext), and for every
+   * picture drawn, after drawing ({drawn: captureUs}). `null` stops it; a new watch starts without one.
+   */
+  _debugTrace(frameId, fn) {
+    const f = this.frames.get(frameId);
+    if (f) f.tracer = fn || null;
+    return Boolean(f);
   }
 
   /** Close the socket as if the network dropped (the client reconnects). */

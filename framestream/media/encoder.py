@@ -4,11 +4,21 @@ Synchronous on purpose: it runs in the frame's worker thread, never on the event
 with zerolatency (no lookahead, no B-frames, one picture in, one access unit out), an unbounded GOP (IDRs only
 on demand) and SPS/PPS repeated in front of every IDR, so any keyframe starts a decoder.
 
+Rate control is CRF. Constant QP would save x264 8-18% (no low-resolution complexity estimate), but x264
+cannot change a constant QP while it runs (`x264_encoder_reconfig` copies `f_rf_constant`, not
+`i_qp_constant`), and refinement needs exactly that.
+
 Refinement (sharpening a still picture) lowers the CRF for a picture or two. PyAV applies codec options only
 when the encoder opens, but libx264 re-reads its `crf` option before every picture and reconfigures itself when
 it changed; `_CrfSwitch` sets that option through libavutil's `av_opt_set` on the live context. It checks
 itself once at open (reading the option back) and, if anything does not line up, refinement degrades to
 re-encoding at the normal CRF and says so in the log, rather than guessing at memory.
+
+Changed regions: x264 otherwise analyses every macroblock of every picture (4-5 ms at 1280x800, 18 ms at
+2560x1600, even when a small box moved). FFmpeg's libx264 wrapper takes `mb_info` plus a per-picture
+AV_FRAME_DATA_VIDEO_HINT listing the changed rectangles, and x264 skips the rest. PyAV cannot attach side data,
+so `_ChangedRegions` does it through libavutil on the frame we own, after checking the AVFrame pointer by
+reading its width and height back. Without it, encoding stays correct, only slower.
 """
 
 from __future__ import annotations
@@ -17,10 +27,13 @@ import ctypes
 import glob
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import av
+import av.sidedata.sidedata
 import numpy as np
 from av.video.reformatter import ColorRange, Colorspace, Interpolation, VideoReformatter
 
@@ -54,16 +67,13 @@ class _CrfSwitch:
         self._ptr: int | None = None
         self._current = initial
         try:
-            libs = os.path.join(os.path.dirname(av.__file__), os.pardir, "av.libs")
-            found = glob.glob(os.path.join(libs, "libavutil-*.so*"))
-            avutil = ctypes.CDLL(found[0]) if found else ctypes.CDLL("libavutil.so")
+            avutil = _avutil()
             avutil.av_opt_set.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
             avutil.av_opt_get.argtypes = [
                 ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)
             ]
             avutil.av_free.argtypes = [ctypes.c_void_p]
-            # CodecContext's first C field (after the object header and Cython's vtable) is AVCodecContext*.
-            ptr = ctypes.c_void_p.from_address(id(context) + 2 * ctypes.sizeof(ctypes.c_void_p) + 8).value
+            ptr = _c_pointer(context)  # AVCodecContext*
             out = ctypes.c_char_p()
             if ptr and avutil.av_opt_get(ptr, b"crf", _AV_OPT_SEARCH_CHILDREN, ctypes.byref(out)) == 0:
                 value = out.value
@@ -85,6 +95,82 @@ class _CrfSwitch:
             return
         if self._avutil.av_opt_set(self._ptr, b"crf", str(crf).encode(), _AV_OPT_SEARCH_CHILDREN) == 0:
             self._current = crf
+
+
+def _avutil() -> ctypes.CDLL:
+    libs = os.path.join(os.path.dirname(av.__file__), os.pardir, "av.libs")
+    found = glob.glob(os.path.join(libs, "libavutil-*.so*"))
+    return ctypes.CDLL(found[0]) if found else ctypes.CDLL("libavutil.so")
+
+
+def _c_pointer(obj: object) -> int | None:
+    """The first C field of a PyAV (Cython) object: its FFmpeg struct pointer, after the header and vtable."""
+    return ctypes.c_void_p.from_address(id(obj) + 2 * ctypes.sizeof(ctypes.c_void_p) + 8).value
+
+
+class _VideoHint(ctypes.Structure):
+    _fields_ = (("nb_rects", ctypes.c_size_t), ("rect_offset", ctypes.c_size_t), ("rect_size", ctypes.c_size_t),
+                ("type", ctypes.c_int))
+
+
+_AV_VIDEO_HINT_TYPE_CHANGED = 1
+_AVFRAME_WIDTH_OFFSET = 8 * 8 + 8 * 4 + 8  # after data[8], linesize[8] and extended_data
+
+
+class _ChangedRegions:
+    """Attaches "only these rectangles changed" to the encoder's persistent AVFrame (see the module doc)."""
+
+    def __init__(self, frame: av.VideoFrame) -> None:
+        self._ptr: int | None = None
+        self._width, self._height = frame.width, frame.height
+        try:
+            hint_type: Any = av.sidedata.sidedata.Type.VIDEO_HINT.value  # AV_FRAME_DATA_VIDEO_HINT
+            self._side_type = int(hint_type)
+            avutil = _avutil()
+            avutil.av_video_hint_create_side_data.restype = ctypes.c_void_p
+            avutil.av_video_hint_create_side_data.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+            avutil.av_frame_remove_side_data.argtypes = [ctypes.c_void_p, ctypes.c_int]
+            ptr = _c_pointer(frame)
+            if ptr:
+                size = (ctypes.c_int * 2).from_address(ptr + _AVFRAME_WIDTH_OFFSET)
+                if (size[0], size[1]) == (frame.width, frame.height):
+                    self._ptr = ptr
+                    self._avutil = avutil
+        except (OSError, AttributeError, ValueError) as exc:
+            log.warning("changed-region hints unavailable: %s", exc)
+        if self._ptr is None:
+            log.warning("changed-region hints unavailable: x264 will analyse whole pictures")
+
+    @property
+    def available(self) -> bool:
+        return self._ptr is not None
+
+    def set(self, rects: Sequence[tuple[int, int, int, int]] | None) -> None:
+        """Hint the next picture: only `rects` (x, y, width, height) changed; None: no hint (analyse all)."""
+        if self._ptr is None:
+            return
+        self._avutil.av_frame_remove_side_data(self._ptr, self._side_type)
+        if rects is None:
+            return
+        # FFmpeg's wrapper marks macroblocks without clipping: a rectangle off the picture would write outside
+        # its map. Clip every rectangle to the picture here, and drop the empty ones.
+        clipped = []
+        for x, y, w, h in rects:
+            x0, y0 = max(0, x), max(0, y)
+            x1, y1 = min(self._width, x + w), min(self._height, y + h)
+            if x1 > x0 and y1 > y0:
+                clipped.append((x0, y0, x1 - x0, y1 - y0))
+        if not clipped:
+            clipped = [(0, 0, 1, 1)]  # nothing changed: one macroblock, rather than no hint (= all changed)
+        rects = clipped
+        hint_ptr = self._avutil.av_video_hint_create_side_data(self._ptr, len(rects))
+        if not hint_ptr:
+            return  # out of memory: x264 simply analyses everything
+        hint = _VideoHint.from_address(hint_ptr)
+        hint.type = _AV_VIDEO_HINT_TYPE_CHANGED
+        array = (ctypes.c_uint32 * (4 * len(rects))).from_address(hint_ptr + hint.rect_offset)
+        for i, (x, y, w, h) in enumerate(rects):
+            array[4 * i: 4 * i + 4] = [x, y, w, h]
 
 
 class H264Encoder:
@@ -125,11 +211,13 @@ class H264Encoder:
             "level": self.level,
             "crf": str(s.crf),
             "x264-params": "keyint=infinite:min-keyint=1:scenecut=0:repeat-headers=1:bframes=0:sliced-threads=0",
+            "mb_info": "1",
         }
         ctx.open()
         self._ctx = ctx
         self._crf = _CrfSwitch(ctx, s.crf)
         self._yuv = av.VideoFrame(width, height, "yuv420p")
+        self._hints = _ChangedRegions(self._yuv)
         self._planes = [
             np.frombuffer(memoryview(plane), np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width]
             for plane in self._yuv.planes
@@ -170,8 +258,20 @@ class H264Encoder:
             view = np.frombuffer(memoryview(plane), np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width]
             self._planes[index][top >> shift : bottom >> shift] = view
 
-    def encode(self, *, keyframe: bool = False, refinement: bool = False) -> EncodedPicture:
-        """Compress the current picture; `refinement` encodes it at the higher still-picture quality."""
+    def encode(
+        self,
+        *,
+        keyframe: bool = False,
+        refinement: bool = False,
+        changed: Sequence[tuple[int, int, int, int]] | None = None,
+    ) -> EncodedPicture:
+        """Compress the current picture; `refinement` encodes it at the higher still-picture quality.
+
+        `changed` lists every rectangle (x, y, width, height) that differs from the previous picture, so x264
+        skips the rest; None means "anything may have changed". It must not miss a change: a macroblock
+        outside it is sent as unchanged. Keyframes and refinements always analyse the whole picture.
+        """
+        self._hints.set(None if keyframe or refinement else changed)
         yuv = self._yuv
         yuv.pts = self._pts
         self._pts += 1

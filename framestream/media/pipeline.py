@@ -163,6 +163,8 @@ class FramePipeline:
                 continue
             rows: tuple[int, int] | None = None
             capture_us = self._last_capture_us
+            # What x264 may skip: exactly X's damage when this grab read only it; after a full grab, nothing.
+            hint = None if full_grab_needed else [(r.x, r.y, r.width, r.height) for r in damage]
             if decision.grab and (full_grab_needed or damage):
                 # Band grabs are exact only with every damage rectangle since the last grab, which we have.
                 frame = capture.grab(None if full_grab_needed else damage)
@@ -182,7 +184,9 @@ class FramePipeline:
                 started = time.perf_counter()
                 if rows is not None:
                     encoder.update(kept, rows)
-                encoded: EncodedPicture = encoder.encode(keyframe=decision.keyframe, refinement=decision.refinement)
+                encoded: EncodedPicture = encoder.encode(
+                    keyframe=decision.keyframe, refinement=decision.refinement, changed=hint if changed else None
+                )
                 self.stats.encode_seconds += time.perf_counter() - started
                 self.stats.pictures += 1
                 if encoded.data:

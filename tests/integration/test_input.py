@@ -17,9 +17,10 @@ import io
 import json
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import av
 import numpy as np
@@ -195,10 +196,13 @@ class Conn:
     _decoder: Any = None
     _next_sequence: int | None = None
 
+    opened: ClassVar[list[Conn]] = []  # closed after each test by `close_conns`, even when it failed
+
     @classmethod
     async def open(cls, svc: Service, token: str) -> Conn:
         ws = await websockets.connect(svc.ws_url, max_size=None)
         conn = cls(ws)
+        cls.opened.append(conn)
         await conn.send({"type": "hello", "token": token})
         welcome = await conn.expect(lambda m: True, timeout=10)
         assert welcome["type"] == "welcome", welcome
@@ -362,6 +366,13 @@ def type_keys(text: str) -> list[dict[str, Any]]:
 
 
 # -- fixtures -----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+async def close_conns() -> AsyncIterator[None]:
+    yield
+    while Conn.opened:
+        await Conn.opened.pop().close()
 
 
 @pytest.fixture(scope="module")
@@ -755,6 +766,32 @@ async def test_takeover_during_an_agent_step_still_releases_its_button(service: 
     await person.sees_colour(DRAG, TEAL)
     for conn in (agent, person):
         await conn.close()
+
+
+async def test_agent_input_and_screenshot_resume_a_paused_frame(tmp_path: Path, pages: str) -> None:
+    svc = Service(tmp_path / "state", env_extra={"FRAME_IDLE_PAUSE_S": "2"}).start(timeout=30)
+    try:
+        pool = FramePool(svc, f"{pages}/input.html")
+        frame_id = pool.take()
+        pool.delete(pool.spare)
+        svc.wait_state(frame_id, "paused", timeout=15)  # nobody watches
+        grant = svc.token("drive", frame=frame_id, subject="agent", ttl=30, step=True)
+        SENT_TOKENS.add(grant)
+        sent_us = time.time_ns() // 1000
+        status, body = svc.request("POST", f"/frames/{frame_id}/input", {"seq": 5, "events": click(BTN)},
+                                   token=grant)
+        assert status == 200 and body["applied"] is True and body["changed"] is True, body
+        assert body["picture_us"] >= sent_us
+        assert svc.get(f"/frames/{frame_id}")[1]["state"] == "live"
+        svc.wait_state(frame_id, "paused", timeout=15)
+        picture, capture_us = await asyncio.to_thread(screenshot, svc, frame_id)
+        assert svc.get(f"/frames/{frame_id}")[1]["state"] == "live"
+        state = read_state(picture)
+        assert state is not None and state["clicks"] == 1  # the page kept its state while paused
+        assert tuple(at(picture, BTN)) == GREEN and capture_us >= body["picture_us"]
+    finally:
+        svc.stop()
+        svc.kill_leftovers()
 
 
 def test_no_token_in_the_service_log(service: Service) -> None:

@@ -38,6 +38,7 @@ from tests.integration.test_input import (
     ack,
     at,
     click,
+    close_conns,
     move,
     page_state,
     refused,
@@ -46,6 +47,7 @@ from tests.integration.test_input import (
 from tests.support import TEST_SECRET, Service, free_port
 
 pytestmark = pytest.mark.integration
+__all__ = ["close_conns"]  # the autouse fixture that closes this module's connections too
 
 SANDBOX = "test"  # tests.support.Service runs with SANDBOX_ID=test
 OTHER_SECRET = "another-secret-0123456789-abcdefghijklmnopqrstuvwxyz"

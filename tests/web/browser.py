@@ -218,3 +218,48 @@ JS_CANVAS_POINT = """
 
 def close_to(rgb: list[int] | None, want: tuple[int, int, int], tol: int = 24) -> bool:
     return rgb is not None and all(abs(a - b) <= tol for a, b in zip(rgb, want, strict=True))
+
+
+# Helpers installed in the viewer page (after it loaded) by `install_helpers`: pixels by the frame's CSS
+# coordinates whatever its dpr, and a record of every frame-state as the view showed it.
+JS_HELPERS = """
+(() => {
+  const canvasOf = (frame) => document.querySelector(`canvas[data-frame="${frame}"]`);
+  const viewOf = (frame) => document.querySelector(`.fs-frame[data-frame="${frame}"]`);
+  // The scale from the frame's CSS pixels to the canvas's pixels (its dpr), from video-config.
+  const scaleOf = (frame) => {
+    const info = window.framestream.client.info(frame);
+    return info && info.config ? info.config.width / info.config.css_width : 1;
+  };
+  window.fsPixel = (frame, x, y) => {
+    const c = canvasOf(frame);
+    if (!c || c.width < 4) return null;
+    const s = scaleOf(frame);
+    const d = c.getContext('2d').getImageData(Math.floor(x * s), Math.floor(y * s), 1, 1).data;
+    return [d[0], d[1], d[2]];
+  };
+  window.fsView = (frame) => {
+    const v = viewOf(frame);
+    const o = v.querySelector('.fs-overlay');
+    const t = v.querySelector('.fs-toast');
+    return {
+      state: v.querySelector('.fs-state').textContent, mode: v.querySelector('.fs-mode').textContent,
+      driver: v.querySelector('.fs-driver').textContent, overlay: o.hidden ? null : o.textContent,
+      toast: t.hidden ? null : t.textContent,
+    };
+  };
+  window.fsRecords = {};
+  // Every frame-state of `frame` with the view's overlay and badge right after the view rendered it (the
+  // view's own listener was added first), and the canvas pixel at `at` (CSS) under the overlay.
+  window.fsRecord = (frame, at) => {
+    const rec = window.fsRecords[frame] = [];
+    window.framestream.client.on('frame-state', (d) => {
+      if (d.frame !== frame) return;
+      rec.push({ state: d.state, message: d.message ?? null, ...window.fsView(frame),
+        px: window.fsPixel(frame, at[0], at[1]) });
+    });
+    return true;
+  };
+  return true;
+})()
+"""
