@@ -214,6 +214,7 @@ class Frame:
             self._unsubscribe = [
                 self._browser.cdp.on("Page.frameNavigated", self._on_navigated),
                 self._browser.cdp.on("Page.navigatedWithinDocument", self._on_navigated),
+                self._browser.cdp.on("Inspector.targetCrashed", self._on_renderer_crashed),
             ]
             # The media stack (numpy, PyAV, libx264) loads with the first frame: an idle service stays small.
             from framestream.media.encoder import EncoderSettings
@@ -348,6 +349,32 @@ class Frame:
         self._monitor = None
         self.manager.restarts += 1
         self.manager.spawn(self._recover(reason), f"recover-{self.id}")
+
+    def _on_renderer_crashed(self, params: dict[str, Any]) -> None:
+        if self._browser is None or params.get("sessionId") != self._browser.session_id:
+            return
+        self.manager.restarts += 1
+        self.manager.spawn(self._reload_after_crash(), f"reload-{self.id}")
+
+    async def _reload_after_crash(self) -> None:
+        """The page's renderer died (the browser lives on, showing a crash page): load the last URL again."""
+        async with self._lock:
+            browser = self._browser
+            if browser is None or self.deleted:
+                return
+            log.warning("frame %s: the page crashed; reloading %s", self.id, self.url)
+            self._set_state(FrameState.LAUNCHING, "the page crashed; reloading")
+            try:
+                error = await browser.navigate(self.url)
+            except CDPError as exc:
+                self._set_state(FrameState.ERROR, f"reload after a crash failed: {exc}")
+                return
+            self.control.reset()
+            self.request_keyframe()
+            if error:
+                self._set_state(FrameState.ERROR, f"could not load {self.url}: {error}")
+            else:
+                self._set_state(FrameState.LIVE)
 
     def _on_failure(self, exc: Exception) -> None:
         self.manager.restarts += 1

@@ -186,6 +186,7 @@ class ChromeBrowser:
                 browser = cls(proc, cdp, session_id, target_id, profile_dir)
                 await browser.call("Page.enable")
                 await browser.call("Runtime.enable")
+                await browser.call("Inspector.enable")  # for Inspector.targetCrashed (renderer crashes)
             except BaseException:
                 await cdp.close()
                 raise

@@ -160,6 +160,7 @@ class ViewerConnection:
         try:
             await frame.ensure_running()
         except CapacityError as exc:
+            self._unwatch(frame.id)  # not a viewer of a frame it cannot see
             self.outbox.push_text(error_message("capacity", str(exc), frame.id))
         except FrameGone:
             self.outbox.push_text(error_message("unknown-frame", f"frame {frame.id} was deleted", frame.id))

@@ -215,3 +215,28 @@ def test_the_documented_gateway_routes_only_sandbox_paths_to_their_pod() -> None
     assert pattern.match(f"/sandboxes/{sts['metadata']['name']}-0/")
     for header in ("Upgrade $http_upgrade", "Connection $connection_upgrade"):
         assert header in config
+
+
+def test_pages_cannot_reach_the_cluster_or_the_metadata_endpoint() -> None:
+    import ipaddress
+
+    policy, sts = one("NetworkPolicy"), one("StatefulSet")
+    labels = sts["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert "Egress" in policy["spec"]["policyTypes"]
+    blocks = [peer["ipBlock"] for rule in policy["spec"]["egress"] for peer in rule.get("to", []) if "ipBlock" in peer]
+
+    def allowed(address: str) -> bool:
+        ip = ipaddress.ip_address(address)
+        for block in blocks:
+            net = ipaddress.ip_network(block["cidr"])
+            if ip.version == net.version and ip in net and not any(
+                    ip in ipaddress.ip_network(e) for e in block.get("except", [])):
+                return True
+        return False
+
+    for internal in ("169.254.169.254", "10.0.0.1", "172.20.1.1", "192.168.1.1", "100.64.0.10", "fd00::1",
+                     "fe80::1"):
+        assert not allowed(internal), internal
+    for public in ("1.1.1.1", "8.8.8.8", "2606:4700:4700::1111"):
+        assert allowed(public), public

@@ -374,6 +374,7 @@ async def test_input_is_mapped_and_reaches_the_page(service: Service, make_frame
     assert bits(r["downBits"])["button"] == 2 and bits(r["upBits"])["button"] == 2
     assert r["dragButtons"] == 2 and abs(r["dragY"] - BLANK[1]) <= 2
     assert 1 <= r["dragMoves"] <= 20
+    print("REGS", r)
     assert CSS_W - 2 <= r["dragMaxX"] <= CSS_W - 1 and CSS_W - 2 <= r["upX"] <= CSS_W - 1, r
     print(f"drag: {r['dragMoves']} moves reached the page, furthest x {r['dragMaxX']}, up at x {r['upX']}")
 
@@ -560,6 +561,7 @@ async def test_service_restart_reconnects_and_the_picture_comes_back(
     await post_input(service, frame, service.token("drive", subject="agent"), click_events(BOX))
     await wait_pixel(page, frame, BOX, GREEN)
     await page.eval(f"fsRecord({f}, {json.dumps(list(BOX))})")
+    await start_trace(page, frame, BOX)
     port = service.port
 
     await asyncio.to_thread(service.stop)
@@ -568,6 +570,8 @@ async def test_service_restart_reconnects_and_the_picture_comes_back(
     assert v["state"] == "offline", v
     assert (await page.eval("document.getElementById('conn').textContent")).startswith("reconnecting in")
     kept = await pixel(page, frame, BOX)
+    print("TRACE", await trace(page), await records(page, frame))
+    print("LOG", service.log()[-6000:])
     assert close_to(kept, GREEN)  # the last picture stays
 
     await asyncio.to_thread(service.start)
