@@ -101,6 +101,7 @@ class Settings:
     input_rate_per_s: float = 200.0
     hello_timeout_s: float = 5.0
     allowed_origins: tuple[str, ...] = ()
+    allowed_url_hosts: tuple[str, ...] = ()  # empty: any host
     frames: tuple[tuple[str, FrameSize], ...] = field(default_factory=tuple)
 
 
@@ -157,6 +158,7 @@ def load_settings(
     if parsed and not shared:
         raise ConfigError("--frame is refused: SHARED_FRAMES=off keeps every frame private to its viewer")
     origins = tuple(o.strip() for o in env.get("FRAMESTREAM_ALLOWED_ORIGINS", "").split(",") if o.strip())
+    url_hosts = tuple(h.strip().lower() for h in env.get("FRAMESTREAM_URL_ALLOW_HOSTS", "").split(",") if h.strip())
     return Settings(
         secret=secret,
         insecure_dev=insecure_dev and not raw_secret,
@@ -169,6 +171,12 @@ def load_settings(
         state_dir=state_dir,
         chrome_path=chrome,
         allowed_origins=origins,
+        allowed_url_hosts=url_hosts,
+        max_message_bytes=int(_env_float(env, "FRAMESTREAM_MAX_MESSAGE_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024)),
+        max_watch_per_connection=int(_env_float(env, "FRAMESTREAM_MAX_WATCH_PER_CONNECTION", 16, 1, 256)),
+        max_connections=int(_env_float(env, "FRAMESTREAM_MAX_CONNECTIONS", 256, 1, 100_000)),
+        input_rate_per_s=_env_float(env, "FRAMESTREAM_INPUT_RATE", 200.0, 1.0, 100_000.0),
+        hello_timeout_s=_env_float(env, "FRAMESTREAM_HELLO_TIMEOUT_S", 5.0, 0.5, 60.0),
         frames=parsed,
     )
 

@@ -56,13 +56,16 @@ class FrameGone(FramestreamError):
     """The frame was deleted while the caller waited for it."""
 
 
-def check_url(url: object) -> str:
-    """http(s) URLs only: no file:, chrome:, javascript:, data: or devtools: pages in a shared browser."""
+def check_url(url: object, allowed_hosts: Sequence[str] = ()) -> str:
+    """http(s) URLs only: no file:, chrome:, javascript:, data: or devtools: pages in a shared browser; and
+    when `allowed_hosts` is set (FRAMESTREAM_URL_ALLOW_HOSTS), only those hosts."""
     if not isinstance(url, str) or not url or len(url) > MAX_URL_LENGTH:
         raise ValueError(f"url must be a string of 1..{MAX_URL_LENGTH} characters")
     parts = urlsplit(url)
     if parts.scheme.lower() not in ALLOWED_SCHEMES or not parts.netloc:
         raise ValueError(f"url must be an absolute http or https URL, got scheme {parts.scheme or 'none'!r}")
+    if allowed_hosts and (parts.hostname or "").lower() not in allowed_hosts:
+        raise ValueError(f"host {parts.hostname!r} is not in FRAMESTREAM_URL_ALLOW_HOSTS")
     return url
 
 
@@ -551,7 +554,7 @@ class FrameManager:
 
     async def create(self, url: str, size: FrameSize) -> Frame:
         """Make a new frame live; raises CapacityError when every running browser is watched."""
-        check_url(url)
+        check_url(url, self.settings.allowed_url_hosts)
         frame = Frame(self, secrets.token_hex(4), url, size)
         async with self._room:
             victim = choose_browser_to_close((f.view() for f in self.frames.values()), self.settings.max_browsers)

@@ -48,3 +48,28 @@ def test_environment_is_validated() -> None:
             load_settings({**base, **env})
     with pytest.raises(ConfigError, match="SHARED_FRAMES=off"):
         load_settings({**base, "SHARED_FRAMES": "off"}, frames=("http://h/",))
+
+
+def test_limits_come_from_the_environment() -> None:
+    s = load_settings({"TERMINAL_AUTH_SECRET": SECRET, "FRAMESTREAM_MAX_MESSAGE_BYTES": "4096",
+                       "FRAMESTREAM_MAX_WATCH_PER_CONNECTION": "2", "FRAMESTREAM_MAX_CONNECTIONS": "3",
+                       "FRAMESTREAM_INPUT_RATE": "50", "FRAMESTREAM_HELLO_TIMEOUT_S": "1",
+                       "FRAMESTREAM_URL_ALLOW_HOSTS": "127.0.0.1, Example.com"})
+    assert (s.max_message_bytes, s.max_watch_per_connection, s.max_connections) == (4096, 2, 3)
+    assert (s.input_rate_per_s, s.hello_timeout_s) == (50.0, 1.0)
+    assert s.allowed_url_hosts == ("127.0.0.1", "example.com")
+    with pytest.raises(ConfigError, match="FRAMESTREAM_MAX_CONNECTIONS"):
+        load_settings({"TERMINAL_AUTH_SECRET": SECRET, "FRAMESTREAM_MAX_CONNECTIONS": "-1"})
+
+
+def test_url_policy() -> None:
+    from framestream.frames import check_url
+
+    assert check_url("https://example.com/x") == "https://example.com/x"
+    for bad in ["file:///etc/passwd", "chrome://settings", "javascript:alert(1)", "data:text/html,hi",
+                "devtools://devtools/x", "http://", "", 5, "x" * 9000]:
+        with pytest.raises(ValueError):
+            check_url(bad)
+    assert check_url("http://127.0.0.1:3000/", ("127.0.0.1",))
+    with pytest.raises(ValueError, match="ALLOW_HOSTS"):
+        check_url("http://evil.example/", ("127.0.0.1",))
