@@ -29,8 +29,9 @@ def size_label(css_w: int, css_h: int, dpr: int) -> str:
     return f"{css_w}x{css_h}" + (f"@{dpr}x ({css_w * dpr}x{css_h * dpr})" if dpr != 1 else "")
 
 
-async def measure_framestream(bench: Bench, service: Service, url: str, css_w: int, css_h: int,
-                              dpr: int) -> dict[str, Any]:
+async def measure_framestream(bench: Bench, service: Service, url: str, size: tuple[int, int, int]
+                              ) -> dict[str, Any]:
+    css_w, css_h, dpr = size
     frame_id = await create_frame(service, url, css_w, css_h, dpr)
     viewer = await Viewer.open(service)
     try:
@@ -105,7 +106,7 @@ async def run(bench: Bench, service: Service) -> list[dict[str, Any]]:
             row: dict[str, Any] = {"size": label, "css": [css_w, css_h], "dpr": dpr,
                                    "encoded": [css_w * dpr, css_h * dpr], "page": kind, "url_page": page}
             bench.say(f"cpu: framestream {kind} {label}")
-            row["framestream"] = await measure_framestream(bench, service, url, css_w, css_h, dpr)
+            row["framestream"] = await measure_framestream(bench, service, url, (css_w, css_h, dpr))
             peer = await PeerDisplay.start(url, css_w, css_h, dpr)
             try:
                 await asyncio.sleep(1.0)  # the page's first paint settles

@@ -32,8 +32,8 @@ def near(pixel: np.ndarray, rgb: tuple[int, int, int], tol: int = 40) -> bool:
     return bool(np.all(np.abs(pixel.astype(int) - np.array(rgb)) <= tol))
 
 
-async def run_one(bench: Bench, service: Service, css_w: int, css_h: int, dpr: int, clicks: int
-                  ) -> dict[str, Any]:
+async def run_one(bench: Bench, service: Service, size: tuple[int, int, int], clicks: int) -> dict[str, Any]:
+    css_w, css_h, dpr = size
     frame_id = await create_frame(service, bench.page("clicker.html"), css_w, css_h, dpr)
     viewer = await Viewer.open(service, keep=True)
     decoder = Decoder()
@@ -142,5 +142,5 @@ async def run(bench: Bench, service: Service) -> list[dict[str, Any]]:
     out = []
     for css_w, css_h, dpr in sizes:
         bench.say(f"latency: {bench.timing.clicks} clicks at {css_w}x{css_h} dpr {dpr}")
-        out.append(await run_one(bench, service, css_w, css_h, dpr, bench.timing.clicks))
+        out.append(await run_one(bench, service, (css_w, css_h, dpr), bench.timing.clicks))
     return out

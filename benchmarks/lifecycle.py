@@ -107,8 +107,7 @@ async def run(bench: Bench) -> dict[str, Any]:
                 await asyncio.sleep(1.0)  # the pressure signal's cleanup settles
                 bench.say("lifecycle: paused frame PSS and CPU")
                 kinds = service_pids(service)
-                window = CpuWindow({"chromium": lambda: kinds["chromium"], "xvfb": lambda: kinds["xvfb"],
-                                    "service": lambda: kinds["service"]})
+                window = CpuWindow({name: (lambda pids=kinds[name]: pids) for name in ("chromium", "xvfb", "service")})
                 window.start()
                 await asyncio.sleep(min(bench.timing.window, 6.0))
                 cpu = window.stop()

@@ -118,8 +118,8 @@ async def still(bench: Bench, service: Service, css_w: int, css_h: int, dpr: int
         await delete_frame(service, frame_id)
 
 
-async def animated(bench: Bench, service: Service, css_w: int, css_h: int, dpr: int, shots: int
-                   ) -> dict[str, Any]:
+async def animated(bench: Bench, service: Service, size: tuple[int, int, int], shots: int) -> dict[str, Any]:
+    css_w, css_h, dpr = size
     frame_id = await create_frame(service, bench.page("animated.html"), css_w, css_h, dpr)
     viewer = await Viewer.open(service, keep=True)
     decoder = Decoder()
@@ -195,5 +195,5 @@ async def run(bench: Bench, service: Service) -> dict[str, Any]:
         bench.say(f"quality: still text page {css_w}x{css_h} dpr {dpr}")
         out["still"].append(await still(bench, service, css_w, css_h, dpr))
         bench.say(f"quality: animated page {css_w}x{css_h} dpr {dpr}")
-        out["animated"].append(await animated(bench, service, css_w, css_h, dpr, 6 if bench.quick else 10))
+        out["animated"].append(await animated(bench, service, (css_w, css_h, dpr), 6 if bench.quick else 10))
     return out

@@ -150,7 +150,8 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     for s in q.get("still", []):
         add(f"PSNR still {s['size']}", s["psnr_db"], ">= 40 dB", s["psnr_db"] >= 40)
     for a in q.get("animated", []):
-        add(f"PSNR animated {a['size']}", a["psnr_db"], ">= 32 dB", None if a["psnr_db"] is None else a["psnr_db"] >= 32)
+        value = a["psnr_db"]
+        add(f"PSNR animated {a['size']}", value, ">= 32 dB", None if value is None else value >= 32)
     f = results.get("fanout")
     if f and len(f["levels"]) > 1:
         last = f["levels"][-1]

@@ -120,10 +120,14 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+# Generous bounds per section (seconds): a stuck section is cancelled (its cleanup runs) and reported.
+SECTION_LIMIT = {"lifecycle": 240, "cpu": 900, "latency": 240, "quality": 240, "fanout": 240, "scale": 300}
+
+
 async def _section(bench: Bench, name: str, coro: Any) -> None:
     t0 = time.monotonic()
     try:
-        bench.results[name] = await coro
+        bench.results[name] = await asyncio.wait_for(coro, SECTION_LIMIT[name])
     except Exception as exc:  # one section failing must not lose the others' figures
         bench.say(f"{name}: FAILED: {exc}")
         bench.results["errors"][name] = "".join(traceback.format_exception(exc))[-3000:]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import statistics
 import time
@@ -91,19 +92,21 @@ class Viewer(StreamClient):
                 await self._pump
             self._pump = None
 
-    async def wait_keyframe(self, timeout: float = 30.0) -> Rec:
+    async def wait_keyframe(self, timeout: float = 30.0, *, since: int = 0) -> Rec:
+        """The first keyframe among the records from index `since` on (by default, any received so far)."""
         deadline = time.monotonic() + timeout
-        start = len(self.recs)
-        while time.monotonic() < deadline:
+        start = since
+        while True:
             for rec in self.recs[start:]:
                 if rec.keyframe:
                     return rec
-            start = len(self.recs)
+            start = max(start, len(self.recs))
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"no keyframe within {timeout} s")
             if self._pump is None:
                 await self.receive(min(0.5, max(0.01, deadline - time.monotonic())))
             else:
                 await asyncio.sleep(0.01)
-        raise TimeoutError("no keyframe in time")
 
     async def close(self) -> None:
         await self.stop_pump()
@@ -130,7 +133,7 @@ def window_stats(recs: list[Rec], t0_us: int, t1_us: int) -> dict[str, Any]:
     """Delivered fps, drop-free rate, kbit/s and capture-to-receive of the pictures received in [t0, t1)."""
     inside = [r for r in recs if t0_us <= r.recv_us < t1_us]
     seconds = max(1e-6, (t1_us - t0_us) / 1e6)
-    pairs = list(zip(inside, inside[1:], strict=False))
+    pairs = list(itertools.pairwise(inside))
     gaps = sum(1 for a, b in pairs if (b.seq - a.seq) & 0xFFFFFFFF != 1)
     latency_ms = sorted((r.recv_us - r.capture_us) / 1000 for r in inside if not r.refinement)
     return {

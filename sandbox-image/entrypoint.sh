@@ -21,9 +21,9 @@ die() {
 
 uid=$(id -u)
 
-# Chromium's sandbox. As root Chromium refuses it; as an unprivileged user it needs user namespaces (Debian's
-# Chromium has no setuid helper, and no-new-privileges would disable one anyway). The probe does what Chromium's
-# namespace sandbox does: a new user, PID and network namespace, with its uid mapped.
+# Chromium's sandbox. As root Chromium refuses it; as an unprivileged user it needs user namespaces (the image
+# leaves out Debian's setuid helper, chromium-sandbox, which no-new-privileges would disable anyway). The probe does
+# what Chromium's namespace sandbox does: a new user, PID and network namespace, with its uid mapped.
 sandbox=${FRAMESTREAM_CHROME_SANDBOX:-auto}
 case $sandbox in
     auto | on | off) ;;

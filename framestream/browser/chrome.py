@@ -6,8 +6,8 @@ the page target; closing the browser goes through `Browser.close` first so the p
 
 Chromium's own sandbox (`FRAMESTREAM_CHROME_SANDBOX`, see `sandbox_decision`) is never dropped silently: as an
 unprivileged user it is on unless the operator says `off`, and every way of running without it is logged as a
-warning. As a non-root user it needs unprivileged user namespaces (Debian's Chromium has no setuid helper);
-sandbox-image/entrypoint.sh checks for them before the service starts.
+warning. As a non-root user it needs unprivileged user namespaces (or Chromium's setuid helper, which the sandbox
+image does not install and no-new-privileges would disable); sandbox-image/entrypoint.sh checks for them first.
 """
 
 from __future__ import annotations

@@ -88,8 +88,8 @@ class Unprivileged:
         return env
 
     def run(self, argv: list[str], env: dict[str, str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*self.prefix, *argv], env=env, capture_output=True, text=True, timeout=timeout,
-                              cwd=self.root)
+        return subprocess.run([*self.prefix, *argv], check=False, env=env, capture_output=True, text=True,
+                              timeout=timeout, cwd=self.root)
 
 
 def _python_for(prefix: list[str]) -> tuple[str, str]:
@@ -107,7 +107,7 @@ def _python_for(prefix: list[str]) -> tuple[str, str]:
         env = {"PATH": "/usr/bin:/bin", **({"PYTHONPATH": pythonpath} if pythonpath else {})}
         # Through a shell, as the `framestream` wrapper runs it: an exec straight from setpriv can succeed where
         # a later one fails (seen here with an interpreter under /root).
-        done = subprocess.run([*prefix, "/bin/sh", "-c", 'exec "$0" -c "$1"', python, IMPORTS], env=env,
+        done = subprocess.run([*prefix, "/bin/sh", "-c", 'exec "$0" -c "$1"', python, IMPORTS], check=False, env=env,
                               capture_output=True, text=True, timeout=60, cwd="/")
         if done.returncode == 0:
             return python, pythonpath

@@ -30,8 +30,8 @@ REQUIRED_RUNTIME = {"chromium", "xvfb", "ffmpeg", "xautomation", "fonts-dejavu-c
 
 
 def test_hadolint_passes() -> None:
-    done = subprocess.run([tool("hadolint"), "--no-color", str(DOCKERFILE)], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run([tool("hadolint"), "--no-color", str(DOCKERFILE)], check=False, capture_output=True,
+                          text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -39,22 +39,23 @@ def test_hadolint_would_catch_a_problem(tmp_path: Path) -> None:
     # The check above is not vacuous: the same Dockerfile without one of its justified ignores fails.
     bad = tmp_path / "Dockerfile"
     bad.write_text(DOCKERFILE.read_text().replace("# hadolint ignore=DL3008", "#"))
-    done = subprocess.run([tool("hadolint"), "--no-color", str(bad)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([tool("hadolint"), "--no-color", str(bad)], check=False, capture_output=True, text=True,
+                          timeout=60)
     assert done.returncode != 0 and "DL3008" in done.stdout, done.stdout
 
 
 def test_shellcheck_passes_on_every_script() -> None:
     scripts = sorted(p for p in IMAGE_DIR.rglob("*") if p.is_file() and p.read_bytes().startswith(b"#!/bin/"))
     assert ENTRYPOINT in scripts
-    done = subprocess.run([tool("shellcheck"), "--severity=style", *map(str, scripts)], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run([tool("shellcheck"), "--severity=style", *map(str, scripts)], check=False,
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_entrypoint_is_executable_posix_sh() -> None:
     assert ENTRYPOINT.read_text().startswith("#!/bin/sh\n")
     assert ENTRYPOINT.stat().st_mode & 0o111 == 0o111
-    done = subprocess.run(["sh", "-n", str(ENTRYPOINT)], capture_output=True, text=True, timeout=10)
+    done = subprocess.run(["sh", "-n", str(ENTRYPOINT)], check=False, capture_output=True, text=True, timeout=10)
     assert done.returncode == 0, done.stderr
 
 
@@ -81,15 +82,13 @@ def test_every_apt_package_the_dockerfile_names_resolves() -> None:
         pytest.skip("apt has no package lists here: run `apt-get update` once")
     packages = sorted({p for stage in apt_packages(dockerfile()).values() for p in stage})
     env = {"LANG": "C", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
-    missing = []
-    for package in packages:
-        policy = subprocess.run(["apt-cache", "policy", package], capture_output=True, text=True, env=env, timeout=60)
-        match = re.search(r"Candidate:\s*(\S+)", policy.stdout)
-        if not match or match.group(1) == "(none)":
-            missing.append(package)
+    policy = subprocess.run(["apt-cache", "policy", *packages], check=False, capture_output=True, text=True, env=env,
+                            timeout=120)
+    candidates = dict(re.findall(r"^(\S+):\n(?:\s+Installed:.*\n)?\s+Candidate:\s*(\S+)", policy.stdout, re.MULTILINE))
+    missing = [p for p in packages if candidates.get(p, "(none)") == "(none)"]
     assert not missing, f"no installation candidate on Debian {release} for: {', '.join(missing)}"
     # And together they install (dependencies resolve, nothing conflicts), as the image's RUN lines ask.
-    done = subprocess.run(["apt-get", "install", "--dry-run", "--no-install-recommends", "-qq", *packages],
+    done = subprocess.run(["apt-get", "install", "--dry-run", "--no-install-recommends", "-qq", *packages], check=False,
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
@@ -98,7 +97,7 @@ def test_the_dockerfile_installs_what_the_sandbox_needs() -> None:
     instructions = dockerfile()
     stages = apt_packages(instructions)
     runtime = set(stages[last_stage(instructions)])
-    assert REQUIRED_RUNTIME <= runtime, f"missing from the runtime stage: {sorted(REQUIRED_RUNTIME - runtime)}"
+    assert runtime >= REQUIRED_RUNTIME, f"missing from the runtime stage: {sorted(REQUIRED_RUNTIME - runtime)}"
     # Both stages on the same base, so the venv built in the first runs on the second's Python.
     bases = [ins.args.split()[0] for ins in instructions if ins.keyword == "FROM"]
     assert len(set(bases)) == 1 and bases[0].startswith("debian:${DEBIAN_RELEASE}"), bases

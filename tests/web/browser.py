@@ -260,6 +260,15 @@ JS_HELPERS = """
     });
     return true;
   };
+  // The same for the connection's `close` events (after the page and the view reacted to them).
+  window.fsCloses = [];
+  window.fsRecordCloses = (frame, at) => {
+    window.framestream.client.on('close', (d) => {
+      window.fsCloses.push({ code: d.code, reconnectInMs: d.reconnectInMs, ...window.fsView(frame),
+        conn: document.getElementById('conn').textContent, px: window.fsPixel(frame, at[0], at[1]) });
+    });
+    return true;
+  };
   return true;
 })()
 """
