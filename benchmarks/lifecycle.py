@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks.common import (
@@ -31,6 +32,10 @@ from benchmarks.viewer import Viewer
 from tests.support import Service
 
 CSS = (1280, 800, 2)  # the product's default size: 2560x1600 encoded
+
+
+def _fixed(pids: list[int]) -> Callable[[], list[int]]:
+    return lambda: pids
 
 
 async def wait_state(service: Service, frame_id: str, state: str, timeout: float = 30.0) -> float:
@@ -107,7 +112,7 @@ async def run(bench: Bench) -> dict[str, Any]:
                 await asyncio.sleep(1.0)  # the pressure signal's cleanup settles
                 bench.say("lifecycle: paused frame PSS and CPU")
                 kinds = service_pids(service)
-                window = CpuWindow({name: (lambda pids=kinds[name]: pids) for name in ("chromium", "xvfb", "service")})
+                window = CpuWindow({name: _fixed(kinds[name]) for name in ("chromium", "xvfb", "service")})
                 window.start()
                 await asyncio.sleep(min(bench.timing.window, 6.0))
                 cpu = window.stop()

@@ -31,7 +31,7 @@ from tests.support import Service
 
 def psnr(a: np.ndarray, b: np.ndarray) -> float:
     mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return 99.0 if mse == 0 else round(10 * np.log10(255.0**2 / mse), 2)
+    return 99.0 if mse == 0 else round(float(10 * np.log10(255.0**2 / mse)), 2)
 
 
 def _luma(rgb: np.ndarray) -> np.ndarray:
@@ -41,7 +41,8 @@ def _luma(rgb: np.ndarray) -> np.ndarray:
 
 def _box(x: np.ndarray, k: int) -> np.ndarray:
     s = np.pad(x, ((1, 0), (1, 0))).cumsum(0).cumsum(1)
-    return (s[k:, k:] - s[:-k, k:] - s[k:, :-k] + s[:-k, :-k]) / (k * k)
+    out: np.ndarray = (s[k:, k:] - s[:-k, k:] - s[k:, :-k] + s[:-k, :-k]) / (k * k)
+    return out
 
 
 def ssim(a: np.ndarray, b: np.ndarray, k: int = 8) -> float:
@@ -62,9 +63,10 @@ def screenshot(service: Service, frame_id: str) -> tuple[np.ndarray, int]:
     with urllib.request.urlopen(req, timeout=30) as resp:
         data = resp.read()
         capture_us = int(resp.headers.get("X-Capture-Time-Us", "0"))
-    with av.open(io.BytesIO(data), format="png_pipe") as container:
+    with av.open(io.BytesIO(data), mode="r", format="png_pipe") as container:
         frame = next(container.decode(video=0))
-        return frame.to_ndarray(format="rgb24"), capture_us
+        rgb: np.ndarray = frame.to_ndarray(format="rgb24")
+        return rgb, capture_us
 
 
 async def still(bench: Bench, service: Service, css_w: int, css_h: int, dpr: int) -> dict[str, Any]:

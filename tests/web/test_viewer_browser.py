@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.support import Service, page_server
-from tests.web.browser import JS_CANVAS_POINT, JS_PIXEL, Browser, Page, close_to
+from tests.web.browser import JS_CANVAS_POINT, JS_HELPERS, JS_PIXEL, Browser, Page, close_to
 
 pytestmark = pytest.mark.integration
 
@@ -78,6 +78,7 @@ async def open_viewer(page: Page, service: Service, token: str, frames: list[str
     await page.wait_for("location.href === 'about:blank'")
     await page.navigate(f"{service.base}/#{fragment}")
     await page.wait_for("window.framestream && window.framestream.client")
+    await page.eval(JS_HELPERS)
 
 
 async def wait_pixel(page: Page, frame: str, css: tuple[int, int], rgb: tuple[int, int, int],
@@ -133,14 +134,17 @@ async def test_view_token_shows_the_page_box_and_recovers_from_a_decoder_error(s
     assert await page.eval(f"{view}.querySelector('.fs-mode').textContent") == "view only"
     assert await page.eval(f"{view}.querySelector('.fs-overlay').hidden") is True
     assert await page.eval(f"{view}.querySelector('.fs-state').textContent") == "live"
+    assert await page.eval(f"{view}.querySelector('.fs-driver').textContent") == "nobody drives"
     cfg = (await info(page, frame))["config"]
     assert cfg["codec"].startswith("avc1.") and (cfg["css_width"], cfg["css_height"]) == (CSS_W, CSS_H)
 
-    # A view token sends no input: clicking the box changes nothing.
+    # A view token sends no input: clicking the box (green if it arrived) and key "b" (blue) change nothing.
     await click_css(page, frame, BOX)
+    await page.key("b", "KeyB", "b", 66)
     await page.eval("new Promise((r) => setTimeout(r, 500))")
     assert await page.eval("window.framestream.client.seq") == 0
     assert close_to(await pixel(page, frame, BOX), RED)
+    assert service.get(f"/frames/{frame}")[1]["driver"] is None
 
     # Break the decoder (junk into it, canvas painted magenta): the viewer asks for a keyframe, the service
     # sends one although the page is still, and the picture comes back.
@@ -163,15 +167,32 @@ async def test_view_token_shows_the_page_box_and_recovers_from_a_decoder_error(s
     assert close_to(await pixel(page, frame, BOX), RED)
 
 
-async def test_no_frame_in_the_fragment_lists_the_frames_the_token_may_see(service: Service,
-                                                                          page: Page) -> None:
-    frame = service.frame_ids()[0]
-    await open_viewer(page, service, service.token("view"), [])
-    await wait_pixel(page, frame, BOX, RED)
-    listed = await page.eval(
-        "[...document.querySelectorAll('canvas[data-frame]')].map((c) => c.dataset.frame)")
-    assert frame in listed
-    assert sorted(listed) == sorted(service.frame_ids())
+async def test_only_named_frames_are_shown_and_no_frame_in_the_fragment_shows_all(service: Service,
+                                                                                  page: Page) -> None:
+    first = service.frame_ids()[0]
+    # a second frame, at dpr 1 (the page's box centre is canvas pixel (200, 100) there)
+    status, body = service.request("POST", "/frames", {"url": f"{service.pages}/viewer.html",  # type: ignore[attr-defined]
+                                                        "width": CSS_W, "height": CSS_H, "dpr": 1})
+    assert status == 201, body
+    second = str(body["id"])
+    try:
+        await open_viewer(page, service, service.token("view"), [first])
+        await wait_pixel(page, first, BOX, RED)
+        assert await page.eval("[...document.querySelectorAll('canvas[data-frame]')].map((c) => c.dataset.frame)") \
+            == [first]
+        await open_viewer(page, service, service.token("view"), [])
+        await page.wait_for(f"document.querySelectorAll('canvas[data-frame]').length === {len(service.frame_ids())}")
+        listed = await page.eval(
+            "[...document.querySelectorAll('canvas[data-frame]')].map((c) => c.dataset.frame)")
+        assert sorted(listed) == sorted(service.frame_ids()) and {first, second} <= set(listed)
+        a = await wait_pixel(page, first, BOX, RED)
+        b = await page.wait_for(
+            f"(() => {{ const p = fsPixel({json.dumps(second)}, {BOX[0]}, {BOX[1]});"
+            " return p && p.every((v, i) => Math.abs(v - [200, 40, 40][i]) <= 24) ? p : null; })()")
+        assert (await info(page, second))["config"]["width"] == CSS_W  # dpr 1
+        print(f"every frame: {listed}; boxes {a} (dpr 2) and {b} (dpr 1)")
+    finally:
+        service.request("DELETE", f"/frames/{second}")
 
 
 async def test_drive_grant_clicks_types_and_sees_it_in_the_picture(service: Service, page: Page) -> None:

@@ -594,12 +594,16 @@ async def test_service_restart_reconnects_and_the_picture_comes_back(
     connections = await page.eval("window.framestream.client.connections")
     assert connections >= 3  # the first, the refused attempts while down, the one after the restart
     # Re-watched after the restart: the reopened frame said `closed`, then `launching`, over the last picture.
+    # (Today the viewer may also get in while the old process shuts down, which then relaunches the browser: see
+    # docs/viewer.md, tests. Then the first `closed` and `launching` come from it, also over the green box.)
     recs = await records(page, frame)
     states = [r["state"] for r in recs]
-    assert states[0] == "closed" and "launching" in states and states[-1] == "live", recs
+    assert "closed" in states and "launching" in states and states[-1] == "live", recs
+    closed = next(r for r in recs if r["state"] == "closed")
     launching = next(r for r in recs if r["state"] == "launching")
-    assert recs[0]["overlay"] == "Closed" and launching["overlay"] == "Starting…", recs
-    assert close_to(recs[0]["px"], GREEN) and close_to(launching["px"], GREEN), recs
+    assert closed["overlay"] == "Closed" and launching["overlay"] == "Starting…", recs
+    assert close_to(closed["px"], GREEN) and close_to(launching["px"], GREEN), recs
+    assert recs[-1]["overlay"] is None
     assert (await asyncio.to_thread(service.get, f"/frames/{frame}"))[1]["viewers"] == 1
-    print(f"closed 1001: {first}; {connections} connections; states after: {states}; "
+    print(f"closed 1001: {first}; {connections} connections; states: {states}; "
           f"'Starting…' over {launching['px']}; then box {red}")

@@ -1,0 +1,92 @@
+"""Colour conversion (BGRX -> yuv420p, BT.709 limited range), the step before libx264: quality and cost of each
+swscale interpolation flag, on a real page picture (benchmarks/pages/text.html drawn by the kiosk Chromium).
+
+Quality is the RGB PSNR/SSIM of convert -> convert back (no encoder involved), so it is the ceiling any encoder
+setting can reach. Cost is the CPU time of one full-picture conversion with a reused VideoReformatter (median).
+
+    .venv/bin/python -m benchmarks.convert     (also part of `make bench`, section "convert")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import statistics
+import sys
+import time
+from typing import Any
+
+import av
+import numpy as np
+from av.video.reformatter import ColorRange, Colorspace, Interpolation, VideoReformatter
+
+from benchmarks.common import BENCH_PAGES
+from benchmarks.peers import PeerDisplay
+from benchmarks.quality import psnr, ssim
+from benchmarks.viewer import to_rgb
+from tests.support import page_server
+
+FLAGS = ("FAST_BILINEAR", "BILINEAR", "POINT", "AREA")
+
+
+async def page_picture(css_w: int, css_h: int, dpr: int) -> np.ndarray:
+    """The text page as RGB, drawn by the kiosk Chromium at this size (its own screenshot of the page)."""
+    import base64
+
+    with page_server(BENCH_PAGES) as base:
+        peer = await PeerDisplay.start(f"{base}/text.html", css_w, css_h, dpr)
+        try:
+            await asyncio.sleep(0.5)
+            shot = await peer.browser.call("Page.captureScreenshot", {"format": "png"})
+        finally:
+            await peer.stop()
+    with av.open(io.BytesIO(base64.b64decode(shot["data"])), mode="r", format="png_pipe") as container:
+        rgb: np.ndarray = next(container.decode(video=0)).to_ndarray(format="rgb24")
+    return rgb
+
+
+def convert(reformatter: VideoReformatter, bgrx: np.ndarray, flag: str) -> av.VideoFrame:
+    src = av.VideoFrame.from_numpy_buffer(bgrx, format="bgra")
+    return reformatter.reformat(src, format="yuv420p", src_colorspace=Colorspace.ITU709,
+                                dst_colorspace=Colorspace.ITU709, interpolation=getattr(Interpolation, flag),
+                                dst_color_range=ColorRange.MPEG, threads=1)
+
+
+def measure(rgb: np.ndarray, repeats: int) -> list[dict[str, Any]]:
+    bgrx = np.zeros((*rgb.shape[:2], 4), np.uint8)
+    bgrx[:, :, :3] = rgb[:, :, ::-1]
+    reformatters = {flag: VideoReformatter() for flag in FLAGS}
+    times: dict[str, list[float]] = {flag: [] for flag in FLAGS}
+    for _ in range(repeats):  # interleaved, so load from elsewhere hits every flag alike
+        for flag in FLAGS:
+            t0 = time.thread_time()
+            convert(reformatters[flag], bgrx, flag)
+            times[flag].append(time.thread_time() - t0)
+    out = []
+    for flag in FLAGS:
+        back = to_rgb(convert(VideoReformatter(), bgrx, flag))
+        out.append({"flag": flag, "psnr_db": psnr(back, rgb), "ssim": ssim(back, rgb),
+                    "cpu_ms": round(statistics.median(times[flag][2:]) * 1000, 2)})
+    return out
+
+
+async def run(quick: bool) -> list[dict[str, Any]]:
+    sizes = [(1280, 800, 1)] if quick else [(1280, 800, 1), (1280, 800, 2)]
+    out = []
+    for css_w, css_h, dpr in sizes:
+        rgb = await page_picture(css_w, css_h, dpr)
+        out.append({"size": f"{rgb.shape[1]}x{rgb.shape[0]}",
+                    "flags": await asyncio.to_thread(measure, rgb, 12 if quick else 30)})
+    return out
+
+
+def main() -> int:
+    for entry in asyncio.run(run("--quick" in sys.argv)):
+        for f in entry["flags"]:
+            print(f"{entry['size']:>10}  {f['flag']:<14} PSNR {f['psnr_db']:6.2f} dB  SSIM {f['ssim']:.4f}  "
+                  f"{f['cpu_ms']:6.2f} ms CPU")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
