@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,18 @@ from framestream.server.ws import handle_ws
 
 log = logging.getLogger(__name__)
 
-WEB_DIR = Path(__file__).resolve().parent.parent.parent / "web"
+def _web_dir() -> Path:
+    """The viewer's files: FRAMESTREAM_WEB_DIR, the checkout's web/ (editable install), or the copy a regular
+    install puts under <prefix>/share/framestream/web."""
+    candidates = [os.environ.get("FRAMESTREAM_WEB_DIR", ""), str(Path(__file__).resolve().parents[2] / "web"),
+                  os.path.join(sys.prefix, "share", "framestream", "web")]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "index.html").is_file():
+            return Path(candidate)
+    return Path(candidates[1])
+
+
+WEB_DIR = _web_dir()
 CHANGE_WINDOW_S = 0.25
 _STATUS = {"unauthorized": 401, "expired": 401, "forbidden": 403, "shared-frames-off": 403, "unknown-frame": 404,
            "capacity": 409, "bad-message": 400, "bad-input": 400, "superseded": 409, "replayed": 409,

@@ -666,7 +666,9 @@ async def test_agent_over_http_and_screenshot(service: Service, frame: str) -> N
     # A move over blank page changes nothing: changed false, and the time it last looked.
     await watcher.drain(0.5)  # let the click's refinement pictures pass
     step2 = service.token("drive", frame=frame, subject="agent", ttl=30, step=True)
+    sent_us = time.time_ns() // 1000
     status, body = await asyncio.to_thread(post, step2, {"seq": 2, "event": move(*BLANK)})
+    print(f"no-op move: picture_us is {(body['picture_us'] - sent_us) / 1000:+.1f} ms from sending")
     assert status == 200, body
     assert body["seq"] == 2 and body["applied"] is True and body["changed"] is False, body
     assert isinstance(body["picture_us"], int) and body["picture_us"] > 0
