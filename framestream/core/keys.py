@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Final, NamedTuple
 
 from framestream.core.wire import (
+    MOD_ALT,
     MOD_CTRL,
     MOD_META,
     InputEvent,
@@ -149,8 +150,19 @@ def _resolve(event: KeyEvent) -> tuple[str, int]:
     return code, 0
 
 
+def _is_altgr_character(event: KeyEvent) -> bool:
+    """Windows reports AltGr as Ctrl+Alt: a one-character key that is not what its US key would type (German
+    AltGr+Q gives "@") is typing, not a shortcut."""
+    if event.modifiers & MOD_META or (event.modifiers & (MOD_CTRL | MOD_ALT)) != (MOD_CTRL | MOD_ALT):
+        return False
+    if len(event.key) != 1:
+        return False
+    us = CODES.get(event.code)
+    return us is None or event.key not in (us.plain, us.shifted)
+
+
 def _text(event: KeyEvent) -> str | None:
-    if event.modifiers & (MOD_CTRL | MOD_META):
+    if event.modifiers & (MOD_CTRL | MOD_META) and not _is_altgr_character(event):
         return None  # a shortcut, not typing
     if len(event.key) == 1:
         return event.key

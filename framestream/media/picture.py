@@ -13,3 +13,4 @@ class Picture:
     capture_us: int  # wall clock, microseconds since the epoch, taken right after the grab
     encoded_us: int  # when the access unit was ready; capture-to-send is measured from capture_us
     codec: str | None
+    changed: bool = True  # False for a keyframe or refinement of a picture that did not change

@@ -198,6 +198,7 @@ class FramePipeline:
                             capture_us=capture_us,
                             encoded_us=time.time_ns() // 1000,
                             codec=encoder.codec_string,
+                            changed=changed,
                         )
                     )
             policy.note_encoded(time.monotonic(), decision, changed=changed)

@@ -145,7 +145,7 @@ class FrameFeed:
         for watch in list(self.watches):
             if not watch.offer(picture, self.sequence, self.request_keyframe):
                 self.dropped += 1
-        if self._change_waiters and not picture.refinement:
+        if self._change_waiters and picture.changed:
             keep = []
             for after_us, future in self._change_waiters:
                 if future.done():

@@ -195,8 +195,9 @@ async def post_input(request: web.Request) -> web.Response:
     applied = await apply_step(ctx, frame, grant.strip(), seq, events)
     picture_us = await frame.feed.wait_change(applied.started_us, CHANGE_WINDOW_S)
     if picture_us is None:
+        # Nothing changed on the display for the whole window: the picture as of now is the one to trust.
         return web.json_response({"seq": seq, "applied": True, "changed": False,
-                                  "picture_us": frame.feed.last_picture_us or time.time_ns() // 1000})
+                                  "picture_us": time.time_ns() // 1000})
     return web.json_response({"seq": seq, "applied": True, "changed": True, "picture_us": picture_us})
 
 

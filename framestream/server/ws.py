@@ -29,6 +29,7 @@ from framestream.core.wire import (
     KeyframeRequest,
     Unwatch,
     Watch,
+    control_message,
     error_message,
     input_ack,
     parse_client_message,
@@ -196,6 +197,9 @@ class ViewerConnection:
             await apply_step(self.ctx, frame, message.grant, message.seq, message.events, presenter=id(self.outbox))
         except ProtocolError as exc:
             self.outbox.push_text(error_message(exc.code, exc.message, frame.id, message.seq))
+            if exc.code == "superseded" and frame.id not in self.watches:
+                # Watchers heard of the change already; a holder that does not watch hears it here.
+                self.outbox.push_text(control_message(frame.id, frame.control.driver, False))
             return
         self.outbox.push_text(input_ack(frame.id, message.seq))
 

@@ -245,3 +245,15 @@ def test_cdp_calls() -> None:
         "Input.dispatchTouchEvent",
         {"type": "touchEnd", "touchPoints": []},
     )
+
+
+def test_altgr_from_windows_types_its_character_but_ctrl_alt_shortcuts_do_not() -> None:
+    from framestream.core.keys import key_event_params
+    from framestream.core.wire import MOD_ALT, MOD_CTRL, KeyEvent
+
+    at = key_event_params(KeyEvent("down", "@", "KeyQ", MOD_CTRL | MOD_ALT))
+    assert at[0]["type"] == "keyDown" and at[0]["text"] == "@"
+    shortcut = key_event_params(KeyEvent("down", "t", "KeyT", MOD_CTRL | MOD_ALT))
+    assert "text" not in shortcut[0] or not shortcut[0]["text"]
+    ctrl_only = key_event_params(KeyEvent("down", "@", "KeyQ", MOD_CTRL))
+    assert "text" not in ctrl_only[0] or not ctrl_only[0]["text"]
