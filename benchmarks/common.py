@@ -76,17 +76,32 @@ def scratch() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+# Services this run started and has not stopped yet: `stop_all` ends them however the run ends.
+RUNNING: list[Service] = []
+
+
 async def start_service(work: Path, name: str, env: dict[str, str] | None = None) -> Service:
     service = Service(state_dir=work / name, env_extra=dict(env or {}))
+    RUNNING.append(service)
     await asyncio.to_thread(service.start, 30.0)
     return service
 
 
 async def stop_service(service: Service) -> None:
-    if service.proc is None:
-        return
-    await asyncio.to_thread(service.stop)
-    service.kill_leftovers()  # nothing should be left; this only matters after a crash
+    await asyncio.to_thread(_stop, service)
+
+
+def _stop(service: Service) -> None:
+    if service.proc is not None:
+        service.stop()
+        service.kill_leftovers()  # nothing should be left; this only matters after a crash
+    with contextlib.suppress(ValueError):
+        RUNNING.remove(service)
+
+
+def stop_all() -> None:
+    for service in list(RUNNING):
+        _stop(service)
 
 
 async def create_frame(service: Service, url: str, width: int, height: int, dpr: int) -> str:

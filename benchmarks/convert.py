@@ -42,7 +42,11 @@ async def page_picture(css_w: int, css_h: int, dpr: int) -> np.ndarray:
             await peer.stop()
     with av.open(io.BytesIO(base64.b64decode(shot["data"])), mode="r", format="png_pipe") as container:
         rgb: np.ndarray = next(container.decode(video=0)).to_ndarray(format="rgb24")
-    return rgb
+    # The display's size: crop what lies beyond it, pad (edge pixels) what the page's viewport left short.
+    width, height = css_w * dpr, css_h * dpr
+    rgb = rgb[:height, :width]
+    pad = ((0, height - rgb.shape[0]), (0, width - rgb.shape[1]), (0, 0))
+    return np.ascontiguousarray(np.pad(rgb, pad, mode="edge"))
 
 
 def convert(reformatter: VideoReformatter, bgrx: np.ndarray, flag: str) -> av.VideoFrame:

@@ -31,6 +31,7 @@ from typing import Any
 import websockets
 
 from benchmarks.procstat import process_group
+from benchmarks.viewer import settle
 from framestream.browser.chrome import ChromeBrowser
 from framestream.browser.xvfb import XvfbDisplay
 from tests.support import free_port
@@ -200,8 +201,8 @@ class SelkiesPeer:
         self.ws: Any = None
         self.frames = 0  # video messages (type 0x04) received
         self.bytes = 0
-        self.frame_times: list[float] = []
-        self._task: asyncio.Task[None] | None = None
+        self.last_id: int | None = None
+        self._tasks: list[asyncio.Task[None]] = []
 
     @property
     def command(self) -> str:
@@ -226,33 +227,30 @@ class SelkiesPeer:
                     "initialClientWidth": self.display.width, "initialClientHeight": self.display.height,
                     "video_streaming_mode": False, "encoder": "h264enc", "framerate": 30, "use_cpu": True}
         await self.ws.send("SETTINGS," + json.dumps(settings))
-        self._task = asyncio.create_task(self._client())
+        self._tasks = [asyncio.create_task(self._reader()), asyncio.create_task(self._acker())]
         # Video starts once capture does: wait for the first picture.
         while self.frames == 0:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"selkies sent no video within {timeout:.0f} s: {self._tail()}")
-            if self._task.done():
-                self._task.result()
+            if self._tasks[0].done():
+                raise RuntimeError(f"selkies closed the connection: {self._tail()}")
             await asyncio.sleep(0.05)
 
-    async def _client(self) -> None:
-        """Read everything; ack the newest frame id about every 50 ms (its web client's cadence)."""
-        last_id: int | None = None
-        last_ack = 0.0
-        while True:
-            try:
-                msg = await asyncio.wait_for(self.ws.recv(), 0.05)
-            except TimeoutError:
-                msg = None
-            if isinstance(msg, bytes) and len(msg) >= 12 and msg[0] == 0x04:
-                self.frames += 1
-                self.bytes += len(msg)
-                self.frame_times.append(time.monotonic())
-                last_id = (msg[2] << 8) | msg[3]
-            now = time.monotonic()
-            if last_id is not None and now - last_ack >= 0.05:
-                await self.ws.send(f"CLIENT_FRAME_ACK {last_id} 0")
-                last_ack = now
+    async def _reader(self) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            async for msg in self.ws:
+                if isinstance(msg, bytes) and len(msg) >= 12 and msg[0] == 0x04:
+                    self.frames += 1
+                    self.bytes += len(msg)
+                    self.last_id = (msg[2] << 8) | msg[3]
+
+    async def _acker(self) -> None:
+        """Ack the newest frame id every 50 ms, as Selkies' web client does (without acks video stops)."""
+        with contextlib.suppress(websockets.ConnectionClosed):
+            while True:
+                await asyncio.sleep(0.05)
+                if self.last_id is not None:
+                    await self.ws.send(f"CLIENT_FRAME_ACK {self.last_id} 0")
 
     def pids(self) -> list[int]:
         if self.proc is None or self.proc.poll() is not None:
@@ -265,12 +263,13 @@ class SelkiesPeer:
         return ""
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
-        if self.ws is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.ws.close(), 3)
-        if self.proc is not None:
-            await asyncio.to_thread(_end, self.proc)
+        try:
+            for task in self._tasks[1:]:
+                await settle(task)
+            if self.ws is not None:
+                await settle(asyncio.ensure_future(self.ws.close()), cancel=False)
+            for task in self._tasks[:1]:
+                await settle(task)
+        finally:
+            if self.proc is not None:
+                await asyncio.to_thread(_end, self.proc)

@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -25,13 +26,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from benchmarks import cpu, fanout, latency, lifecycle, quality, report
-from benchmarks.common import Bench, Timing, pages, scratch, start_service, stop_service
+from benchmarks import chart, convert, cpu, fanout, latency, lifecycle, quality, report
+from benchmarks.common import Bench, Timing, pages, scratch, start_service, stop_all, stop_service
 from benchmarks.peers import selkies_available
 from benchmarks.procstat import loadavg
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS = ("lifecycle", "cpu", "latency", "quality", "fanout", "scale")
+SECTIONS = ("lifecycle", "cpu", "latency", "quality", "convert", "fanout", "scale")
 
 
 def machine() -> dict[str, Any]:
@@ -106,6 +107,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                     await _section(bench, "latency", latency.run(bench, service))
                 if "quality" in only:
                     await _section(bench, "quality", quality.run(bench, service))
+                if "convert" in only:
+                    bench.say("convert: BGRX -> yuv420p quality and cost per swscale flag")
+                    await _section(bench, "convert", convert.run(bench.quick))
                 if "fanout" in only:
                     await _section(bench, "fanout", fanout.fanout(bench, service))
                 if "scale" in only:
@@ -121,7 +125,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # Generous bounds per section (seconds): a stuck section is cancelled (its cleanup runs) and reported.
-SECTION_LIMIT = {"lifecycle": 240, "cpu": 900, "latency": 240, "quality": 240, "fanout": 240, "scale": 300}
+SECTION_LIMIT = {"lifecycle": 240, "cpu": 900, "latency": 240, "quality": 240, "convert": 120, "fanout": 240,
+                 "scale": 300}
 
 
 async def _section(bench: Bench, name: str, coro: Any) -> None:
@@ -157,6 +162,12 @@ def render(results: dict[str, Any]) -> str:
     if "quality" in results:
         out.append("\n4. Quality and bandwidth (decoded vs raw capture from /frames/{id}/screenshot)")
         out.append(report.quality_table(results["quality"]))
+    if "convert" in results:
+        out.append("\n4b. Colour conversion before the encoder (BGRX -> yuv420p and back, no encoder: the quality "
+                   "ceiling), per swscale flag")
+        out.append(report.table(["size", "flag", "PSNR dB", "SSIM", "CPU ms"],
+                                [[c["size"], f["flag"], f["psnr_db"], f["ssim"], f["cpu_ms"]]
+                                 for c in results["convert"] for f in c["flags"]]))
     if "fanout" in results:
         out.append(f"\n5. Fan-out, one animated frame at {results['fanout']['size']}")
         out.append(report.fanout_table(results["fanout"]))
@@ -195,12 +206,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-selkies", action="store_true", help="skip the Selkies peer")
     parser.add_argument("--window", type=float, help="CPU sampling window in seconds (default 8, quick 4)")
     parser.add_argument("--no-save", action="store_true", help="print only; write no results file")
+    parser.add_argument("--chart", action="store_true", help="also draw docs/performance-cpu.png from this run")
     args = parser.parse_args(argv)
-    results = asyncio.run(main_async(args))
+
+    def on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # so the services this run started are stopped (peers die with us anyway)
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        results = asyncio.run(main_async(args))
+    finally:
+        stop_all()
     print(render(results))
     if not args.no_save:
         path = save(results)
         print(f"\nresults: {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
+    if args.chart and results.get("cpu"):
+        out = Path(__file__).resolve().parent.parent / "docs" / "performance-cpu.png"
+        chart.render_png(chart.svg(results), out)
+        print(f"chart: {out}")
     return 1 if results.get("errors") else 0
 
 

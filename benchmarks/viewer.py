@@ -19,6 +19,7 @@ from typing import Any
 
 import av
 import numpy as np
+import websockets
 from av.video.reformatter import ColorRange, Colorspace
 
 from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, unpack_video_header
@@ -63,6 +64,9 @@ class Viewer(StreamClient):
             raw = await asyncio.wait_for(self.ws.recv(), timeout)
         except TimeoutError:
             return None
+        return self._handle(raw)
+
+    def _handle(self, raw: str | bytes) -> dict[str, Any] | VideoMessage:
         if isinstance(raw, str):
             msg: dict[str, Any] = json.loads(raw)
             self.texts.append(msg)
@@ -77,19 +81,18 @@ class Viewer(StreamClient):
         return video
 
     def start_pump(self) -> None:
-        """Read everything in the background (no decoding) until `stop_pump`."""
+        """Read everything in the background (no decoding) until `stop_pump` or the connection ends."""
 
         async def pump() -> None:
-            while True:
-                await self.receive(3600.0)
+            with contextlib.suppress(websockets.ConnectionClosed):
+                while True:
+                    self._handle(await self.ws.recv())
 
         self._pump = asyncio.create_task(pump())
 
     async def stop_pump(self) -> None:
         if self._pump is not None:
-            self._pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._pump
+            await settle(self._pump)
             self._pump = None
 
     async def wait_keyframe(self, timeout: float = 30.0, *, since: int = 0) -> Rec:
@@ -110,8 +113,17 @@ class Viewer(StreamClient):
 
     async def close(self) -> None:
         await self.stop_pump()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.ws.close(), 5)
+        await settle(asyncio.ensure_future(self.ws.close()), cancel=False, timeout=5.0)
+
+
+async def settle(task: asyncio.Future[Any], *, cancel: bool = True, timeout: float = 3.0) -> None:
+    """End a background task without ever waiting on it forever (and without hiding our own cancellation:
+    `asyncio.wait` never raises the task's exception or swallows a cancel aimed at the caller)."""
+    if cancel:
+        task.cancel()
+    await asyncio.wait({task}, timeout=timeout)
+    if task.done() and not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log it as never retrieved
 
 
 def to_rgb(frame: av.VideoFrame) -> np.ndarray:

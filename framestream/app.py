@@ -30,6 +30,7 @@ class Service:
         self.manager = FrameManager(settings)
         self.ctx = ServiceContext(settings, self.manager)
         self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
         self.port: int | None = None
 
     async def start(self) -> None:
@@ -38,7 +39,7 @@ class Service:
         app = build_app(self.ctx)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=2.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, s.host, s.port, reuse_address=True)
+        site = self._site = web.TCPSite(self._runner, s.host, s.port, reuse_address=True)
         await site.start()
         server = site._server
         sockets = getattr(server, "sockets", None) or []
@@ -48,6 +49,11 @@ class Service:
 
     async def stop(self) -> None:
         log.info("shutting down")
+        # Stop listening first: a viewer that reconnects at once must not relaunch a browser mid-shutdown.
+        self.manager.closing = True
+        if self._site is not None:
+            await self._site.stop()
+            self._site = None
         await close_all(self.ctx)
         await self.manager.shutdown()
         if self._runner is not None:

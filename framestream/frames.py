@@ -186,7 +186,7 @@ class Frame:
     async def ensure_running(self) -> None:
         """Make the frame live: resume it when paused, reopen it (within the cap) when closed or failed."""
         async with self._lock:
-            if self.deleted:
+            if self.deleted or self.manager.closing:
                 raise FrameGone(self.id)
             if self.state is FrameState.PAUSED:
                 self._resume_locked()
@@ -195,7 +195,7 @@ class Frame:
                 return
         await self.manager.make_room_for(self)
         async with self._lock:
-            if self.deleted:
+            if self.deleted or self.manager.closing:
                 raise FrameGone(self.id)
             if self._browser is None:
                 await self._launch_locked()
@@ -465,13 +465,13 @@ class FrameManager:
         self._room = asyncio.Lock()  # one capacity decision (and the close it may need) at a time
         self._tasks: set[asyncio.Task[Any]] = set()
         self._save_handle: asyncio.TimerHandle | None = None
-        self._closing = False
+        self.closing = False
         self.restarts = 0  # browsers relaunched after a crash or hang (for /metrics)
 
     # -- tasks -------------------------------------------------------------------------------------------
 
     def spawn(self, coro: Any, name: str) -> asyncio.Task[Any] | None:
-        if self._closing:
+        if self.closing:
             coro.close()
             return None
         task = asyncio.create_task(coro, name=name)
@@ -518,7 +518,7 @@ class FrameManager:
             self.frames[frame.id] = frame
 
     def save_soon(self) -> None:
-        if self._save_handle is None and not self._closing:
+        if self._save_handle is None and not self.closing:
             self._save_handle = asyncio.get_running_loop().call_later(0.2, self._save_now)
 
     def _save_now(self) -> None:
@@ -606,7 +606,7 @@ class FrameManager:
 
     async def shutdown(self) -> None:
         """Close every browser gracefully (profiles flushed), end every task, save the registry."""
-        self._closing = True
+        self.closing = True
         if self._save_handle is not None:
             self._save_handle.cancel()
             self._save_handle = None

@@ -76,7 +76,8 @@ def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, sandbo
         "--remote-debugging-port=0",
         "--kiosk",
         "--window-position=0,0",
-        f"--window-size={width},{height}",
+        # In CSS pixels: with a forced scale factor Chromium reads the window size in DIPs.
+        f"--window-size={width // dpr},{height // dpr}",
         f"--force-device-scale-factor={dpr}",
         "--force-color-profile=srgb",  # pixels on the display are the page's sRGB values
         "--ozone-platform=x11",
@@ -187,6 +188,12 @@ class ChromeBrowser:
                 await browser.call("Page.enable")
                 await browser.call("Runtime.enable")
                 await browser.call("Inspector.enable")  # for Inspector.targetCrashed (renderer crashes)
+                # Lay the page out at exactly the frame's CSS size: Chromium's windows are at least 500 CSS px
+                # wide, so without this a narrower frame would show the left part of a 500 px wide page.
+                await browser.call("Emulation.setDeviceMetricsOverride", {
+                    "width": width // dpr, "height": height // dpr, "deviceScaleFactor": dpr, "mobile": False,
+                    "screenWidth": width // dpr, "screenHeight": height // dpr,
+                })
             except BaseException:
                 await cdp.close()
                 raise

@@ -10,6 +10,11 @@ from framestream.browser.process import spawn, terminate_group
 from framestream.errors import BrowserError
 
 START_TIMEOUT = 10.0
+# Chromium on an X display without a window manager keeps its window one device pixel short of the screen in
+# each direction, fullscreen or not (measured: a 640x400 screen gives a 639x399 viewport and a black last row
+# and column). The screen is therefore one pixel larger than the picture; the capture reads the top-left
+# width x height, which the window covers exactly.
+SCREEN_MARGIN = 1
 
 
 class XvfbDisplay:
@@ -40,7 +45,7 @@ class XvfbDisplay:
             proc = await spawn(
                 [
                     xvfb_path, "-displayfd", str(write_fd),
-                    "-screen", "0", f"{width}x{height}x24",
+                    "-screen", "0", f"{width + SCREEN_MARGIN}x{height + SCREEN_MARGIN}x24",
                     "-nolisten", "tcp", "-noreset", "+extension", "DAMAGE", "-dpi", "96",
                 ],
                 pass_fds=[write_fd],

@@ -339,8 +339,9 @@ class DisplayCapture:
         screen = libs.XDefaultScreen(dpy)
         self._root = int(libs.XRootWindow(dpy, screen))
         real_w, real_h = libs.XDisplayWidth(dpy, screen), libs.XDisplayHeight(dpy, screen)
-        if (real_w, real_h) != (width, height):
-            raise CaptureError(f"X display {name} is {real_w}x{real_h}, expected {width}x{height}")
+        # The capture is the top-left width x height of the screen, which may be larger (see browser/xvfb.py).
+        if real_w < width or real_h < height:
+            raise CaptureError(f"X display {name} is {real_w}x{real_h}, smaller than {width}x{height}")
         depth = libs.XDefaultDepth(dpy, screen)
         if depth not in (24, 32):
             raise CaptureError(f"X display {name} has depth {depth}, need 24 or 32")

@@ -238,3 +238,23 @@ async def test_sigkill_leaves_nothing_and_next_start_cleans_up(state_dir: Path, 
     finally:
         svc.stop()
         svc.kill_leftovers()
+
+
+@pytest.mark.parametrize("dpr", [1, 2])
+async def test_the_whole_page_at_its_css_size_is_in_the_picture(service: Service, pages: str, dpr: int) -> None:
+    status, body = service.request("POST", "/frames", {"url": f"{pages}/corners.html", "width": 320, "height": 200,
+                                                       "dpr": dpr})
+    assert status == 201, body
+    service.wait_state(body["id"], "live")
+    client = await StreamClient.connect(service)
+    config = await client.watch(body["id"])
+    w, h = config["width"], config["height"]
+    assert (w, h) == (320 * dpr, 200 * dpr)
+    picture = await client.wait_for_colour(body["id"], (h - 4, w - 4), (240, 200, 0), timeout=20)
+    assert colour_near(picture[3, 3], (200, 40, 40)), picture[3, 3]
+    assert colour_near(picture[3, w - 4], (30, 180, 60)), picture[3, w - 4]
+    assert colour_near(picture[h - 4, 3], (30, 60, 220)), picture[h - 4, 3]
+    # The last row and column belong to the page too (no black border from a window short of the screen).
+    assert colour_near(picture[h - 1, w // 2], (255, 255, 255)), picture[h - 1, w // 2]
+    assert colour_near(picture[h // 2, w - 1], (255, 255, 255)), picture[h // 2, w - 1]
+    await client.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import time
 import urllib.parse
@@ -23,19 +24,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from framestream.tokens import mint_token
 from tests.support import Service, page_server
 from tests.web.browser import JS_CANVAS_POINT, JS_HELPERS, Browser, Page, close_to
 
-pytestmark = pytest.mark.integration
+# One event loop, one viewer browser for the module (a fresh Chromium per test costs ~1.5 s each).
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
 
 PAGES = Path(__file__).parent / "pages"
 CSS_W, CSS_H = 640, 400
 RED = (200, 40, 40)
 GREEN = (30, 180, 60)
 BLUE = (30, 60, 200)
-GREY = (128, 128, 128)
 WHITE = (255, 255, 255)
 MAGENTA = (255, 0, 255)
 BOX = (120, 90)  # CSS centre of #box
@@ -128,12 +130,22 @@ def make_frame(service: Service, web_pages: str) -> Iterator[Callable[..., str]]
             service.request("DELETE", f"/frames/{frame}")
 
 
-@pytest.fixture
-async def page() -> AsyncIterator[Page]:
-    async with Browser() as browser:
-        p = await browser.page()
-        yield p
-        assert not p.exceptions, p.exceptions
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def browser() -> AsyncIterator[Browser]:
+    async with Browser() as b:
+        yield b
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def page(browser: Browser) -> AsyncIterator[Page]:
+    """The module's browser tab, on about:blank, with no exception seen yet."""
+    p = browser.pages[0] if browser.pages else await browser.page()
+    await p.navigate("about:blank")
+    await p.wait_for("location.href === 'about:blank'")
+    p.exceptions.clear()
+    p.console.clear()
+    yield p
+    assert not p.exceptions, p.exceptions
 
 
 # -- helpers -----------------------------------------------------------------------------------------------------
@@ -253,7 +265,10 @@ async def test_a_lost_picture_is_noticed_by_its_sequence_and_deltas_wait_for_a_k
     await start_trace(page, frame, ANIM)
     f = json.dumps(frame)
     # A fresh keyframe first: the service sends at most one IDR a second, so the one the gap asks for below comes
-    # up to a second later, and the deltas in between show what the viewer does while it waits.
+    # up to a second later, and the deltas in between show what the viewer does while it waits. (After a quiet
+    # second, so that no IDR of the watch is still pending and this one comes at once.)
+    await page.wait_for(f"Date.now() * 1000 - window.framestream.client.info({f}).lastDraw.drawnUs > 1.1e6",
+                        within=15)
     await page.eval(f"window.framestream.client.requestKeyframe({f})")
     await page.wait_for("(() => { const k = fsTrace.findIndex((e) => e.keyframe);"
                         " return k >= 0 && fsTrace.slice(k).some((e) => e.drawn !== undefined); })()",
@@ -281,7 +296,7 @@ async def test_a_lost_picture_is_noticed_by_its_sequence_and_deltas_wait_for_a_k
     # From the keyframe on, every picture is decoded, in sequence, and the final picture is the page's.
     after = pictures[key:]
     assert all(e["action"] == "decode" for e in after), after
-    assert all((b["sequence"] - a["sequence"]) & 0xFFFFFFFF == 1 for a, b in zip(after, after[1:], strict=False))
+    assert all((b["sequence"] - a["sequence"]) & 0xFFFFFFFF == 1 for a, b in itertools.pairwise(after))
     assert any(not e["keyframe"] for e in after), "deltas after the keyframe are drawn too"
     i = await info(page, frame)
     assert i["gaps"] == 1 and i["dropped"] == len(waiting)
@@ -594,8 +609,8 @@ async def test_service_restart_reconnects_and_the_picture_comes_back(
     connections = await page.eval("window.framestream.client.connections")
     assert connections >= 3  # the first, the refused attempts while down, the one after the restart
     # Re-watched after the restart: the reopened frame said `closed`, then `launching`, over the last picture.
-    # (Today the viewer may also get in while the old process shuts down, which then relaunches the browser: see
-    # docs/viewer.md, tests. Then the first `closed` and `launching` come from it, also over the green box.)
+    # (Today the old process still accepts connections while it shuts down: the viewer may get back in and make
+    # it relaunch the browser. Then the first `closed` and `launching` come from it, also over the green box.)
     recs = await records(page, frame)
     states = [r["state"] for r in recs]
     assert "closed" in states and "launching" in states and states[-1] == "live", recs
