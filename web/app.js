@@ -48,7 +48,7 @@ function removeView(frameId) {
 
 // Every frame the token may see: list them now and again every 10 s (frames come and go).
 async function syncAllFrames() {
-  const res = await api('/frames');
+  const res = await api('frames');
   if (!res.ok) {
     pageMessage(`Cannot list frames: ${res.data?.error || res.status} ${res.data?.message || ''}`);
     return;
@@ -62,7 +62,7 @@ async function syncAllFrames() {
 async function setUpGoLive() {
   let config;
   try {
-    config = (await api('/config', { bearer: null })).data;
+    config = (await api('config', { bearer: null })).data;
   } catch {
     return;
   }
@@ -77,7 +77,7 @@ async function setUpGoLive() {
     const msg = $('golive-msg');
     msg.textContent = '';
     const f = form.elements;
-    const res = await api('/frames', {
+    const res = await api('frames', {
       method: 'POST',
       bearer: f.control.value.trim(),
       body: { url: f.url.value.trim(), width: Number(f.width.value), height: Number(f.height.value) },

@@ -28,9 +28,14 @@ const AUTH_CLOSE_CODES = new Set([4401, 4403]);
 const MAX_DECODE_QUEUE = 24;
 const HELLO_TIMEOUT_MS = 10_000;
 
-/** The default WebSocket URL: /ws on the page's own host and port. */
+/** The default WebSocket URL: `ws` next to the page (so a page served under a path prefix, such as a
+ * gateway's /sandboxes/ID/, reaches the WebSocket under the same prefix). */
 export function defaultUrl(loc = globalThis.location) {
-  return `${loc.protocol === 'https:' ? 'wss:' : 'ws:'}//${loc.host}/ws`;
+  const url = new URL('ws', loc.href ?? `${loc.protocol}//${loc.host}/`);
+  url.protocol = loc.protocol === 'https:' ? 'wss:' : 'ws:';
+  url.hash = '';
+  url.search = '';
+  return url.href;
 }
 
 /** Whether this browser can decode (WebCodecs needs a secure context: https or http://127.0.0.1/localhost). */

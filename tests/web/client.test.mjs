@@ -59,6 +59,9 @@ beforeEach(() => { sockets.length = 0; decoders.length = 0; });
 test('the default URL is /ws on the page host, wss for https', () => {
   assert.equal(defaultUrl({ protocol: 'http:', host: '127.0.0.1:7682' }), 'ws://127.0.0.1:7682/ws');
   assert.equal(defaultUrl({ protocol: 'https:', host: 'x.test' }), 'wss://x.test/ws');
+  // Behind a gateway prefix the WebSocket sits next to the page.
+  assert.equal(defaultUrl({ protocol: 'https:', host: 'gw.test', href: 'https://gw.test/sandboxes/s1/#token=t' }),
+    'wss://gw.test/sandboxes/s1/ws');
 });
 
 test('hello first, watch only after welcome, then decode by slot', async () => {
