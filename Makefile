@@ -14,10 +14,11 @@ STAMP := $(VENV)/.installed
 system-deps:
 	@missing=""; \
 	for bin in chromium Xvfb ffmpeg xdpyinfo; do command -v $$bin >/dev/null 2>&1 || missing="$$missing $$bin"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages for:$$missing"; \
+	extra=""; command -v node >/dev/null 2>&1 || extra="nodejs"; \
+	if [ -n "$$missing$$extra" ]; then \
+	  echo "installing Debian packages for:$$missing $$extra"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) >/dev/null; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) $$extra >/dev/null; \
 	fi
 
 $(STAMP): pyproject.toml
@@ -45,7 +46,6 @@ typecheck: venv
 test: system-deps venv
 	$(VENV)/bin/ruff check framestream tests benchmarks
 	$(VENV)/bin/mypy
-	@if [ -d tests/web ] && ls tests/web/*.test.mjs >/dev/null 2>&1; then node --test tests/web/; fi
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 bench: system-deps venv

@@ -29,9 +29,9 @@ BENCH_PAGES = Path(__file__).resolve().parent / "pages"
 class Timing:
     """Sampling windows (seconds) and counts; `--quick` shrinks them."""
 
-    warm: float = 2.0
-    window: float = 8.0
-    idle_window: float = 8.0
+    warm: float = 1.5
+    window: float = 6.0
+    idle_window: float = 6.0
     clicks: int = 50
     resume_cycles: int = 3
     reopen_cycles: int = 3
@@ -129,6 +129,28 @@ def service_pids(service: Service) -> dict[str, list[int]]:
     kinds = classify(descendants(service.proc.pid))
     kinds["service"] = [service.proc.pid]
     return kinds
+
+
+def metrics(service: Service) -> dict[str, float]:
+    """GET /metrics (Prometheus text) as {"name{labels}": value}; {} when the service has no such route."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{service.base}/metrics", timeout=10) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            with contextlib.suppress(ValueError):
+                out[name] = float(value)
+    return out
+
+
+def metric_delta(before: dict[str, float], after: dict[str, float], prefix: str) -> float:
+    return sum(v - before.get(k, 0.0) for k, v in after.items() if k.startswith(prefix))
 
 
 def bench_pid() -> list[int]:

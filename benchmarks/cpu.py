@@ -14,9 +14,9 @@ import asyncio
 import time
 from typing import Any
 
-from benchmarks.common import Bench, bench_pid, create_frame, delete_frame, ratio, service_pids
+from benchmarks.common import Bench, bench_pid, create_frame, delete_frame, metric_delta, metrics, ratio, service_pids
 from benchmarks.peers import FFmpegPeer, PeerDisplay, SelkiesPeer
-from benchmarks.procstat import CpuWindow
+from benchmarks.procstat import CpuWindow, ThreadWindow
 from benchmarks.viewer import Viewer, window_stats
 from tests.support import Service
 
@@ -46,12 +46,21 @@ async def measure_framestream(bench: Bench, service: Service, url: str, size: tu
             "xvfb": lambda: kinds["xvfb"],
             "bench": bench_pid,
         })
+        threads = ThreadWindow(kinds["service"][0])
+        m0 = await asyncio.to_thread(metrics, service)
         t0 = time.time_ns() // 1000
         window.start()
+        threads.start()
         await asyncio.sleep(bench.timing.window)
         cpu = window.stop()
+        cpu.update(threads.stop())
         t1 = time.time_ns() // 1000
+        m1 = await asyncio.to_thread(metrics, service)
         stream = window_stats(viewer.recs, t0, t1)
+        pictures = metric_delta(m0, m1, "framestream_pictures_total")
+        if pictures > 0:
+            stream["encode_ms_per_picture"] = round(
+                metric_delta(m0, m1, "framestream_encode_seconds_total") / pictures * 1000, 2)
     finally:
         await viewer.close()
         await delete_frame(service, frame_id)
@@ -82,7 +91,7 @@ async def measure_selkies(bench: Bench, peer: PeerDisplay) -> dict[str, Any]:
     selkies = SelkiesPeer(peer, bench.work)
     try:
         await selkies.start()
-        await asyncio.sleep(bench.timing.warm + 1.0)  # Selkies settles its rate control after start
+        await asyncio.sleep(bench.timing.warm + 0.5)  # Selkies settles its rate control after start
         window = CpuWindow({"selkies": selkies.pids, "chromium": peer.chromium_pids, "xvfb": peer.xvfb_pids,
                             "bench": bench_pid})
         frames0, bytes0, t0 = selkies.frames, selkies.bytes, time.monotonic()

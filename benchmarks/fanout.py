@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from benchmarks.common import Bench, bench_pid, create_frame, delete_frame, ratio, service_pids
-from benchmarks.procstat import CpuWindow
+from benchmarks.procstat import CpuWindow, ThreadWindow
 from benchmarks.viewer import Viewer, window_stats
 from tests.support import Service
 
@@ -24,10 +24,13 @@ async def _sample(bench: Bench, service: Service, viewers: list[Viewer]) -> dict
     kinds = service_pids(service)
     window = CpuWindow({"service": lambda: kinds["service"], "chromium": lambda: kinds["chromium"],
                         "xvfb": lambda: kinds["xvfb"], "bench": bench_pid})
+    threads = ThreadWindow(kinds["service"][0])
     t0 = time.time_ns() // 1000
     window.start()
+    threads.start()
     await asyncio.sleep(bench.timing.window)
     cpu = window.stop()
+    cpu.update(threads.stop())
     t1 = time.time_ns() // 1000
     per = [window_stats(v.recs, t0, t1) for v in viewers]
     fps = [p["fps"] for p in per]

@@ -37,6 +37,43 @@ def stat_fields(pid: int) -> list[bytes] | None:
         return None
 
 
+def thread_ticks(pid: int) -> dict[int, int]:
+    """utime + stime of each thread of a process, by thread id."""
+    out: dict[int, int] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        out[int(tid)] = int(fields[11]) + int(fields[12])
+    return out
+
+
+@dataclass
+class ThreadWindow:
+    """A process's CPU split into its main thread (the event loop) and all its other threads (workers)."""
+
+    pid: int
+    _start: dict[int, int] = field(default_factory=dict)
+    _t0: float = 0.0
+
+    def start(self) -> None:
+        self._start = thread_ticks(self.pid)
+        self._t0 = time.monotonic()
+
+    def stop(self) -> dict[str, float]:
+        wall = time.monotonic() - self._t0
+        now = thread_ticks(self.pid)
+        main = now.get(self.pid, 0) - self._start.get(self.pid, 0)
+        others = sum(t - self._start.get(tid, 0) for tid, t in now.items() if tid != self.pid)
+        return {"loop_thread": round(main / CLK_TCK / wall, 4), "worker_threads": round(others / CLK_TCK / wall, 4)}
+
+
 def machine_ticks() -> tuple[int, int]:
     """(busy, total) clock ticks of the whole machine since boot, from the first line of /proc/stat."""
     with open("/proc/stat") as f:

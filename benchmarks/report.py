@@ -47,15 +47,18 @@ def cpu_table(rows: list[dict[str, Any]]) -> str:
 
 
 def stream_table(rows: list[dict[str, Any]]) -> str:
-    header = ["size", "fps", "drop-free", "kbit/s", "capture->recv p50 ms", "p95 ms"]
+    header = ["size", "fps", "drop-free", "kbit/s", "capture->recv p50 ms", "p95 ms", "convert+encode ms/pic",
+              "loop thread vCPU", "worker threads vCPU"]
     out = []
     for r in rows:
         if r["page"] != "animated":
             continue
         s = r["framestream"]["stream"]
+        cpu = r["framestream"]["cpu"]
         c = s.get("capture_to_recv_ms") or {}
         out.append([r["size"], _f(s["fps"], 1), _f(s["drop_free"], 4), _f(s["kbps"], 0), _f(c.get("p50"), 1),
-                    _f(c.get("p95"), 1)])
+                    _f(c.get("p95"), 1), _f(s.get("encode_ms_per_picture"), 2), cpu.get("loop_thread"),
+                    cpu.get("worker_threads")])
     return table(header, out)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import platform
 import signal
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a ~2-minute subset")
     parser.add_argument("--only", help=f"comma-separated sections: {','.join(SECTIONS)}")
     parser.add_argument("--no-selkies", action="store_true", help="skip the Selkies peer")
-    parser.add_argument("--window", type=float, help="CPU sampling window in seconds (default 8, quick 4)")
+    parser.add_argument("--window", type=float, help="CPU sampling window in seconds (default 6, quick 4)")
     parser.add_argument("--no-save", action="store_true", help="print only; write no results file")
     parser.add_argument("--chart", action="store_true", help="also draw docs/performance-cpu.png from this run")
     args = parser.parse_args(argv)
@@ -213,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt  # so the services this run started are stopped (peers die with us anyway)
 
     signal.signal(signal.SIGTERM, on_term)
+    # The peers' Chromium is launched with framestream's own classes, which log (e.g. the sandbox warning).
+    logging.getLogger("framestream").setLevel(logging.ERROR)
     try:
         results = asyncio.run(main_async(args))
     finally:

@@ -408,9 +408,17 @@ def test_view_held_past_close_keeps_memory_until_dropped(cap: DisplayCapture, pa
 
 @needs_xvfb
 def test_wrong_size_is_a_clear_error(xvfb: Xvfb) -> None:
-    with pytest.raises(CaptureError, match=r"is 640x400, expected 800x600"):
+    with pytest.raises(CaptureError, match=r"is 640x400, smaller than 800x600"):
         DisplayCapture(xvfb.display, 800, 600)
     assert our_segments() == []
+
+
+@needs_xvfb
+def test_a_larger_screen_is_captured_from_its_top_left(xvfb: Xvfb) -> None:
+    # The service makes each screen one pixel larger than the picture (Chromium's window is one pixel short).
+    with DisplayCapture(xvfb.display, 638, 398) as cap:
+        assert cap.grab().shape == (398, 638, 4)
+        assert all(r.x + r.width <= 638 and r.y + r.height <= 398 for r in cap.pending_damage())
 
 
 def test_unreachable_display_is_a_clear_error() -> None:
