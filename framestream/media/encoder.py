@@ -50,7 +50,7 @@ class EncoderSettings:
     crf: int = 27  # motion: small pictures, sharp enough while things move
     refine_crf: int = 14  # still: close to transparent for text
     preset: str = "ultrafast"
-    threads: int = 1
+    threads: int = 0  # 0: one for small pictures, two slices for large ones (see H264Encoder)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +198,10 @@ class H264Encoder:
         ctx.framerate = Fraction(s.fps, 1)
         ctx.gop_size = 1 << 30
         ctx.max_b_frames = 0
-        ctx.thread_count = s.threads
+        # Large pictures take x264 ~15-20 ms on one core; two slice threads halve the latency for the same CPU.
+        # Sliced threads add no delay (frame threads would hold a picture back).
+        threads = s.threads or (2 if width * height > 1_500_000 else 1)
+        ctx.thread_count = threads
         # Signal BT.709 limited range in the VUI so every decoder converts back with the matrix we used.
         ctx.colorspace = 1
         ctx.color_range = 1
@@ -210,7 +213,8 @@ class H264Encoder:
             "profile": "baseline",  # constrained baseline: every WebCodecs and hardware decoder takes it
             "level": self.level,
             "crf": str(s.crf),
-            "x264-params": "keyint=infinite:min-keyint=1:scenecut=0:repeat-headers=1:bframes=0:sliced-threads=0",
+            "x264-params": "keyint=infinite:min-keyint=1:scenecut=0:repeat-headers=1:bframes=0:"
+            f"sliced-threads={1 if threads > 1 else 0}:threads={threads}",
             "mb_info": "1",
         }
         ctx.open()
@@ -250,7 +254,9 @@ class H264Encoder:
             format="yuv420p",
             src_colorspace=Colorspace.ITU709,
             dst_colorspace=Colorspace.ITU709,
-            interpolation=Interpolation.FAST_BILINEAR,
+            # FAST_BILINEAR's RGB->YUV path is lossy (32 dB on a text page, measured); AREA reaches 49.6 dB
+            # at the same cost.
+            interpolation=Interpolation.AREA,
             dst_color_range=ColorRange.MPEG,
         )
         for index, plane in enumerate(band.planes):

@@ -201,7 +201,9 @@ class FramePipeline:
                             changed=changed,
                         )
                     )
-            policy.note_encoded(time.monotonic(), decision, changed=changed)
+            # The slot is when this picture was decided, not when its encode ended: otherwise every picture's
+            # encode time would stretch the period (measured: 24 fps at 1280x800, 15 at 2560x1600).
+            policy.note_encoded(now, decision, changed=changed)
             timeout = 0.0  # ask the policy again at once: it knows the next deadline
 
 
