@@ -91,6 +91,7 @@ class Frame:
         self._pause_timer: asyncio.TimerHandle | None = None
         self._restarts: list[float] = []
         self._encode_seconds_before = 0.0  # by pipelines that have ended
+        self._published = 0
         self._unsubscribe: list[Callable[[], None]] = []
 
     # -- what others read --------------------------------------------------------------------------------
@@ -169,9 +170,10 @@ class Frame:
 
     def request_keyframe(self) -> None:
         if self._pipeline is not None:
-            self._pipeline.request_keyframe()
+            self._pipeline.request_keyframe(self._published)
 
     def _on_picture(self, picture: Picture) -> None:
+        self._published += 1
         self.feed.publish(picture)
 
     @property
@@ -225,6 +227,7 @@ class Frame:
 
             loop = asyncio.get_running_loop()
             self.feed.restarted()
+            self._published = 0  # pictures of the new pipeline handed out on the loop
             self._pipeline = FramePipeline(
                 self._display.name,
                 self.size.width,

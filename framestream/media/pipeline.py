@@ -61,6 +61,9 @@ class FramePipeline:
         self._last: np.ndarray | None = None
         self._last_capture_us = 0
         self._last_change_us = 0
+        self._emitted = 0  # pictures handed to on_picture, numbered from 1
+        self._last_keyframe_index = 0
+        self._request_seen = -1  # the most any pending keyframe asker had seen (see request_keyframe)
         self.stats = PipelineStats()
 
     # -- called from the event loop ---------------------------------------------------------------------
@@ -68,9 +71,16 @@ class FramePipeline:
     def start(self) -> None:
         self._thread.start()
 
-    def request_keyframe(self) -> None:
+    def request_keyframe(self, published: int | None = None) -> None:
+        """Ask for an IDR. `published` is how many of this pipeline's pictures the loop has handed out: when
+        a keyframe after those is already on its way, it will reach the asker, and no second one is made."""
         with self._lock:
+            if published is not None and self._last_keyframe_index > published:
+                return
             self._keyframe_requested = True
+            # Every pending asker must be served: a keyframe counts only if it comes after all they have seen.
+            seen = published if published is not None else 1 << 62
+            self._request_seen = max(self._request_seen, seen)
         self._wake()
 
     def set_paused(self, paused: bool) -> None:
@@ -78,6 +88,7 @@ class FramePipeline:
             self._paused = paused
             if not paused:
                 self._keyframe_requested = True
+                self._request_seen = 1 << 62  # a resume always needs a fresh keyframe
         self._wake()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -146,7 +157,10 @@ class FramePipeline:
                 paused = self._paused
                 if self._keyframe_requested:
                     self._keyframe_requested = False
-                    policy.request_keyframe()
+                    # A keyframe emitted since the request was made (while this thread was busy) serves it.
+                    if self._last_keyframe_index <= self._request_seen:
+                        policy.request_keyframe()
+                    self._request_seen = -1
             new_damage = capture.pending_damage()
             if paused:
                 damage.clear()
@@ -190,6 +204,10 @@ class FramePipeline:
                 self.stats.encode_seconds += time.perf_counter() - started
                 self.stats.pictures += 1
                 if encoded.data:
+                    with self._lock:
+                        self._emitted += 1
+                        if encoded.keyframe:
+                            self._last_keyframe_index = self._emitted
                     self._on_picture(
                         Picture(
                             data=encoded.data,
