@@ -67,7 +67,8 @@ async def test_still_page_goes_quiet_after_refinement(service: Service) -> None:
     assert colour_near(refined[200, 400], (200, 40, 40))
     await client.collect(0.5)  # the rest of the refinement (a few pictures)
     quiet = await client.collect(2.5)
-    assert quiet == [], f"a still page must send nothing after its refinement; got {[(v.sequence, v.flags) for v in client.videos]}"
+    got = [(v.sequence, v.flags) for v in client.videos]
+    assert quiet == [], f"a still page must send nothing after its refinement; got (sequence, flags) {got}"
     await client.close()
 
 
