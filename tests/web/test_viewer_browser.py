@@ -11,15 +11,14 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.parse
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from tests.support import Service, page_server
-from tests.web.browser import JS_CANVAS_POINT, JS_HELPERS, JS_PIXEL, Browser, Page, close_to
+from tests.web.browser import JS_CANVAS_POINT, JS_HELPERS, JS_PIXEL, Page, close_to
 
 # One event loop, one viewer browser for the module (a fresh Chromium per test costs ~1.5 s each).
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
@@ -56,24 +55,6 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         finally:
             svc.stop()
             svc.kill_leftovers()
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with Browser() as b:
-        yield b
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def page(browser: Browser) -> AsyncIterator[Page]:
-    """The module's browser tab, on about:blank, with no exception seen yet."""
-    p = browser.pages[0] if browser.pages else await browser.page()
-    await p.navigate("about:blank")
-    await p.wait_for("location.href === 'about:blank'")
-    p.exceptions.clear()
-    p.console.clear()
-    yield p
-    assert not p.exceptions, p.exceptions
 
 
 def new_frame(service: Service) -> str:

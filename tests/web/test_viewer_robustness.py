@@ -19,16 +19,15 @@ import itertools
 import json
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from framestream.tokens import mint_token
 from tests.support import Service, page_server
-from tests.web.browser import JS_CANVAS_POINT, JS_HELPERS, Browser, Page, close_to
+from tests.web.browser import JS_CANVAS_POINT, JS_HELPERS, Page, close_to
 
 # One event loop, one viewer browser for the module (a fresh Chromium per test costs ~1.5 s each).
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
@@ -128,24 +127,6 @@ def make_frame(service: Service, web_pages: str) -> Iterator[Callable[..., str]]
     for frame in made:
         with contextlib.suppress(OSError):
             service.request("DELETE", f"/frames/{frame}")
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with Browser() as b:
-        yield b
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def page(browser: Browser) -> AsyncIterator[Page]:
-    """The module's browser tab, on about:blank, with no exception seen yet."""
-    p = browser.pages[0] if browser.pages else await browser.page()
-    await p.navigate("about:blank")
-    await p.wait_for("location.href === 'about:blank'")
-    p.exceptions.clear()
-    p.console.clear()
-    yield p
-    assert not p.exceptions, p.exceptions
 
 
 # -- helpers -----------------------------------------------------------------------------------------------------
