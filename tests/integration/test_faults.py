@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -119,3 +120,28 @@ async def test_killed_process_comes_back_and_others_keep_streaming(service: Serv
         assert browser_pid(service, box) != pids[0]
     await watcher.close()
     await other.close()
+
+
+async def test_a_hung_browser_is_detected_and_relaunched(service: Service) -> None:
+    box, animated = service.frame_ids()
+    watcher = await StreamClient.connect(service)
+    await watcher.watch(box)
+    await watcher.latest_picture(timeout=20)
+    pid = browser_pid(service, box)
+    os.kill(pid, signal.SIGSTOP)  # hangs; the heartbeat (Browser.getVersion) stops being answered
+    stopped_at = time.monotonic()
+    try:
+        states: list[str] = []
+        while not ("launching" in states and states[-1] == "live") and time.monotonic() - stopped_at < 45:
+            msg = await watcher.next_text("frame-state", timeout=45)
+            states.append(msg["state"])
+        assert "launching" in states and states[-1] == "live", states
+        await watcher.wait_for_colour(box, (200, 400), (200, 40, 40), timeout=20)
+        assert browser_pid(service, box) != pid
+        # The service answered everyone meanwhile.
+        assert service.get("/healthz", token=None)[0] == 200
+        assert service.get(f"/frames/{animated}")[1]["state"] in ("live", "paused")  # unwatched: may pause
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    await watcher.close()
