@@ -25,6 +25,13 @@ SERIES = [("framestream", "#1f6feb"), ("ffmpeg", "#d9822b"), ("selkies", "#6a737
 W, H = 1100, 560
 
 
+def _fps(row: dict[str, Any], name: str) -> float | None:
+    if name == "framestream":
+        return float(row["framestream"]["stream"]["fps"])
+    fps = row.get(name, {}).get("fps")
+    return None if fps is None else float(fps)
+
+
 def _value(row: dict[str, Any], name: str) -> float | None:
     if name == "framestream":
         return float(row["framestream"]["cpu"]["service"])
@@ -39,8 +46,8 @@ def svg(results: dict[str, Any]) -> str:
     rows = results["cpu"]
     groups = [(f"{r['page']}\n{r['size'].split(' ')[0]}", r) for r in rows]
     values = [v for _, r in groups for n, _ in SERIES if (v := _value(r, n)) is not None]
-    top = max(0.05, max(values, default=0.05)) * 1.15
-    left, right, plot_top, plot_bottom = 80, W - 20, 70, H - 95
+    top = max(0.05, max(values, default=0.05)) * 1.2
+    left, right, plot_top, plot_bottom = 80, W - 20, 90, H - 95
     plot_h = plot_bottom - plot_top
     group_w = (right - left) / max(1, len(groups))
     bar_w = min(46.0, group_w / (len(SERIES) + 1.2))
@@ -48,7 +55,9 @@ def svg(results: dict[str, Any]) -> str:
            f'<rect width="{W}" height="{H}" fill="#fff"/>',
            '<text x="20" y="32" font-size="20" font-weight="bold">CPU per watched frame (vCPU, server process only; '
            'lower is better)</text>',
-           f'<text x="20" y="54" font-size="13" fill="#555">{escape(_subtitle(results))}</text>']
+           f'<text x="20" y="54" font-size="13" fill="#555">{escape(_subtitle(results))}</text>',
+           '<text x="20" y="72" font-size="13" fill="#555">Animated bars are labelled with the pictures a second each '
+           'delivered (ffmpeg: encoded).</text>']
     step = _tick_step(top)
     tick = 0.0
     while tick <= top + 1e-9:
@@ -70,6 +79,10 @@ def svg(results: dict[str, Any]) -> str:
                        f'fill="{colour}"/>')
             out.append(f'<text x="{x + bar_w / 2:.1f}" y="{plot_bottom - h - 5:.1f}" font-size="11" '
                        f'text-anchor="middle">{value:.3f}</text>')
+            fps = _fps(row, name)
+            if row["page"] == "animated" and fps is not None:
+                out.append(f'<text x="{x + bar_w / 2:.1f}" y="{plot_bottom - h - 18:.1f}" font-size="10" '
+                           f'fill="#666" text-anchor="middle">{fps:.0f} fps</text>')
         lines = label.split("\n")
         cx = left + i * group_w + group_w / 2
         for k, text in enumerate(lines):

@@ -47,6 +47,7 @@ class Bench:
     bench_base: str  # http://127.0.0.1:Q serving benchmarks/pages
     work: Path  # scratch dir: service state, logs
     selkies: tuple[bool, str] = (False, "not checked")
+    retries: int = 1  # CPU rows measured again when other processes were busy (see cpu.quietest)
     results: dict[str, Any] = field(default_factory=dict)
     log_lines: list[str] = field(default_factory=list)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from benchmarks.common import Bench, bench_pid, create_frame, delete_frame, metric_delta, metrics, ratio, service_pids
@@ -105,6 +107,26 @@ async def measure_selkies(bench: Bench, peer: PeerDisplay) -> dict[str, Any]:
         await selkies.stop()
 
 
+NOISY = 0.3  # vCPU used by other processes during a window beyond which it is measured again
+
+
+async def quietest(bench: Bench, label: str, measure: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    """Measure; while other processes took more than NOISY vCPU meanwhile, measure again (up to
+    `bench.retries` times) and keep the quietest window. `attempts` and `others` say what happened."""
+    best: dict[str, Any] | None = None
+    for attempt in range(1 + bench.retries):
+        result = await measure()
+        result["attempts"] = attempt + 1
+        if best is None or result["cpu"]["others"] < best["cpu"]["others"]:
+            best = result
+        if best["cpu"]["others"] <= NOISY:
+            break
+        bench.say(f"{label}: other processes took {result['cpu']['others']} vCPU meanwhile; measuring again")
+    assert best is not None
+    best["attempts"] = attempt + 1
+    return best
+
+
 async def run(bench: Bench, service: Service) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     sizes = SIZES_QUICK if bench.quick else SIZES_FULL
@@ -115,20 +137,23 @@ async def run(bench: Bench, service: Service) -> list[dict[str, Any]]:
             row: dict[str, Any] = {"size": label, "css": [css_w, css_h], "dpr": dpr,
                                    "encoded": [css_w * dpr, css_h * dpr], "page": kind, "url_page": page}
             bench.say(f"cpu: framestream {kind} {label}")
-            row["framestream"] = await measure_framestream(bench, service, url, (css_w, css_h, dpr))
+            row["framestream"] = await quietest(bench, f"framestream {kind} {label}",
+                                                partial(measure_framestream, bench, service, url, (css_w, css_h, dpr)))
             peer = await PeerDisplay.start(url, css_w, css_h, dpr)
             try:
                 await asyncio.sleep(1.0)  # the page's first paint settles
                 bench.say(f"cpu: ffmpeg {kind} {label}")
                 try:
-                    row["ffmpeg"] = await measure_ffmpeg(bench, peer)
+                    row["ffmpeg"] = await quietest(bench, f"ffmpeg {kind} {label}",
+                                                   partial(measure_ffmpeg, bench, peer))
                 except (OSError, RuntimeError) as exc:
                     row["ffmpeg"] = {"skipped": str(exc)}
                 ok, why = bench.selkies
                 if ok:
                     bench.say(f"cpu: selkies {kind} {label}")
                     try:
-                        row["selkies"] = await measure_selkies(bench, peer)
+                        row["selkies"] = await quietest(bench, f"selkies {kind} {label}",
+                                                        partial(measure_selkies, bench, peer))
                     except (OSError, RuntimeError) as exc:
                         row["selkies"] = {"skipped": f"did not run: {exc}"}
                 else:

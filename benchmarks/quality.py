@@ -4,9 +4,11 @@ Still: a text-heavy page (benchmarks/pages/text.html). The viewer decodes everyt
 arrived and the stream has been quiet for a second; the last decoded picture is compared with
 GET /frames/{id}/screenshot, the PNG of the raw capture (BGRX straight from X shared memory).
 
-Animated: tests/pages/animated.html. While the viewer decodes every picture, the benchmark asks for
-screenshots; each carries its capture time (X-Capture-Time-Us), which is also the capture time in the video
-header of the picture encoded from exactly that capture, so the two are compared picture for picture.
+Animated: tests/pages/animated.html (flat boxes moving), and benchmarks/pages/scroll.html (the text page
+scrolling one pixel a frame: every picture changes almost everywhere, the hard case for motion quality).
+While the viewer decodes every picture, the benchmark asks for screenshots; each carries its capture time
+(X-Capture-Time-Us), which is also the capture time in the video header of the picture encoded from exactly
+that capture, so the two are compared picture for picture.
 
 PSNR is over RGB (all three channels, 8 bits), so it includes 4:2:0 chroma subsampling. SSIM is on luma
 (BT.709), 8x8 windows, computed with integral images.
@@ -120,9 +122,10 @@ async def still(bench: Bench, service: Service, css_w: int, css_h: int, dpr: int
         await delete_frame(service, frame_id)
 
 
-async def animated(bench: Bench, service: Service, size: tuple[int, int, int], shots: int) -> dict[str, Any]:
+async def animated(bench: Bench, service: Service, size: tuple[int, int, int], shots: int,
+                   page: str = "animated.html") -> dict[str, Any]:
     css_w, css_h, dpr = size
-    frame_id = await create_frame(service, bench.page("animated.html"), css_w, css_h, dpr)
+    frame_id = await create_frame(service, bench.page(page), css_w, css_h, dpr)
     viewer = await Viewer.open(service, keep=True)
     decoder = Decoder()
     ring: collections.OrderedDict[int, np.ndarray] = collections.OrderedDict()
@@ -181,7 +184,7 @@ async def animated(bench: Bench, service: Service, size: tuple[int, int, int], s
         await delete_frame(service, frame_id)
     values = [s[0] for s in scores]
     return {
-        "size": f"{css_w}x{css_h}@{dpr}x", "page": "animated.html", "screenshots": asked,
+        "size": f"{css_w}x{css_h}@{dpr}x", "page": page, "screenshots": asked,
         "matched": len(scores),
         "psnr_db": round(float(np.mean(values)), 2) if values else None,
         "psnr_min_db": round(min(values), 2) if values else None,
@@ -198,4 +201,6 @@ async def run(bench: Bench, service: Service) -> dict[str, Any]:
         out["still"].append(await still(bench, service, css_w, css_h, dpr))
         bench.say(f"quality: animated page {css_w}x{css_h} dpr {dpr}")
         out["animated"].append(await animated(bench, service, (css_w, css_h, dpr), 6 if bench.quick else 10))
+    bench.say("quality: scrolling text page 1280x800 dpr 1")
+    out["animated"].append(await animated(bench, service, (1280, 800, 1), 6 if bench.quick else 10, "scroll.html"))
     return out

@@ -13,8 +13,15 @@ def _f(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+MARKDOWN = False  # benchmarks.markdown sets it: the same tables as Markdown, for docs/performance.md
+
+
 def table(header: list[str], rows: list[list[Any]]) -> str:
     cells = [[_f(c) if not isinstance(c, str) else c for c in row] for row in rows]
+    if MARKDOWN:
+        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in cells]
+        return "\n".join(lines)
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
     out = [line, "  ".join("-" * w for w in widths)]
@@ -31,9 +38,16 @@ def _peer_cpu(row: dict[str, Any], name: str) -> tuple[Any, Any, Any]:
     return cpu.get(name), cpu.get("chromium"), peer.get("fps")
 
 
+def _others(row: dict[str, Any]) -> float | None:
+    """The most that other processes (not measured, not the benchmark) took during any of the row's windows."""
+    values = [row[k]["cpu"].get("others") for k in ("framestream", "ffmpeg", "selkies") if "cpu" in row.get(k, {})]
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
 def cpu_table(rows: list[dict[str, Any]]) -> str:
     header = ["size", "page", "fs svc", "fs chrome", "fs xvfb", "fs fps", "fs kbit/s", "ffmpeg", "ff chrome",
-              "ff fps", "selkies", "sk chrome", "sk fps", "sk kbit/s", "fs/ffmpeg", "fs/selkies", "machine"]
+              "ff fps", "selkies", "sk chrome", "sk fps", "sk kbit/s", "fs/ffmpeg", "fs/selkies", "others"]
     out = []
     for r in rows:
         fs = r["framestream"]
@@ -42,7 +56,34 @@ def cpu_table(rows: list[dict[str, Any]]) -> str:
         out.append([r["size"], r["page"], fs["cpu"]["service"], fs["cpu"]["chromium"], fs["cpu"]["xvfb"],
                     _f(fs["stream"]["fps"], 1), _f(fs["stream"]["kbps"], 0), ff, ffc, _f(fff, 1), sk, skc,
                     _f(skf, 1), _f(r.get("selkies", {}).get("kbps"), 0), r.get("ratio_ffmpeg"),
-                    r.get("ratio_selkies"), _f(fs["cpu"].get("machine"), 2)])
+                    r.get("ratio_selkies"), _f(_others(r), 2)])
+    return table(header, out)
+
+
+def per_picture(row: dict[str, Any], name: str) -> tuple[float | None, float | None]:
+    """(pictures a second, CPU milliseconds per picture) of one system in one CPU row."""
+    if name == "framestream":
+        fps, vcpu = row["framestream"]["stream"]["fps"], row["framestream"]["cpu"]["service"]
+    else:
+        peer = row.get(name, {})
+        if "skipped" in peer:
+            return None, None
+        fps, vcpu = peer.get("fps"), peer.get("cpu", {}).get(name)
+    if not fps or vcpu is None:
+        return fps, None
+    return fps, round(vcpu * 1000 / fps, 2)
+
+
+def per_picture_table(rows: list[dict[str, Any]]) -> str:
+    header = ["size", "fs fps", "fs ms/pic", "ffmpeg fps", "ff ms/pic", "selkies fps", "sk ms/pic",
+              "fs/ff per pic", "fs/sk per pic"]
+    out = []
+    for r in rows:
+        if r["page"] != "animated":
+            continue
+        (ffps, fms), (gfps, gms), (sfps, sms) = (per_picture(r, n) for n in ("framestream", "ffmpeg", "selkies"))
+        out.append([r["size"], _f(ffps, 1), _f(fms, 2), _f(gfps, 1), _f(gms, 2), _f(sfps, 1), _f(sms, 2),
+                    _f(fms / gms if fms and gms else None, 3), _f(fms / sms if fms and sms else None, 3)])
     return table(header, out)
 
 
@@ -84,16 +125,16 @@ def quality_table(q: dict[str, Any]) -> str:
                     f"burst {s['burst_bytes'] // 1024} KiB in {s['pictures']} pictures, "
                     f"first picture {s['first_picture_psnr_db']} dB"])
     for a in q.get("animated", []):
-        out.append(["animated", a["size"], _f(a["psnr_db"], 2), _f(a["ssim"], 4), _f(a["kbps"], 0),
+        out.append([f"animated ({a['page']})", a["size"], _f(a["psnr_db"], 2), _f(a["ssim"], 4), _f(a["kbps"], 0),
                     f"{a['matched']}/{a['screenshots']} screenshots matched, min {a['psnr_min_db']} dB"])
     return table(header, out)
 
 
 def fanout_table(f: dict[str, Any]) -> str:
     header = ["viewers", "service vCPU", "x one viewer", "fps min", "fps mean", "drop-free min", "bench vCPU",
-              "machine"]
+              "others"]
     out = [[lv["viewers"], lv["cpu"]["service"], lv["vs_one_viewer"], _f(lv["fps_min"], 1),
-            _f(lv["fps_mean"], 1), lv["drop_free_min"], lv["cpu"]["bench"], _f(lv["cpu"]["machine"], 2)]
+            _f(lv["fps_mean"], 1), lv["drop_free_min"], lv["cpu"]["bench"], _f(lv["cpu"].get("others"), 2)]
            for lv in f["levels"]]
     return table(header, out)
 
@@ -105,12 +146,15 @@ def lifecycle_table(life: dict[str, Any]) -> str:
             i = life[key]
             rows.append([label, f"RSS {i['rss_mb']} MB, PSS {i['pss_mb']} MB, {i['vcpu']} vCPU over {i['window_s']} s"])
     if "live_pss" in life:
-        rows.append(["live frame PSS", f"{life['live_pss']['total_mb']} MB (Chromium {life['live_pss']['chromium_mb']}"
-                     f", Xvfb {life['live_pss']['xvfb_mb']})"])
+        p = life["live_pss"]
+        rows.append(["live frame memory", f"PSS {p['total_mb']} MB (Chromium {p['chromium_mb']}, Xvfb {p['xvfb_mb']}), "
+                     f"USS {p.get('uss_mb')} MB; {p.get('other_chromium_processes')} other Chromium processes ran"])
     if "paused" in life:
         p = life["paused"]
         rows.append(["paused frame", f"PSS {p['total_mb']} MB (Chromium {p['chromium_mb']}, Xvfb {p['xvfb_mb']}), "
-                     f"{p['vcpu_frame']} vCPU (frame), service {p['vcpu_service']}"])
+                     f"USS {p.get('uss_mb')} MB; {p['vcpu_frame']} vCPU (frame), service {p['vcpu_service']}"])
+        busy = ", ".join(f"{k.split(' ', 1)[-1]} {v}" for k, v in list(p.get("busy_processes", {}).items())[:4])
+        rows.append(["paused: busiest processes", busy or "none"])
     if "resume_ms" in life:
         rows.append(["resume -> first keyframe", f"median {life['resume_ms']['median']} ms, each "
                      f"{life['resume_ms']['each']}"])
@@ -154,7 +198,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         add(f"PSNR still {s['size']}", s["psnr_db"], ">= 40 dB", s["psnr_db"] >= 40)
     for a in q.get("animated", []):
         value = a["psnr_db"]
-        add(f"PSNR animated {a['size']}", value, ">= 32 dB", None if value is None else value >= 32)
+        add(f"PSNR {a['page']} {a['size']}", value, ">= 32 dB", None if value is None else value >= 32)
     f = results.get("fanout")
     if f and len(f["levels"]) > 1:
         last = f["levels"][-1]

@@ -62,11 +62,16 @@ def machine() -> dict[str, Any]:
 
 
 def git_commit() -> str:
+    """HEAD, with `+dirty` when framestream/ has uncommitted changes (the figures are of the working tree)."""
+    root = Path(__file__).resolve().parent.parent
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              timeout=10, cwd=Path(__file__).resolve().parent.parent).stdout.strip()
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              timeout=10, cwd=root).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "framestream"], capture_output=True,
+                               text=True, timeout=10, cwd=root).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
+    return head + ("+dirty" if dirty else "")
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
@@ -87,7 +92,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     with pages() as (tests_base, bench_base), scratch() as work:
         bench = Bench(quick=args.quick, timing=timing, tests_base=tests_base, bench_base=bench_base, work=work,
-                      results=results)
+                      results=results, retries=args.retries if args.retries is not None else (0 if args.quick else 1))
         if "cpu" in only:
             if args.no_selkies:
                 bench.selkies = (False, "--no-selkies")
@@ -148,12 +153,15 @@ def render(results: dict[str, Any]) -> str:
     out.append(f"load average at start {results['loadavg_start']}, at end {results['loadavg_end']}; "
                f"took {results['duration_s']} s")
     if "cpu" in results:
-        out.append("\n1. CPU per watched frame (vCPU = CPU seconds / wall seconds; one viewer; 'machine' = whole "
-                   "machine busy during the framestream window)")
+        out.append("\n1. CPU per watched frame (vCPU = CPU seconds / wall seconds; one viewer; 'others' = the most "
+                   "vCPU other processes took during the row's windows: above ~0.3 the row is noisy)")
         out.append(report.cpu_table(results["cpu"]))
         sk = results.get("selkies", {})
         if not sk.get("available", False):
             out.append(f"selkies: skipped ({sk.get('detail', 'not run')})")
+        out.append("\n1b. Animated page: CPU per delivered picture (a system that fell behind 30 fps does less work; "
+                   "compare per picture too)")
+        out.append(report.per_picture_table(results["cpu"]))
         out.append("\n2. Delivered stream, animated page (one viewer)")
         out.append(report.stream_table(results["cpu"]))
     if "latency" in results:
@@ -177,7 +185,7 @@ def render(results: dict[str, Any]) -> str:
         out.append(f"\n6. Scale: {s['frames']} animated frames at {s['size']}, one viewer each")
         out.append(f"fps each {s['fps_each']} (min {s['fps_min']}); vCPU service {s['cpu']['service']}, "
                    f"Chromium {s['cpu']['chromium']}, Xvfb {s['cpu']['xvfb']}, total {s['total_vcpu']}; "
-                   f"machine busy {s['cpu']['machine']} of {m['cores']}")
+                   f"machine busy {s['cpu']['machine']} of {m['cores']} (others {s['cpu'].get('others')})")
     if "lifecycle" in results:
         out.append(f"\n7. Lifecycle ({results['lifecycle']['size']}, MAX_BROWSERS=1, FRAME_IDLE_PAUSE_S=1)")
         out.append(report.lifecycle_table(results["lifecycle"]))
@@ -205,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a ~2-minute subset")
     parser.add_argument("--only", help=f"comma-separated sections: {','.join(SECTIONS)}")
     parser.add_argument("--no-selkies", action="store_true", help="skip the Selkies peer")
+    parser.add_argument("--retries", type=int, default=None,
+                        help="measure a CPU row again up to N times while other processes keep the machine busy "
+                             "(default 1, quick 0)")
     parser.add_argument("--window", type=float, help="CPU sampling window in seconds (default 6, quick 4)")
     parser.add_argument("--no-save", action="store_true", help="print only; write no results file")
     parser.add_argument("--chart", action="store_true", help="also draw docs/performance-cpu.png from this run")
@@ -220,9 +231,9 @@ def main(argv: list[str] | None = None) -> int:
         results = asyncio.run(main_async(args))
     finally:
         stop_all()
+    path = None if args.no_save else save(results)  # saved first: a figure is never lost to a printing bug
     print(render(results))
-    if not args.no_save:
-        path = save(results)
+    if path is not None:
         print(f"\nresults: {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
     if args.chart and results.get("cpu"):
         out = Path(__file__).resolve().parent.parent / "docs" / "performance-cpu.png"
