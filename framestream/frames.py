@@ -207,7 +207,7 @@ class Frame:
         settings = self.manager.settings
         try:
             self._display = await XvfbDisplay.start(self.size.width, self.size.height,
-                                                    xvfb_path=settings.xvfb_path)
+                                                    xvfb_path=settings.xvfb_path, refresh_hz=settings.fps)
             self._browser = await ChromeBrowser.launch(
                 chrome_path=settings.chrome_path,
                 display=self._display.name,

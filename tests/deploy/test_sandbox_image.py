@@ -26,7 +26,7 @@ from tests.deploy.files import (
 # The issue: Chromium, Xvfb, ffmpeg, xautomation, fonts for Latin, CJK and emoji; tini reaps Chromium's orphans;
 # util-linux brings setpriv (every child of the service) and unshare (the entrypoint's sandbox check).
 REQUIRED_RUNTIME = {"chromium", "xvfb", "ffmpeg", "xautomation", "fonts-dejavu-core", "fonts-noto-cjk",
-                    "fonts-noto-color-emoji", "tini", "util-linux", "python3"}
+                    "fonts-noto-color-emoji", "tini", "util-linux", "python3", "x11-xserver-utils"}
 
 
 def test_hadolint_passes() -> None:
