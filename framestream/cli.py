@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from framestream.config import MIN_SECRET_BYTES, load_settings
+from framestream.config import Settings, load_settings
 from framestream.core.tokens import MAX_TTL, ROLES
 from framestream.errors import ConfigError
 
@@ -71,11 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-async def _serve(settings: object) -> int:
-    from framestream.app import run
-    from framestream.config import Settings
-    assert isinstance(settings, Settings)
+async def _serve(settings: Settings) -> int:
+    from framestream.app import run  # the server stack loads only for `serve`, not for `token`
+
     return await run(settings)
 
 
-__all__ = ["MIN_SECRET_BYTES", "main"]
+__all__ = ["main"]
