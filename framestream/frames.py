@@ -34,6 +34,7 @@ from framestream.core.lifecycle import (
     FrameState,
     FrameView,
     choose_browser_to_close,
+    pause_deadline,
 )
 from framestream.core.wire import InputEvent, control_message, frame_state
 from framestream.errors import BrowserError, CaptureError, CDPError, FramestreamError
@@ -202,6 +203,12 @@ class Frame:
             if self._browser is None:
                 await self._launch_locked()
 
+    async def start(self) -> None:
+        """Launch the browser of a frame whose place under the cap is already reserved (`launching`)."""
+        async with self._lock:
+            if not self.deleted and self._browser is None:
+                await self._launch_locked()
+
     async def _launch_locked(self) -> None:
         self._set_state(FrameState.LAUNCHING)
         settings = self.manager.settings
@@ -282,7 +289,8 @@ class Frame:
 
     async def pause(self) -> None:
         async with self._lock:
-            if self.state is not FrameState.LIVE or self.viewers > 0 or self._browser is None:
+            # Eligibility only, not the time: the timer may fire a hair before the deadline.
+            if self._browser is None or self._pause_deadline() is None:
                 return
             if self._pipeline is not None:
                 self._pipeline.set_paused(True)
@@ -419,11 +427,15 @@ class Frame:
 
     # -- timers ------------------------------------------------------------------------------------------
 
+    def _pause_deadline(self) -> float | None:
+        return pause_deadline(self.state, self.viewers, self.idle_since, self.manager.settings.idle_pause_s)
+
     def _schedule_pause(self) -> None:
         self._cancel_pause_timer()
-        if self.state is not FrameState.LIVE or self.viewers > 0:
+        deadline = self._pause_deadline()
+        if deadline is None:
             return
-        delay = self.manager.settings.idle_pause_s
+        delay = max(0.0, deadline - time.monotonic())
         self._pause_timer = asyncio.get_running_loop().call_later(
             delay, lambda: self.manager.spawn(self.pause(), f"pause-{self.id}")
         )
@@ -566,13 +578,8 @@ class FrameManager:
         if victim is not None:
             await self.frames[victim].close_browser()
         self.save_soon()
-        self.spawn(self._start(frame), f"start-{frame.id}")
+        self.spawn(frame.start(), f"start-{frame.id}")
         return frame
-
-    async def _start(self, frame: Frame) -> None:
-        async with frame._lock:
-            if not frame.deleted and frame._browser is None:
-                await frame._launch_locked()
 
     async def make_room_for(self, frame: Frame) -> None:
         """Reserve a browser for `frame` (closing the least recently viewed unwatched one if at the cap).

@@ -228,10 +228,6 @@ class ChromeBrowser:
         finally:
             unsubscribe()
 
-    async def current_url(self) -> str:
-        result = await self.call("Runtime.evaluate", {"expression": "location.href", "returnByValue": True})
-        return str(result.get("result", {}).get("value", ""))
-
     async def evaluate(self, expression: str, *, timeout: float = 10.0) -> Any:
         result = await self.call(
             "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True},

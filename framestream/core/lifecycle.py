@@ -41,12 +41,9 @@ class CapacityError(Exception):
         self.cap = cap
 
 
-def pause_due(state: FrameState, viewers: int, idle_since: float | None, now: float, idle_pause_s: float) -> bool:
-    """A live frame pauses `idle_pause_s` after its last viewer left (or after it went live unwatched)."""
-    return state is FrameState.LIVE and viewers == 0 and idle_since is not None and now - idle_since >= idle_pause_s
-
-
 def pause_deadline(state: FrameState, viewers: int, idle_since: float | None, idle_pause_s: float) -> float | None:
+    """When a frame should pause: `idle_pause_s` after its last viewer left (or after it went live unwatched);
+    None when it must not pause at all (not live, or watched)."""
     if state is not FrameState.LIVE or viewers > 0 or idle_since is None:
         return None
     return idle_since + idle_pause_s

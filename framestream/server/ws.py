@@ -56,6 +56,7 @@ class ViewerConnection:
         self._next_slot = 1
         self._input_bucket = TokenBucket(ctx.settings.input_rate_per_s, ctx.settings.input_rate_per_s)
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._last_input: asyncio.Task[Any] | None = None  # steps apply in order, each after the previous
 
     async def run(self) -> None:
         writer = asyncio.create_task(self._write(), name="ws-writer")
@@ -186,8 +187,6 @@ class ViewerConnection:
         # Steps apply in order: each waits for the previous one of this connection.
         previous = self._last_input
         self._last_input = self._spawn(self._apply(frame, message, previous), f"input-{frame.id}")
-
-    _last_input: asyncio.Task[Any] | None = None
 
     async def _apply(self, frame: Frame, message: Input, previous: asyncio.Task[Any] | None) -> None:
         if previous is not None:

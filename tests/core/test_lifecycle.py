@@ -8,7 +8,6 @@ from framestream.core.lifecycle import (
     FrameView,
     choose_browser_to_close,
     pause_deadline,
-    pause_due,
 )
 
 
@@ -17,11 +16,10 @@ def view(fid: str, state: FrameState, viewers: int = 0, last: float = 0.0, runni
 
 
 def test_pause_after_idle_period_only_when_live_and_unwatched() -> None:
-    assert not pause_due(FrameState.LIVE, 0, 10.0, 14.9, 5.0)
-    assert pause_due(FrameState.LIVE, 0, 10.0, 15.0, 5.0)
-    assert not pause_due(FrameState.LIVE, 1, 10.0, 99.0, 5.0)
-    assert not pause_due(FrameState.PAUSED, 0, 10.0, 99.0, 5.0)
-    assert pause_deadline(FrameState.LIVE, 0, 10.0, 5.0) == 15.0
+    assert pause_deadline(FrameState.LIVE, 0, 10.0, 5.0) == 15.0  # not before 15.0, from 15.0 on
+    assert pause_deadline(FrameState.LIVE, 1, 10.0, 5.0) is None  # watched: never
+    assert pause_deadline(FrameState.PAUSED, 0, 10.0, 5.0) is None  # already paused
+    assert pause_deadline(FrameState.LIVE, 0, None, 5.0) is None  # no idle period started
     assert pause_deadline(FrameState.LIVE, 2, 10.0, 5.0) is None
 
 

@@ -48,8 +48,8 @@ async def test_keyframe_decodes_to_the_known_box(service: Service) -> None:
     assert first.slot == config["slot"]
     picture = client.decode(first)
     assert picture is not None and picture.shape == (800, 1280, 3)
-    if not colour_near(picture[200, 400], (200, 40, 40)):  # a repaint may still be on its way
-        picture = await client.latest_picture(timeout=5, refined=True)
+    if not colour_near(picture[200, 400], (200, 40, 40)):  # the page's paint may follow its first keyframe
+        picture = await client.wait_for_colour(frame_id, (200, 400), (200, 40, 40), timeout=10)
     # The box is at CSS (100,50) size 200x100: at dpr 2, pixels (200..600, 100..300).
     assert colour_near(picture[200, 400], (200, 40, 40)), picture[200, 400]
     assert colour_near(picture[110, 210], (200, 40, 40)), picture[110, 210]
