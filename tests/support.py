@@ -357,6 +357,15 @@ class StreamClient:
     async def wait_for_colour(self, frame_id: str, at: tuple[int, int], rgb: tuple[int, int, int],
                               timeout: float = 15.0) -> np.ndarray:
         """Ask for a keyframe, then decode every picture until the pixel `at` (y, x) shows `rgb`."""
+        picture, _ = await self.wait_for_one_of(frame_id, at, [rgb], timeout)
+        return picture
+
+    async def wait_for_one_of(self, frame_id: str, at: tuple[int, int], colours: list[tuple[int, int, int]],
+                              timeout: float = 15.0) -> tuple[np.ndarray, tuple[int, int, int]]:
+        """Ask for a keyframe, then decode until the pixel `at` (y, x) shows one of `colours`: (picture, colour).
+
+        Pictures of a page still loading (blank) are skipped, so a page's verdict is read only once it is painted.
+        """
         await self.send({"type": "keyframe", "frame": frame_id})
         deadline = time.monotonic() + timeout
         seen_key = False
@@ -371,9 +380,10 @@ class StreamClient:
             picture = self.decode(msg)
             if picture is not None:
                 last = picture
-                if colour_near(picture[at], rgb):
-                    return picture
-        raise AssertionError(f"pixel {at} never showed {rgb}; last {None if last is None else last[at]}")
+                for rgb in colours:
+                    if colour_near(picture[at], rgb):
+                        return picture, rgb
+        raise AssertionError(f"pixel {at} never showed any of {colours}; last {None if last is None else last[at]}")
 
     async def close(self) -> None:
         await self.ws.close()

@@ -18,6 +18,8 @@ from tests.support import TEST_SECRET, Service, StreamClient, colour_near, desce
 pytestmark = pytest.mark.integration
 
 SMALL = {"width": 640, "height": 400, "dpr": 1}
+# storage.html's verdict: green when its cookie and localStorage survived, red when they were lost.
+GREEN, RED = (20, 170, 60), (220, 30, 30)
 
 
 def read_counter(picture: np.ndarray) -> int:
@@ -114,8 +116,8 @@ async def test_cap_closes_least_recently_viewed_and_reopen_keeps_profile_and_url
     # Watching it reopens it at its last URL with its cookies and localStorage (green), closing another.
     client = await StreamClient.connect(service)
     await client.watch(storage)
-    picture = await client.latest_picture(timeout=30, refined=True)
-    assert colour_near(picture[50, 100], (20, 170, 60)), f"cookie/localStorage lost: {picture[50, 100]}"
+    picture, verdict = await client.wait_for_one_of(storage, (50, 100), [GREEN, RED], timeout=30)
+    assert verdict == GREEN, "cookie/localStorage lost (the page shows red)"
     assert colour_near(picture[50, 270], (30, 60, 220)), "not reopened at its last URL (step 2)"
     states = {fid: service.get(f"/frames/{fid}")[1]["state"] for fid in (storage, second, third)}
     assert states[storage] == "live"
@@ -180,8 +182,8 @@ async def test_restart_keeps_frames_closed_until_watched(state_dir: Path, pages:
         assert processes_using(str(state_dir / "profiles")) == []  # nothing runs until watched
         client = await StreamClient.connect(svc)
         await client.watch(frame_id)
-        picture = await client.latest_picture(timeout=30, refined=True)
-        assert colour_near(picture[50, 100], (20, 170, 60)), picture[50, 100]
+        _, verdict = await client.wait_for_one_of(frame_id, (50, 100), [GREEN, RED], timeout=30)
+        assert verdict == GREEN, "cookie/localStorage lost across a restart (the page shows red)"
         await client.close()
     finally:
         svc.stop()
