@@ -16,6 +16,7 @@ from aiohttp import web
 
 from framestream.config import Settings
 from framestream.frames import FrameManager
+from framestream.logs import tell_operator
 from framestream.server.context import ServiceContext
 from framestream.server.http import build_app
 from framestream.server.ws import close_all
@@ -85,12 +86,11 @@ async def run(settings: Settings) -> int:
     if settings.insecure_dev:
         log.warning("INSECURE DEV MODE: tokens are signed with a public key; never expose this port")
     if settings.insecure_dev:
-        print(f"framestream: open {service.viewer_url()}", flush=True)
+        tell_operator(f"open {service.viewer_url()}")
     else:
         # Never print a real token: logs are read by more people than should drive.
         host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
-        print(f"framestream: open http://{host}:{service.port}/#token=$(framestream token --role drive)",
-              flush=True)
+        tell_operator(f"open http://{host}:{service.port}/#token=$(framestream token --role drive)")
     try:
         await stop.wait()
     finally:

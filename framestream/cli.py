@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Sequence
 
+from framestream import logs
 from framestream.config import Settings, load_settings
 from framestream.core.tokens import MAX_TTL, ROLES
 from framestream.errors import ConfigError
@@ -24,6 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--insecure-dev", action="store_true",
                        help="run without TERMINAL_AUTH_SECRET using a public key: local demos only")
     serve.add_argument("--log-level", default=os.environ.get("FRAMESTREAM_LOG_LEVEL", "info"))
+    serve.add_argument("--log-format", default=os.environ.get("FRAMESTREAM_LOG_FORMAT", "text"),
+                       help="text (for people) or json (one object a line, with frame ids as fields)")
     token = sub.add_parser("token", help="print a token signed with this sandbox's key")
     token.add_argument("--role", choices=ROLES, required=True)
     token.add_argument("--frame", default="*")
@@ -37,7 +39,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
-        logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        try:
+            logs.configure(args.log_level, args.log_format)
+        except ValueError as exc:  # an unknown level or format
+            print(f"framestream: {exc}", file=sys.stderr)
+            return 2
         try:
             settings = load_settings(host=args.host, port=args.port, insecure_dev=args.insecure_dev,
                                      frames=tuple(args.frame))

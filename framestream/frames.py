@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from framestream.media.pipeline import FramePipeline
 
 log = logging.getLogger(__name__)
+SAVE_RETRY_S = 2.0  # how often a failed registry write is tried again
 
 ALLOWED_SCHEMES = ("http", "https")
 MAX_URL_LENGTH = 8192
@@ -163,7 +164,7 @@ class Frame:
             self.idle_since = time.monotonic()
             self._schedule_pause()
         if changed:
-            log.info("frame %s: %s%s", self.id, state.value, f" ({message})" if message else "")
+            log.info("%s%s", state.value, f" ({message})" if message else "", extra={"frame": self.id})
             self.broadcast_state()
             self.manager.save_soon()
 
@@ -376,7 +377,7 @@ class Frame:
             browser = self._browser
             if browser is None or self.deleted:
                 return
-            log.warning("frame %s: the page crashed; reloading %s", self.id, self.url)
+            log.warning("the page crashed; reloading it", extra={"frame": self.id})
             self._set_state(FrameState.LAUNCHING, "the page crashed; reloading")
             try:
                 error = await browser.navigate(self.url)
@@ -398,7 +399,7 @@ class Frame:
         async with self._lock:
             if self.deleted or self._browser is None:
                 return
-            log.warning("frame %s: %s; relaunching", self.id, reason)
+            log.warning("%s; relaunching", reason, extra={"frame": self.id})
             await self._teardown_locked()
             now = time.monotonic()
             self._restarts = [t for t in self._restarts if now - t < 60] + [now]
@@ -482,6 +483,8 @@ class FrameManager:
         self._save_handle: asyncio.TimerHandle | None = None
         self.closing = False
         self.restarts = 0  # browsers relaunched after a crash or hang (for /metrics)
+        self.state_write_errors = 0  # failed registry writes (for /metrics)
+        self.state_write_error: str | None = None  # the last one, until a write succeeds again
 
     # -- tasks -------------------------------------------------------------------------------------------
 
@@ -532,9 +535,9 @@ class FrameManager:
                 continue
             self.frames[frame.id] = frame
 
-    def save_soon(self) -> None:
+    def save_soon(self, delay: float = 0.2) -> None:
         if self._save_handle is None and not self.closing:
-            self._save_handle = asyncio.get_running_loop().call_later(0.2, self._save_now)
+            self._save_handle = asyncio.get_running_loop().call_later(delay, self._save_now)
 
     def _save_now(self) -> None:
         self._save_handle = None
@@ -560,7 +563,19 @@ class FrameManager:
                 os.fsync(fh.fileno())
             os.replace(tmp, path)  # atomic: a reader sees the old file or the new one, never half
         except OSError as exc:
-            log.error("cannot save the frame registry to %s: %s (frames keep streaming)", path, exc)
+            with contextlib.suppress(OSError):
+                tmp.unlink()  # a half-written temp file must not take the space the next write needs
+            self.state_write_errors += 1
+            if self.state_write_error is None:  # once per outage, not once per save
+                log.error("cannot save the frame registry to %s: %s; the last saved copy is kept and frames keep "
+                          "streaming", path, exc.strerror or exc)
+            self.state_write_error = f"{exc.strerror or exc}"
+            with contextlib.suppress(RuntimeError):  # no loop: at shutdown there is no later
+                self.save_soon(SAVE_RETRY_S)  # catch up by itself once space or write access is back
+            return
+        if self.state_write_error is not None:
+            log.warning("the frame registry is saved again to %s", path)
+            self.state_write_error = None
 
     # -- frames ------------------------------------------------------------------------------------------
 
@@ -575,6 +590,8 @@ class FrameManager:
             victim = choose_browser_to_close((f.view() for f in self.frames.values()), self.settings.max_browsers)
             self.frames[frame.id] = frame
             frame.state = FrameState.LAUNCHING  # counts against the cap from now on
+        log.info("created at %dx%d dpr %d, page on %s", size.css_width, size.css_height, size.dpr,
+                 urlsplit(url).hostname, extra={"frame": frame.id})
         if victim is not None:
             await self.frames[victim].close_browser()
         self.save_soon()
@@ -605,6 +622,7 @@ class FrameManager:
         frame.message = "deleted"  # unlike an idle close, watching again will not reopen it
         frame.broadcast_state()
         frame.feed.watches.clear()
+        log.info("deleted%s", " with its profile" if purge else "", extra={"frame": frame_id})
         self.save()
         if purge:
             await asyncio.get_running_loop().run_in_executor(

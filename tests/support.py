@@ -121,6 +121,7 @@ class Service:
     port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
+    log_dir: Path | None = None  # where the service's log goes (default: the state dir)
 
     @property
     def base(self) -> str:
@@ -152,7 +153,7 @@ class Service:
         for frame in self.frames:
             args += ["--frame", frame]
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = self.state_dir / f"service-{self.port}.log"
+        self.log_path = (self.log_dir or self.state_dir) / f"service-{self.port}.log"
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
@@ -391,3 +392,12 @@ class StreamClient:
 
 def colour_near(pixel: np.ndarray, rgb: tuple[int, int, int], tol: int = 12) -> bool:
     return bool(np.all(np.abs(pixel.astype(int) - np.array(rgb)) <= tol))
+
+
+def read_counter(picture: np.ndarray) -> int:
+    """counter.html's 16 squares (CSS 20px + 4px gap from x=20, y=20; dpr 1), black = 1."""
+    value = 0
+    for i in range(16):
+        pixel = picture[30, 20 + 24 * i + 10]
+        value = (value << 1) | int(pixel.mean() < 128)
+    return value

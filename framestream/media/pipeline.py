@@ -44,6 +44,7 @@ class FramePipeline:
         name: str = "frame",
     ) -> None:
         self.display = display
+        self.name = name  # the frame id, for logs
         self.width = width
         self.height = height
         self._on_picture = on_picture
@@ -135,7 +136,8 @@ class FramePipeline:
             with self._lock:
                 stopping = self._stopping
             if not stopping:
-                log.warning("pipeline for %s failed: %s", self.display, exc)
+                log.warning("capture or encoding failed on display %s: %s", self.display, exc,
+                            extra={"frame": self.name})
                 self._on_failure(exc)
 
     def _loop(self, capture: DisplayCapture, encoder: H264Encoder) -> None:

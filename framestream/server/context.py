@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ class ServiceContext:
     bytes_sent_closed: int = 0  # by connections that have ended; live ones are summed when scraped
     inputs_applied: int = 0
     inputs_refused: dict[str, int] = field(default_factory=dict)
+    connection_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))  # for logs
 
     def __post_init__(self) -> None:
         self.key = derive_key(self.settings.secret, self.settings.sandbox_id)

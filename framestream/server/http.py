@@ -101,7 +101,11 @@ async def errors_middleware(request: web.Request, handler: Any) -> web.StreamRes
 
 
 async def healthz(request: web.Request) -> web.Response:
-    return web.json_response({"ok": True})
+    # Still 200 when the state dir cannot be written: frames keep streaming, so the pod must not be restarted.
+    body: dict[str, object] = {"ok": True}
+    if (problem := _ctx(request).manager.state_write_error) is not None:
+        body["state_dir_error"] = problem
+    return web.json_response(body)
 
 
 async def config(request: web.Request) -> web.Response:

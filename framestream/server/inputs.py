@@ -7,6 +7,7 @@ same things with the same codes.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import weakref
 from collections.abc import Sequence
@@ -18,6 +19,8 @@ from framestream.core.wire import InputEvent, check_bounds
 from framestream.errors import BrowserError, CDPError, ProtocolError, TokenError
 from framestream.frames import Frame, FrameGone
 from framestream.server.context import ServiceContext
+
+log = logging.getLogger(__name__)
 
 # One step at a time per frame, from admission until its last event is applied: a newer grant presented while
 # another step is still being applied is admitted after it, so the held input it releases includes that step's.
@@ -53,6 +56,7 @@ async def apply_step(
         applied = await _apply_step(ctx, frame, grant, seq, events, presenter=presenter)
     except ProtocolError as exc:
         ctx.inputs_refused[exc.code] = ctx.inputs_refused.get(exc.code, 0) + 1
+        log.debug("input refused: %s", exc.message, extra={"frame": frame.id, "code": exc.code, "seq": seq})
         raise
     ctx.inputs_applied += 1
     return applied
@@ -81,6 +85,8 @@ async def _apply_step(
         try:
             if admission.release:
                 await frame.apply_input(admission.release)
+            if admission.driver_changed:
+                log.info("driven by %s", admission.driver, extra={"frame": frame.id})
             if admission.driver_changed or admission.grant_changed:
                 frame.broadcast_control(admission.driver, {presenter} if presenter is not None else set())
                 frame.broadcast_state()

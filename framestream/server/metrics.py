@@ -5,6 +5,10 @@ Frame ids label per-frame series; URLs and tokens never appear.
 
 from __future__ import annotations
 
+import asyncio
+import os
+import resource
+
 from aiohttp import web
 
 from framestream.core.lifecycle import FrameState
@@ -54,7 +58,33 @@ def render(ctx: ServiceContext) -> str:
             for code, n in sorted(ctx.inputs_refused.items())])
     family("framestream_browser_restarts_total", "counter", "Browsers relaunched after a crash or hang.",
            [_line("framestream_browser_restarts_total", ctx.manager.restarts)])
+    family("framestream_state_write_errors_total", "counter",
+           "Failed writes of the frame registry (state dir full or read-only); frames keep streaming.",
+           [_line("framestream_state_write_errors_total", ctx.manager.state_write_errors)])
+    family("framestream_state_writable", "gauge", "1 when the last write of the frame registry succeeded.",
+           [_line("framestream_state_writable", int(ctx.manager.state_write_error is None))])
+    family("framestream_tasks", "gauge", "asyncio tasks alive in the service (bounded; a leak grows it).",
+           [_line("framestream_tasks", len(asyncio.all_tasks()))])
+    family("process_open_fds", "gauge", "Open file descriptors of the service process.",
+           [_line("process_open_fds", _open_fds())])
+    family("process_resident_memory_bytes", "gauge", "Resident memory of the service process.",
+           [_line("process_resident_memory_bytes", _resident_bytes())])
     return "\n".join(out) + "\n"
+
+
+def _open_fds() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return -1
+
+
+def _resident_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return -1
 
 
 async def metrics(request: web.Request) -> web.Response:

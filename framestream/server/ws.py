@@ -47,9 +47,12 @@ log = logging.getLogger(__name__)
 
 
 class ViewerConnection:
-    def __init__(self, ctx: ServiceContext, ws: web.WebSocketResponse) -> None:
+    def __init__(self, ctx: ServiceContext, ws: web.WebSocketResponse, peer: str | None = None) -> None:
         self.ctx = ctx
         self.ws = ws
+        self.number = next(ctx.connection_numbers)  # names the connection in logs
+        self.peer = peer
+        self.opened = time.monotonic()
         self.outbox = Outbox()
         self.claims: Claims | None = None
         self.watches: dict[str, FeedWatch] = {}
@@ -58,11 +61,15 @@ class ViewerConnection:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._last_input: asyncio.Task[Any] | None = None  # steps apply in order, each after the previous
 
+    def _log(self, level: int, message: str, *args: object, **fields: object) -> None:
+        log.log(level, message, *args, extra={"conn": self.number, **fields})
+
     async def run(self) -> None:
         writer = asyncio.create_task(self._write(), name="ws-writer")
         try:
             if await self._hello():
                 await self._read()
+                self._log(logging.INFO, "viewer left after %.0f s", time.monotonic() - self.opened)
         finally:
             for frame_id in list(self.watches):
                 self._unwatch(frame_id)
@@ -72,6 +79,11 @@ class ViewerConnection:
             self.outbox.close()
             with contextlib.suppress(asyncio.CancelledError):
                 await writer
+
+    async def _refuse(self, code: int, message: str) -> None:
+        """Close before `welcome`; the reason is ours (never the token's text)."""
+        self._log(logging.INFO, "hello refused: %s", message, code=code, peer=self.peer)
+        await self.close(code, message)
 
     async def close(self, code: int, message: str) -> None:
         self.outbox.close()
@@ -83,26 +95,27 @@ class ViewerConnection:
         try:
             msg = await self.ws.receive(timeout=self.ctx.settings.hello_timeout_s)
         except TimeoutError:
-            await self.close(CLOSE_HELLO_TIMEOUT, "no hello in time")
+            await self._refuse(CLOSE_HELLO_TIMEOUT, "no hello in time")
             return False
         if msg.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
             return False
         try:
             parsed = parse_client_message(msg.data, max_bytes=self.ctx.settings.max_message_bytes)
         except ProtocolError as exc:
-            await self.close(CLOSE_UNAUTHORIZED, f"hello expected: {exc.message}")
+            await self._refuse(CLOSE_UNAUTHORIZED, f"hello expected: {exc.message}")
             return False
         if not isinstance(parsed, Hello):
-            await self.close(CLOSE_UNAUTHORIZED, "hello expected first")
+            await self._refuse(CLOSE_UNAUTHORIZED, "hello expected first")
             return False
         try:
             self.claims = self.ctx.verify(parsed.token)
         except TokenError as exc:
-            await self.close(CLOSE_UNAUTHORIZED, exc.message)
+            await self._refuse(CLOSE_UNAUTHORIZED, exc.message)
             return False
         if not self.claims.allows("view", None):
-            await self.close(CLOSE_FORBIDDEN, "this token may not view frames")
+            await self._refuse(CLOSE_FORBIDDEN, "this token may not view frames")
             return False
+        self._log(logging.INFO, "viewer joined as %s (%s)", self.claims.sub, self.claims.role, peer=self.peer)
         self.outbox.push_text(welcome(self.ctx.settings.sandbox_id, self.ctx.settings.shared_frames))
         return True
 
@@ -156,6 +169,7 @@ class ViewerConnection:
             watch.configured = True
         self.outbox.push_text(frame.state_message())
         frame.add_watch(watch)
+        self._log(logging.INFO, "watching", frame=frame_id)
         self._spawn(self._bring_up(frame), f"watch-{frame_id}")
 
     async def _bring_up(self, frame: Frame) -> None:
@@ -178,6 +192,7 @@ class ViewerConnection:
         frame = self.ctx.manager.get(frame_id)
         if watch is not None and frame is not None:
             frame.remove_watch(watch)
+            self._log(logging.INFO, "stopped watching", frame=frame_id)
 
     def _input(self, message: Input) -> None:
         frame = self._frame(message.frame)
@@ -238,7 +253,7 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
     if len(ctx.connections) >= ctx.settings.max_connections:
         await ws.close(code=CLOSE_TOO_MANY, message=b"too many connections")
         return ws
-    conn = ViewerConnection(ctx, ws)
+    conn = ViewerConnection(ctx, ws, request.remote)
     ctx.connections.add(conn)
     try:
         await conn.run()

@@ -10,25 +10,23 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from tests.support import TEST_SECRET, Service, StreamClient, colour_near, descendants, processes_using
+from tests.support import (
+    TEST_SECRET,
+    Service,
+    StreamClient,
+    colour_near,
+    descendants,
+    processes_using,
+    read_counter,
+)
 
 pytestmark = pytest.mark.integration
 
 SMALL = {"width": 640, "height": 400, "dpr": 1}
 # storage.html's verdict: green when its cookie and localStorage survived, red when they were lost.
 GREEN, RED = (20, 170, 60), (220, 30, 30)
-
-
-def read_counter(picture: np.ndarray) -> int:
-    """The counter page's 16 squares (CSS 20px + 4px gap from x=20, y=20; dpr 1), black = 1."""
-    value = 0
-    for i in range(16):
-        pixel = picture[30, 20 + 24 * i + 10]
-        value = (value << 1) | int(pixel.mean() < 128)
-    return value
 
 
 def cpu_seconds(pids: list[int]) -> float:

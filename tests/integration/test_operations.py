@@ -69,3 +69,39 @@ async def test_origin_allowlist(service: Service) -> None:
     # Non-browser clients (no Origin header: the app, the agent) are not affected.
     client = await StreamClient.connect(service)
     await client.close()
+
+
+async def test_json_logs_carry_frame_and_connection_ids(state_dir: Path, pages: str) -> None:
+    """FRAMESTREAM_LOG_FORMAT=json: every line of the service's output is one JSON object, and what happens to
+    a frame or a viewer is findable by its id without parsing messages."""
+    svc = Service(state_dir, env_extra={"FRAMESTREAM_LOG_FORMAT": "json"}).start()
+    try:
+        status, body = svc.request("POST", "/frames", {"url": f"{pages}/box.html", "width": 320, "height": 200,
+                                                      "dpr": 1})
+        assert status == 201, body
+        frame_id = body["id"]
+        svc.wait_state(frame_id, "live")
+        client = await StreamClient.connect(svc)
+        await client.watch(frame_id)
+        await client.close()
+        forged = svc.token("view")[:-4] + "AAAA"
+        refused = await websockets.connect(svc.ws_url)
+        await refused.send(json.dumps({"type": "hello", "token": forged}))
+        with pytest.raises(websockets.ConnectionClosed):
+            await asyncio.wait_for(refused.recv(), 10)
+        assert svc.request("DELETE", f"/frames/{frame_id}")[0] == 200
+    finally:
+        svc.stop()
+        svc.kill_leftovers()
+    records = [json.loads(line) for line in svc.log().splitlines() if line.strip()]  # each line parses
+    assert all({"time", "level", "logger", "message"} <= set(r) for r in records), records[:3]
+    about_frame = [r["message"] for r in records if r.get("frame") == frame_id]
+    assert about_frame[0].startswith("created at 320x200"), about_frame
+    assert "live" in about_frame and "watching" in about_frame and "deleted" in about_frame, about_frame
+    watching = next(r for r in records if r["message"] == "watching")
+    joined = next(r for r in records if r["message"].startswith("viewer joined"))
+    assert watching["conn"] == joined["conn"] and "viewer joined as user (view)" == joined["message"]
+    hello_refused = next(r for r in records if r["message"].startswith("hello refused"))
+    assert hello_refused["code"] == 4401 and hello_refused["conn"] != joined["conn"]
+    assert forged not in svc.log() and forged.split(".")[1] not in svc.log()
+    assert any(r["message"].startswith("open http://127.0.0.1:") for r in records), "the what-to-open line"
