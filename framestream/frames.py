@@ -211,7 +211,8 @@ class Frame:
                 await self._launch_locked()
 
     async def _launch_locked(self) -> None:
-        self._set_state(FrameState.LAUNCHING)
+        # Keep the reason a recovery gave (watchers see why the frame is launching again).
+        self._set_state(FrameState.LAUNCHING, self.message if self.state is FrameState.LAUNCHING else None)
         settings = self.manager.settings
         try:
             self._display = await XvfbDisplay.start(self.size.width, self.size.height,
@@ -400,6 +401,7 @@ class Frame:
             if self.deleted or self._browser is None:
                 return
             log.warning("%s; relaunching", reason, extra={"frame": self.id})
+            self._set_state(FrameState.LAUNCHING, reason)  # watchers hear it now, not after the teardown
             await self._teardown_locked()
             now = time.monotonic()
             self._restarts = [t for t in self._restarts if now - t < 60] + [now]

@@ -401,3 +401,58 @@ def read_counter(picture: np.ndarray) -> int:
         pixel = picture[30, 20 + 24 * i + 10]
         value = (value << 1) | int(pixel.mean() < 128)
     return value
+
+
+def browser_pid(service: Service, frame_id: str) -> int:
+    profile = str(service.state_dir / "profiles" / frame_id)
+    for pid in processes_using(profile):
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            if b"--type=" not in fh.read():
+                return pid
+    raise AssertionError(f"no browser for {frame_id}")
+
+
+def display_pid(service: Service, frame_id: str) -> int:
+    """The Xvfb whose display the frame's browser uses (its DISPLAY environment variable)."""
+    with open(f"/proc/{browser_pid(service, frame_id)}/environ", "rb") as fh:
+        env = dict(item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item)
+    display = env[b"DISPLAY"].decode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                args = fh.read().split(b"\0")
+        except OSError:
+            continue
+        # -displayfd chose the number; match it through the X socket the server holds open.
+        if args and args[0].endswith(b"Xvfb") and b"-displayfd" in args and _listens_on(int(pid), display):
+            return int(pid)
+    raise AssertionError(f"no Xvfb for {display}")
+
+
+def _listens_on(pid: int, display: str) -> bool:
+    sock = f"/tmp/.X11-unix/X{display.lstrip(':')}"
+    try:
+        inodes = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    except OSError:
+        return False
+    with open("/proc/net/unix") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) >= 8 and parts[7] in (sock, "@" + sock) and f"socket:[{parts[6]}]" in inodes:
+                return True
+    return False
+
+
+def page_renderer_pids(service: Service, frame_id: str) -> list[int]:
+    """Renderers that may hold the page (not the browser's own UI renderer)."""
+    profile = str(service.state_dir / "profiles" / frame_id)
+    pids = []
+    for pid in processes_using(profile):
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmd = fh.read()
+        if b"--type=renderer" in cmd and b"--top-chrome-webui" not in cmd and b"--extension-process" not in cmd:
+            pids.append(pid)
+    assert pids, f"no page renderer for {frame_id}"
+    return pids

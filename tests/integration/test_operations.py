@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -105,3 +106,27 @@ async def test_json_logs_carry_frame_and_connection_ids(state_dir: Path, pages: 
     assert hello_refused["code"] == 4401 and hello_refused["conn"] != joined["conn"]
     assert forged not in svc.log() and forged.split(".")[1] not in svc.log()
     assert any(r["message"].startswith("open http://127.0.0.1:") for r in records), "the what-to-open line"
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Local addresses listening on TCP `port` (hex, as /proc/net/tcp and tcp6 write them)."""
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            address, port_hex = fields[1].rsplit(":", 1)
+            if int(port_hex, 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
+def test_devtools_listens_on_loopback_only_and_the_service_does_not_pass_it_on(service: Service) -> None:
+    (frame_id,) = service.frame_ids()
+    devtools_port = int((service.state_dir / "profiles" / frame_id / "DevToolsActivePort").read_text().split()[0])
+    assert listening_addresses(devtools_port) == {"0100007F"}, "DevTools must listen on 127.0.0.1 and nowhere else"
+    with urllib.request.urlopen(f"http://127.0.0.1:{devtools_port}/json/version", timeout=10) as resp:
+        assert "webSocketDebuggerUrl" in json.loads(resp.read())  # the port read above is DevTools indeed
+    for path in ("/json/version", "/json", "/json/list", "/devtools/browser", "/devtools/page/x",
+                 "/web/../profiles", f"/frames/{frame_id}/devtools"):
+        status, _ = service.get(path)
+        assert status in (404, 403), f"{path} answered {status}"
