@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import logging
 import os
@@ -40,6 +41,7 @@ from framestream.core.wire import InputEvent, control_message, frame_state
 from framestream.errors import BrowserError, CaptureError, CDPError, FramestreamError
 from framestream.media.picture import Picture
 from framestream.server.feed import FrameFeed, Watch
+from framestream.statefile import remove_leftover_temps, write_json_atomically
 
 if TYPE_CHECKING:
     from framestream.media.pipeline import FramePipeline
@@ -175,6 +177,8 @@ class Frame:
             self._pipeline.request_keyframe(self._published)
 
     def _on_picture(self, picture: Picture) -> None:
+        if self._pipeline is None:
+            return  # posted by a pipeline that has been stopped since: not the page as it is
         self._published += 1
         self.feed.publish(picture)
 
@@ -230,7 +234,9 @@ class Frame:
                 self._browser.cdp.on("Page.navigatedWithinDocument", self._on_navigated),
                 self._browser.cdp.on("Inspector.targetCrashed", self._on_renderer_crashed),
             ]
-            # The media stack (numpy, PyAV, libx264) loads with the first frame: an idle service stays small.
+            # The media stack (numpy, PyAV, libx264) loads with the first frame, so an idle service stays small;
+            # in a thread, since importing it takes ~0.3 s that the event loop owes to everyone else.
+            await asyncio.to_thread(importlib.import_module, "framestream.media.pipeline")
             from framestream.media.encoder import EncoderSettings
             from framestream.media.pipeline import FramePipeline
 
@@ -321,6 +327,7 @@ class Frame:
             unsubscribe()
         self._unsubscribe = []
         pipeline, self._pipeline = self._pipeline, None
+        self.feed.forget()
         if pipeline is not None:
             await asyncio.get_running_loop().run_in_executor(None, pipeline.stop)
             self._encode_seconds_before += pipeline.stats.encode_seconds
@@ -483,6 +490,7 @@ class FrameManager:
         self._room = asyncio.Lock()  # one capacity decision (and the close it may need) at a time
         self._tasks: set[asyncio.Task[Any]] = set()
         self._save_handle: asyncio.TimerHandle | None = None
+        self._saving = asyncio.Lock()
         self.closing = False
         self.restarts = 0  # browsers relaunched after a crash or hang (for /metrics)
         self.state_write_errors = 0  # failed registry writes (for /metrics)
@@ -516,6 +524,7 @@ class FrameManager:
     def load(self) -> None:
         """Frames from the last run come back `closed`; each reopens at its last URL when watched."""
         self.settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        remove_leftover_temps(self.registry_path)
         ended = end_leftover_browsers(self.settings.state_dir / "profiles")
         if ended:
             log.warning("ended %d browser processes left by a previous run: %s", len(ended), ended)
@@ -543,11 +552,11 @@ class FrameManager:
 
     def _save_now(self) -> None:
         self._save_handle = None
-        self.save()
+        self.spawn(self.save_in_background(), "save-registry")
 
-    def save(self) -> None:
+    def _registry(self) -> dict[str, Any]:
         now_wall, now = time.time(), time.monotonic()
-        data = {
+        return {
             "version": 1,
             "frames": [
                 {"id": f.id, "url": f.url, "width": f.size.css_width, "height": f.size.css_height,
@@ -555,28 +564,39 @@ class FrameManager:
                 for f in self.frames.values()
             ],
         }
-        path = self.registry_path
-        tmp = path.with_suffix(".json.tmp")
+
+    async def save_in_background(self) -> None:
+        """Save the registry with the disk work (write, fsync, rename) off the event loop."""
+        async with self._saving:  # in order: an older snapshot never lands after a newer one
+            data = self._registry()
+            try:
+                await asyncio.to_thread(write_json_atomically, self.registry_path, data)
+            except OSError as exc:
+                self._save_failed(exc)
+            else:
+                self._saved()
+
+    def save(self) -> None:
+        """Save the registry now, on this thread (at shutdown, when nothing else runs)."""
         try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            with open(tmp, "w") as fh:
-                json.dump(data, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)  # atomic: a reader sees the old file or the new one, never half
+            write_json_atomically(self.registry_path, self._registry())
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()  # a half-written temp file must not take the space the next write needs
-            self.state_write_errors += 1
-            if self.state_write_error is None:  # once per outage, not once per save
-                log.error("cannot save the frame registry to %s: %s; the last saved copy is kept and frames keep "
-                          "streaming", path, exc.strerror or exc)
-            self.state_write_error = f"{exc.strerror or exc}"
-            with contextlib.suppress(RuntimeError):  # no loop: at shutdown there is no later
-                self.save_soon(SAVE_RETRY_S)  # catch up by itself once space or write access is back
-            return
+            self._save_failed(exc)
+        else:
+            self._saved()
+
+    def _save_failed(self, exc: OSError) -> None:
+        self.state_write_errors += 1
+        if self.state_write_error is None:  # once per outage, not once per save
+            log.error("cannot save the frame registry to %s: %s; the last saved copy is kept and frames keep "
+                      "streaming", self.registry_path, exc.strerror or exc)
+        self.state_write_error = f"{exc.strerror or exc}"
+        with contextlib.suppress(RuntimeError):  # no loop: at shutdown there is no later
+            self.save_soon(SAVE_RETRY_S)  # catch up by itself once space or write access is back
+
+    def _saved(self) -> None:
         if self.state_write_error is not None:
-            log.warning("the frame registry is saved again to %s", path)
+            log.warning("the frame registry is saved again to %s", self.registry_path)
             self.state_write_error = None
 
     # -- frames ------------------------------------------------------------------------------------------
@@ -625,7 +645,7 @@ class FrameManager:
         frame.broadcast_state()
         frame.feed.watches.clear()
         log.info("deleted%s", " with its profile" if purge else "", extra={"frame": frame_id})
-        self.save()
+        await self.save_in_background()
         if purge:
             await asyncio.get_running_loop().run_in_executor(
                 None, lambda: shutil.rmtree(self.profile_dir(frame_id), ignore_errors=True))
@@ -640,12 +660,13 @@ class FrameManager:
         if self._save_handle is not None:
             self._save_handle.cancel()
             self._save_handle = None
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await asyncio.gather(*(f.close_browser() for f in self.frames.values()), return_exceptions=True)
-        self.save()
+        async with self._saving:  # a save under way lands first, so the final one below is the last word
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*(f.close_browser() for f in self.frames.values()), return_exceptions=True)
+            self.save()
 
 
 __all__ = ["CapacityError", "Frame", "FrameGone", "FrameManager", "check_url"]

@@ -70,6 +70,9 @@ class WatchedFrame {
     this.tracer = null; // debug: called for every video message and every picture drawn
     this.counts = { drawn: 0, decoded: 0, decoderErrors: 0, decoderResets: 0, keyframeRequests: 0, gaps: 0 };
     this.lastDraw = null; // {captureUs, drawnUs}
+    // Pictures captured before this (wall µs) were sent from the frame's recent past when we joined: their age
+    // is not transport latency, so the stats leave them out.
+    this.liveFromUs = wallUs();
   }
 
   info() {
@@ -213,7 +216,8 @@ class WatchedFrame {
       const drawnUs = wallUs();
       this.counts.drawn += 1;
       this.lastDraw = { captureUs: frame.timestamp, drawnUs };
-      this.stats.drawn(t, entry ? t - entry.t0 : 0, (drawnUs - frame.timestamp) / 1000);
+      const latencyMs = frame.timestamp >= this.liveFromUs ? (drawnUs - frame.timestamp) / 1000 : null;
+      this.stats.drawn(t, entry ? t - entry.t0 : 0, latencyMs);
       this.tracer?.({ drawn: frame.timestamp });
     } finally {
       frame.close();
@@ -368,7 +372,10 @@ export class FramestreamClient extends EventTarget {
         this.state = 'open';
         this.backoff.reset();
         this.emit('open', { welcome: msg });
-        for (const f of this.frames.values()) this._send({ type: 'watch', frame: f.id });
+        for (const f of this.frames.values()) {
+          f.liveFromUs = wallUs();
+          this._send({ type: 'watch', frame: f.id });
+        }
         return;
       case 'video-config':
         if (!frame) return;

@@ -4,6 +4,11 @@
 the frame's, shared by every viewer) and offers it to each `Watch`. A watch whose connection is behind (its
 `Outbox` is over budget) drops the picture and every delta after it, asks the frame for a keyframe and
 resumes only at one, so a stalled viewer costs the others nothing.
+
+A new watcher starts from the frame's last keyframe and the pictures since, when they fit in one outbox's
+budget (a still or slowly changing page): it sees the picture at once, without waiting for a fresh keyframe
+(at most one a second per frame) and without making every other viewer receive one. Past that budget (motion),
+it asks for a keyframe as before.
 """
 
 from __future__ import annotations
@@ -118,12 +123,20 @@ class FrameFeed:
     bytes_encoded: int = 0
     dropped: int = 0  # pictures not delivered to a viewer that was behind
     watches: set[Watch] = field(default_factory=set)
+    # The last keyframe and every picture after it, with their sequence numbers, while they fit one outbox.
+    _since_keyframe: list[tuple[Picture, int]] = field(default_factory=list)
+    _since_keyframe_bytes: int = 0
     _change_waiters: list[tuple[int, asyncio.Future[int]]] = field(default_factory=list)
 
     def add(self, watch: Watch) -> None:
         self.watches.add(watch)
         watch.waiting_keyframe = True
-        self.request_keyframe()
+        if not self._since_keyframe:
+            self.request_keyframe()
+            return
+        for picture, sequence in self._since_keyframe:
+            if not watch.offer(picture, sequence, self.request_keyframe):
+                return  # its outbox is full: it waits for the keyframe the offer asked for
 
     def remove(self, watch: Watch) -> None:
         self.watches.discard(watch)
@@ -133,6 +146,11 @@ class FrameFeed:
         for watch in self.watches:
             watch.waiting_keyframe = True
             watch.configured = False
+        self.forget()
+
+    def forget(self) -> None:
+        """The encoder stopped: its pictures no longer show the page as it is, so no joiner gets them."""
+        self._keep_since_keyframe(None)
 
     def publish(self, picture: Picture) -> None:
         self.sequence = (self.sequence + 1) & 0xFFFFFFFF
@@ -142,6 +160,7 @@ class FrameFeed:
         self.pictures += 1
         self.keyframes += picture.keyframe
         self.bytes_encoded += len(picture.data)
+        self._keep_since_keyframe(picture)
         for watch in list(self.watches):
             if not watch.offer(picture, self.sequence, self.request_keyframe):
                 self.dropped += 1
@@ -155,6 +174,17 @@ class FrameFeed:
                 else:
                     keep.append((after_us, future))
             self._change_waiters = keep
+
+    def _keep_since_keyframe(self, picture: Picture | None) -> None:
+        """Remember `picture` for joiners (None: forget them all)."""
+        if picture is None or picture.keyframe:
+            self._since_keyframe, self._since_keyframe_bytes = [], 0
+        if picture is None or not (picture.keyframe or self._since_keyframe):
+            return
+        self._since_keyframe_bytes += len(picture.data)
+        self._since_keyframe.append((picture, self.sequence))
+        if len(self._since_keyframe) > OUTBOX_MAX_PICTURES or self._since_keyframe_bytes > OUTBOX_MAX_BYTES:
+            self._since_keyframe, self._since_keyframe_bytes = [], 0  # motion: joiners ask for a keyframe
 
     async def wait_change(self, after_us: int, timeout: float) -> int | None:
         """The capture time of the first changed picture captured after `after_us`, or None after `timeout`."""

@@ -64,6 +64,46 @@ async def test_a_stalled_viewer_skips_to_the_next_keyframe_and_the_other_gets_ev
     assert healthy_got == list(range(1, 14))
 
 
+async def test_a_joiner_starts_from_the_last_keyframe_without_asking_for_a_new_one() -> None:
+    asked: list[int] = []
+    feed = FrameFeed(request_keyframe=lambda: asked.append(1))
+    feed.add(watch(Outbox(), 1, []))
+    feed.publish(picture(key=True))
+    feed.publish(picture())
+    feed.publish(picture())
+    asked.clear()
+    configs: list[int] = []
+    late = Outbox()
+    feed.add(watch(late, 2, configs))
+    feed.publish(picture())
+    got = [unpack_video_header(m) for m in await drain(late) if isinstance(m, bytes)]
+    assert [(h.sequence, h.keyframe) for h in got] == [(1, True), (2, False), (3, False), (4, False)]
+    assert configs == [2] and asked == [], "served from what was sent, no new keyframe for everyone"
+
+
+async def test_past_one_outbox_of_motion_a_joiner_asks_for_a_keyframe() -> None:
+    asked: list[int] = []
+    feed = FrameFeed(request_keyframe=lambda: asked.append(1))
+    feed.publish(picture(key=True))
+    for _ in range(20):  # more than an outbox holds (15 pictures)
+        feed.publish(picture())
+    late = Outbox()
+    feed.add(watch(late, 2, []))
+    assert asked == [1] and await drain(late) == []
+    feed.publish(picture(key=True))
+    assert [unpack_video_header(m).keyframe for m in await drain(late) if isinstance(m, bytes)] == [True]
+
+
+async def test_a_new_encoder_forgets_the_old_pictures() -> None:
+    asked: list[int] = []
+    feed = FrameFeed(request_keyframe=lambda: asked.append(1))
+    feed.publish(picture(key=True))
+    feed.restarted()
+    late = Outbox()
+    feed.add(watch(late, 2, []))
+    assert asked == [1] and await drain(late) == []
+
+
 async def test_an_oversized_keyframe_still_goes_to_an_empty_outbox() -> None:
     outbox = Outbox(max_bytes=1000)
     assert outbox.push_video(b"k" * 5000)

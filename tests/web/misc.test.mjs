@@ -60,3 +60,15 @@ test('stats over a one-second window', () => {
   assert.equal(formatStats(later), '0 fps · 0 kbit/s · decode – · latency –');
   assert.equal(formatStats(snap), '30 fps · 240 kbit/s · decode 2.0 ms · latency 25.0 ms');
 });
+
+test('stats leave out pictures of unknown latency (sent from before the viewer joined)', () => {
+  const s = new StatsWindow({ windowMs: 1000 });
+  s.drawn(10, 3, null); // the frame's last keyframe, captured a minute ago
+  s.drawn(40, 1, 20);
+  const snap = s.snapshot(100);
+  assert.equal(snap.fps, 2);
+  assert.equal(snap.decodeMs, 2);
+  assert.equal(snap.latencyMs, 20);
+  s.drawn(200, 1, null);
+  assert.equal(new StatsWindow().snapshot(0).latencyMs, null);
+});

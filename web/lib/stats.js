@@ -22,7 +22,8 @@ export class StatsWindow {
     this._trim(now);
   }
 
-  /** A picture was drawn; decodeMs from decode() to output, latencyMs from capture to drawing. */
+  /** A picture was drawn; decodeMs from decode() to output, latencyMs from capture to drawing (null: not
+   * known, e.g. a picture from before the viewer joined). */
   drawn(now, decodeMs, latencyMs) {
     this.frames.push([now, decodeMs, latencyMs]);
     this.totals.drawn += 1;
@@ -34,8 +35,10 @@ export class StatsWindow {
     this._trim(now);
     const seconds = this.windowMs / 1000;
     const bits = this.bytes.reduce((s, [, n]) => s + n, 0) * 8;
-    const avg = (i) => (this.frames.length
-      ? this.frames.reduce((s, f) => s + f[i], 0) / this.frames.length : null);
+    const avg = (i) => {
+      const known = this.frames.filter((f) => f[i] !== null && f[i] !== undefined);
+      return known.length ? known.reduce((s, f) => s + f[i], 0) / known.length : null;
+    };
     return {
       fps: this.frames.length / seconds,
       kbps: bits / 1000 / seconds,
