@@ -64,5 +64,8 @@ lock: venv
 bench: system-deps venv
 	$(PY) -m benchmarks.run
 
+soak: system-deps venv
+	$(PY) -m benchmarks.run --only soak
+
 clean:
 	rm -rf $(VENV) .state .mypy_cache .ruff_cache

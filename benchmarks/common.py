@@ -13,14 +13,15 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.procstat import classify, descendants
+from benchmarks.procstat import CpuWindow, classify, descendants
+from benchmarks.viewer import Viewer
 from tests.support import PAGES as TEST_PAGES
-from tests.support import Service, page_server
+from tests.support import Service, StreamClient, page_server
 
 BENCH_PAGES = Path(__file__).resolve().parent / "pages"
 
@@ -130,6 +131,40 @@ def service_pids(service: Service) -> dict[str, list[int]]:
     kinds = classify(descendants(service.proc.pid))
     kinds["service"] = [service.proc.pid]
     return kinds
+
+
+def cpu_window(service: Service, bench: Iterable[int] = ()) -> CpuWindow:
+    """CPU of the service, its Chromiums, its Xvfbs and the benchmark (this process and any `bench` helpers)."""
+    kinds = service_pids(service)
+    ours = bench_pid() + list(bench)
+    return CpuWindow({"service": lambda: kinds["service"], "chromium": lambda: kinds["chromium"],
+                      "xvfb": lambda: kinds["xvfb"], "bench": lambda: ours})
+
+
+async def open_watchers(service: Service, frame_id: str, count: int, timeout: float = 30.0) -> list[Viewer]:
+    """`count` new viewers of one frame, each reading in the background, once every one has had a keyframe."""
+    viewers: list[Viewer] = []
+    try:
+        for _ in range(count):
+            viewer = await Viewer.open(service)
+            viewers.append(viewer)
+            viewer.start_pump()
+            await viewer.send({"type": "watch", "frame": frame_id})
+        for viewer in viewers:
+            await viewer.wait_keyframe(timeout)
+    except BaseException:
+        await close_viewers(viewers)
+        raise
+    return viewers
+
+
+async def close_viewers(viewers: Iterable[Viewer]) -> None:
+    """Close viewers and forget them (tests' class-wide list of open clients would keep every record alive)."""
+    viewers = list(viewers)
+    await asyncio.gather(*(v.close() for v in viewers))
+    for viewer in viewers:
+        with contextlib.suppress(ValueError):
+            StreamClient.open_clients.remove(viewer)
 
 
 def metrics(service: Service) -> dict[str, float]:

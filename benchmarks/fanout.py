@@ -11,8 +11,8 @@ import asyncio
 import time
 from typing import Any
 
-from benchmarks.common import Bench, bench_pid, create_frame, delete_frame, ratio, service_pids
-from benchmarks.procstat import CpuWindow, ThreadWindow
+from benchmarks.common import Bench, close_viewers, cpu_window, create_frame, delete_frame, open_watchers, ratio
+from benchmarks.procstat import ThreadWindow
 from benchmarks.viewer import Viewer, window_stats
 from tests.support import Service
 
@@ -21,10 +21,9 @@ SIZE = (1280, 800, 1)
 
 async def _sample(bench: Bench, service: Service, viewers: list[Viewer]) -> dict[str, Any]:
     await asyncio.sleep(bench.timing.warm)
-    kinds = service_pids(service)
-    window = CpuWindow({"service": lambda: kinds["service"], "chromium": lambda: kinds["chromium"],
-                        "xvfb": lambda: kinds["xvfb"], "bench": bench_pid})
-    threads = ThreadWindow(kinds["service"][0])
+    assert service.proc is not None
+    window = cpu_window(service)
+    threads = ThreadWindow(service.proc.pid)
     t0 = time.time_ns() // 1000
     window.start()
     threads.start()
@@ -47,19 +46,13 @@ async def fanout(bench: Bench, service: Service) -> dict[str, Any]:
     levels: list[dict[str, Any]] = []
     try:
         for count in bench.timing.fanout:
-            while len(viewers) < count:
-                viewer = await Viewer.open(service)
-                viewer.start_pump()
-                await viewer.send({"type": "watch", "frame": frame_id})
-                viewers.append(viewer)
-            for viewer in viewers:
-                await viewer.wait_keyframe(30)
+            viewers += await open_watchers(service, frame_id, count - len(viewers))
             bench.say(f"fan-out: {count} viewers")
             level = await _sample(bench, service, viewers)
             level["viewers"] = count
             levels.append(level)
     finally:
-        await asyncio.gather(*(v.close() for v in viewers))
+        await close_viewers(viewers)
         await delete_frame(service, frame_id)
     base = levels[0]["cpu"]["service"]
     for level in levels:
@@ -76,17 +69,10 @@ async def scale(bench: Bench, service: Service) -> dict[str, Any]:
         for _ in range(count):
             frames.append(await create_frame(service, bench.page("animated.html"), css_w, css_h, dpr))
         for frame_id in frames:
-            viewer = await Viewer.open(service)
-            viewer.start_pump()
-            await viewer.send({"type": "watch", "frame": frame_id})
-            viewers.append(viewer)
-        for viewer in viewers:
-            await viewer.wait_keyframe(30)
+            viewers += await open_watchers(service, frame_id, 1)
         bench.say(f"scale: {count} animated frames, one viewer each")
         await asyncio.sleep(bench.timing.warm)
-        kinds = service_pids(service)
-        window = CpuWindow({"service": lambda: kinds["service"], "chromium": lambda: kinds["chromium"],
-                            "xvfb": lambda: kinds["xvfb"], "bench": bench_pid})
+        window = cpu_window(service)
         t0 = time.time_ns() // 1000
         window.start()
         await asyncio.sleep(bench.timing.window)
@@ -94,7 +80,7 @@ async def scale(bench: Bench, service: Service) -> dict[str, Any]:
         t1 = time.time_ns() // 1000
         per = [window_stats(v.recs, t0, t1) for v in viewers]
     finally:
-        await asyncio.gather(*(v.close() for v in viewers))
+        await close_viewers(viewers)
         for frame_id in frames:
             await delete_frame(service, frame_id)
     fps = [p["fps"] for p in per]

@@ -1,4 +1,4 @@
-"""Turns a run's results into the printed tables, and checks them against the targets of issue 6."""
+"""Turns a run's results into the printed tables, and checks them against the targets of issues 6 and 7."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ def _f(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+HEALTHZ_MS = 50.0  # issue 7: /healthz stays under this while loaded
 MARKDOWN = False  # benchmarks.markdown sets it: the same tables as Markdown, for docs/performance.md
 
 
@@ -164,6 +165,132 @@ def lifecycle_table(life: dict[str, Any]) -> str:
     return table(["lifecycle", "figure"], rows)
 
 
+def spread_text(s: dict[str, Any] | None, digits: int = 1) -> str:
+    return "-" if not s else f"{_f(s['min'], digits)} / {_f(s['median'], digits)} / {_f(s['max'], digits)}"
+
+
+def pct_text(p: dict[str, Any] | None, digits: int = 1) -> str:
+    if not p or not p.get("n"):
+        return "-"
+    return f"{_f(p['p50'], digits)} / {_f(p['p95'], digits)} / {_f(p['max'], digits)}"
+
+
+LOAD_RUNS = ("viewers_100", "six_by_ten")
+
+
+def load_label(r: dict[str, Any]) -> str:
+    return f"{r['frames']} frame{'s' if r['frames'] > 1 else ''} x {r['viewers'] // r['frames']} viewers"
+
+
+def load_table(load: dict[str, Any]) -> str:
+    """One row per many-viewer run: delivered fps spread over the viewers, CPU, service RSS, /healthz."""
+    header = ["run", "size", "fps/viewer min / med / max", "starved", "drop-free min", "longest gap ms med / max",
+              "encoded fps", "svc vCPU", "chrome", "xvfb", "bench", "others", "svc RSS MB",
+              "healthz ms p50/p95/max (all)", "(window)"]
+    rows = []
+    for key in LOAD_RUNS:
+        r = load.get(key)
+        if not r:
+            continue
+        c, gap = r["cpu"], r["max_gap_ms"]
+        rows.append([load_label(r), r["size"], spread_text(r["fps"]), r["starved"], r["drop_free_min"],
+                     f"{_f(gap['median'], 0)} / {_f(gap['max'], 0)}", spread_text(r["encoded_fps"]), c["service"],
+                     c["chromium"], c["xvfb"], c["bench"], _f(c.get("others"), 2),
+                     f"{r['rss_mb_before']} -> {r['rss_mb']}", pct_text(r["healthz_ms"]),
+                     pct_text(r["healthz_window_ms"])])
+    return table(header, rows)
+
+
+def slowest_lines(load: dict[str, Any]) -> list[str]:
+    """Where the slowest /healthz answers of each run fell (seconds from its start, and what it was doing)."""
+    out = []
+    for key in (*LOAD_RUNS, "storm"):
+        r = load.get(key)
+        if r and r["healthz_ms"].get("slowest"):
+            worst = ", ".join(f"{s['ms']:.0f} ms at {s['at_s']} s" + (f" ({s['during']})" if s["during"] else "")
+                              for s in r["healthz_ms"]["slowest"])
+            out.append(f"- slowest /healthz, {load_label(r) if key in LOAD_RUNS else key}: {worst}")
+    return out
+
+
+def storm_table(s: dict[str, Any]) -> str:
+    rows = [[kind, k["n"], k["expected"], ", ".join(f"{why}: {n}" for why, n in k["unexpected"].items()) or "-"]
+            for kind, k in s["kinds"].items()]
+    return table(["connection", "n", "expected answers", "otherwise"], rows)
+
+
+def storm_lines(s: dict[str, Any]) -> list[str]:
+    g, v, c = s["gauges"], s["viewer"], s["cpu"]
+
+    def trio(name: str) -> str:
+        return (f"{g['baseline'].get(name)} -> peak {g['peak'].get(name)} -> {g['after'].get(name)} "
+                f"(no viewer {g['no_viewer'].get(name)}, all left {g['all_left'].get(name)})")
+
+    return [f"- {line}" for line in [
+        f"{s['connections']} connections, {s['concurrency']} at a time, in {s['seconds']} s ({s['per_second']}/s); "
+        f"unexpected answers {s['unexpected']}",
+        f"hello -> welcome ms p50/p95/max {pct_text(s['welcome_ms'])}; "
+        f"watch -> first picture {pct_text(s['first_picture_ms'])}",
+        f"/healthz during the storm ms p50/p95/max {pct_text(s['healthz_ms'])} ({s['healthz_ms']['failed']} failed)",
+        f"the watching viewer ({s['size']}): {v['fps_before']} fps before, {v['fps_during']} during, drop-free "
+        f"{v['drop_free']}, longest gap {v['max_gap_ms']} ms",
+        f"vCPU during: service {c['service']}, Chromium {c['chromium']}, Xvfb {c['xvfb']}, bench {c['bench']}, "
+        f"others {c.get('others')}",
+        f"connections {trio('framestream_connections')}; settled in {g['settle_s']} s",
+        f"tasks {trio('framestream_tasks')}",
+        f"fds {trio('process_open_fds')}",
+    ]]
+
+
+def checks_table(checks: list[dict[str, Any]]) -> str:
+    return table(["check", "value", "bound", ""],
+                 [[c["check"], c["value"], c["bound"] or "-", "OK" if c["ok"] else "NOT OK"] for c in checks])
+
+
+def soak_table(s: dict[str, Any]) -> str:
+    rows = []
+    for name, g in s["gauges"].items():
+        scale = 2**20 if name.endswith("_bytes") else 1
+        label = name.replace("_bytes", " MB") if scale > 1 else name
+
+        def v(x: float | None, scale: float = scale) -> str:
+            return "-" if x is None else _f(round(x / scale, 1), 1)
+
+        rows.append([label, v(g["baseline"]), v(g["start"]), v(g["end"]), v(g["max"]), v(g["first_median"]),
+                     v(g["last_median"]), v(g["growth"])])
+    return table(["gauge", "baseline", "start", "end", "max", "first-minute median", "last-minute median",
+                  "growth"], rows)
+
+
+def _near(at_s: float, events: list[dict[str, Any]], within: float = 2.0) -> str:
+    """The pausing frame's state change closest to a moment (polled every 0.5 s), if one was that close."""
+    near = [e for e in events if abs(e["at_s"] - at_s) <= within]
+    if not near:
+        return ""
+    e = min(near, key=lambda e: abs(e["at_s"] - at_s))
+    return f" (third frame {e['state']} at {e['at_s']} s)"
+
+
+def soak_lines(s: dict[str, Any]) -> list[str]:
+    visits = ", ".join(f"{kind} {k['expected']}/{k['n']}" for kind, k in s["visits"].items())
+    c = s["cpu"]
+    events = s.get("third_frame_states", [])
+    slow = "; ".join(f"{x['ms']:.0f} ms at {x['at_s']} s{_near(x['at_s'], events)}"
+                     for x in s["healthz_ms"].get("slowest", []))
+    gaps = "; ".join(f"{g['ms']:.0f} ms at {g['at_s']} s{_near(g['at_s'], events)}"
+                     for g in s.get("anchor_gaps", []))
+    return [f"- {line}" for line in [
+        f"slowest /healthz: {slow}",
+        f"longest gap of each viewer watching throughout: {gaps}",
+        f"connections (expected answers / made): {visits}; unexpected {s['unexpected']}",
+        f"watch -> first picture ms p50/p95/max {pct_text(s['first_picture_ms'])}; the {s['anchors']} viewers "
+        f"watching throughout {spread_text(s['anchor_fps'])} fps, longest gap {s['anchor_max_gap_ms']} ms",
+        f"/healthz ms p50/p95/max {pct_text(s['healthz_ms'])} ({s['healthz_ms']['failed']} failed); "
+        f"vCPU service {c['service']}, Chromium {c['chromium']}, Xvfb {c['xvfb']}, bench {c['bench']}, "
+        f"others {c.get('others')}",
+    ]]
+
+
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     """Every target of issue 6 (and issue 2's capture-to-send) with the measured value: met, behind or n/a."""
     out: list[dict[str, Any]] = []
@@ -207,6 +334,27 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     s = results.get("scale")
     if s:
         add(f"{s['frames']} animated frames fps min", s["fps_min"], ">= 25 (or graceful)", s["fps_min"] >= 25)
+    for key in LOAD_RUNS:
+        r = results.get("load", {}).get(key)
+        if r:
+            label = load_label(r)
+            h = r["healthz_ms"].get("p95")
+            add(f"/healthz p95, {label}", h, f"< {HEALTHZ_MS:g} ms", None if h is None else h < HEALTHZ_MS)
+            add(f"starved viewers, {label}", r["starved"], "0 (none below half the median fps)", r["starved"] == 0)
+    storm = results.get("load", {}).get("storm")
+    if storm:
+        h = storm["healthz_ms"].get("p95")
+        add("/healthz p95 during the storm", h, f"< {HEALTHZ_MS:g} ms", None if h is None else h < HEALTHZ_MS)
+        add("storm: unexpected answers", storm["unexpected"], "0", storm["unexpected"] == 0)
+        add("storm: back to baseline", sum(c["ok"] for c in storm["checks"]), f"{len(storm['checks'])} checks",
+            all(c["ok"] for c in storm["checks"]))
+    for row in (results.get("faults") or {}).get("rows", []):
+        add(f"back after a killed {row['victim']} (max)", row["picture_ms_max"], "<= 3000 ms",
+            row["picture_ms_max"] <= 3000)
+    soak = results.get("soak")
+    if soak:
+        for c in soak["checks"]:
+            add(f"soak: {c['check']}", c["value"], c["bound"], c["ok"])
     life = results.get("lifecycle", {})
     if "resume_ms" in life:
         add("resume -> keyframe ms, median (max)", f"{life['resume_ms']['median']} ({life['resume_ms']['max']})",
@@ -221,6 +369,16 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         add("idle service RSS MB", life["idle_fresh"]["rss_mb"], "<= 60 MB", life["idle_fresh"]["rss_mb"] <= 60)
         add("idle service vCPU", life["idle_fresh"]["vcpu"], "~0 (<= 0.002)", life["idle_fresh"]["vcpu"] <= 0.002)
     return out
+
+
+def faults_table(faults: dict[str, Any]) -> str:
+    rows = []
+    for row in faults["rows"]:
+        runs = row["runs"]
+        rows.append([row["victim"], len(runs), max(r["told_ms"] for r in runs), max(r["live_ms"] for r in runs),
+                     row["picture_ms_median"], row["picture_ms_max"], row["other_fps_min"]])
+    return table(["SIGKILL", "runs", "told ms (max)", "live ms (max)", "picture ms (median)", "picture ms (max)",
+                  "other frame fps (min)"], rows)
 
 
 def targets_table(items: list[dict[str, Any]]) -> str:

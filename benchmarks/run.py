@@ -1,9 +1,12 @@
-"""`make bench`: framestream's CPU, fps, latency, quality, fan-out, scale and lifecycle, beside its peers.
+"""`make bench`: framestream's CPU, fps, latency, quality, fan-out, scale, lifecycle and load, beside its peers.
 
-    .venv/bin/python -m benchmarks.run            # everything, about 10 minutes on a 2-core machine
+    .venv/bin/python -m benchmarks.run            # everything but the soak, about 12 minutes on 2 cores
     .venv/bin/python -m benchmarks.run --quick    # a ~2-minute subset (1280x800 only, shorter windows)
     .venv/bin/python -m benchmarks.run --only cpu,latency   # some sections (cpu latency quality fanout scale
-                                                            # lifecycle)
+                                                            # lifecycle load faults soak)
+    .venv/bin/python -m benchmarks.run --only soak --soak-seconds 120   # the soak, shorter (default 600 s)
+
+The soak runs only when asked (`--only soak` or `--soak`); `--quick` skips scale and load unless named.
 
 Prints the tables and writes benchmarks/results/<UTC timestamp>.json and benchmarks/results/latest.json.
 Every figure is measured in this run on this machine; peers run on a display of their own showing the same
@@ -27,13 +30,15 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from benchmarks import chart, convert, cpu, fanout, latency, lifecycle, quality, report
+from benchmarks import chart, convert, cpu, fanout, faults, latency, lifecycle, load, quality, report
 from benchmarks.common import Bench, Timing, pages, scratch, start_service, stop_all, stop_service
 from benchmarks.peers import selkies_available
 from benchmarks.procstat import loadavg
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS = ("lifecycle", "cpu", "latency", "quality", "convert", "fanout", "scale")
+SECTIONS = ("lifecycle", "cpu", "latency", "quality", "convert", "fanout", "scale", "load",
+            "faults")  # the default run
+OPTIONAL = ("soak",)  # ten minutes: only when asked
 
 
 def machine() -> dict[str, Any]:
@@ -83,7 +88,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         timing.window = args.window
     only = set(args.only.split(",")) if args.only else set(SECTIONS)
     if args.quick and not args.only:
-        only.discard("scale")
+        only -= {"scale", "load", "faults"}
+    if args.soak:
+        only.add("soak")
+    unknown = only - set(SECTIONS) - set(OPTIONAL)
+    if unknown:
+        raise SystemExit(f"unknown sections: {','.join(sorted(unknown))}")
     results: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "quick": args.quick,
         "commit": git_commit(), "machine": machine(), "loadavg_start": loadavg(), "timing": vars(timing),
@@ -122,6 +132,21 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                     await _section(bench, "scale", fanout.scale(bench, service))
             finally:
                 await stop_service(service)
+        if "load" in only:
+            await _load_sections(bench, work)
+        if "faults" in only:
+            service = await start_service(work, "faults")
+            try:
+                await _section(bench, "faults", faults.run(bench, service, repeats=2 if args.quick else 3))
+            finally:
+                await stop_service(service)
+        if "soak" in only:
+            service = await start_service(work, "soak", load.SOAK_ENV)
+            try:
+                await _section(bench, "soak", load.soak(bench, service, args.soak_seconds),
+                               limit=args.soak_seconds + SOAK_MARGIN)
+            finally:
+                await stop_service(service)
     results["loadavg_end"] = loadavg()
     results["duration_s"] = round(time.monotonic() - started, 1)
     results["targets"] = report.targets(results)
@@ -131,14 +156,35 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # Generous bounds per section (seconds): a stuck section is cancelled (its cleanup runs) and reported.
+# The load section's parts are bounded one by one; the soak by its length plus SOAK_MARGIN.
+SOAK_MARGIN = 300
 SECTION_LIMIT = {"lifecycle": 240, "cpu": 900, "latency": 240, "quality": 240, "convert": 120, "fanout": 240,
-                 "scale": 300}
+                 "scale": 300, "load.viewers_100": 300, "load.six_by_ten": 300, "load.storm": 300,
+                 "faults": 300, "soak": 600 + SOAK_MARGIN}
 
 
-async def _section(bench: Bench, name: str, coro: Any) -> None:
-    t0 = time.monotonic()
+async def _load_sections(bench: Bench, work: Path) -> None:
+    """100 viewers, six frames by ten viewers, and the storm, on a service of their own (fresh counts)."""
+    service = await start_service(work, "load", load.SERVICE_ENV)
     try:
-        bench.results[name] = await asyncio.wait_for(coro, SECTION_LIMIT[name])
+        await asyncio.sleep(1.0)
+        await _section(bench, "load.viewers_100", load.viewers_100(bench, service))
+        await _section(bench, "load.six_by_ten", load.six_by_ten(bench, service))
+        await _section(bench, "load.storm", load.storm(bench, service))
+    finally:
+        await stop_service(service)
+
+
+async def _section(bench: Bench, name: str, coro: Any, limit: float | None = None) -> None:
+    """Run one section (`name`), or one part of one (`section.part`, kept as results[section][part])."""
+    t0 = time.monotonic()
+    section, _, part = name.partition(".")
+    try:
+        value = await asyncio.wait_for(coro, limit or SECTION_LIMIT[name])
+        if part:
+            bench.results.setdefault(section, {})[part] = value
+        else:
+            bench.results[name] = value
     except Exception as exc:  # one section failing must not lose the others' figures
         bench.say(f"{name}: FAILED: {exc}")
         bench.results["errors"][name] = "".join(traceback.format_exception(exc))[-3000:]
@@ -189,7 +235,34 @@ def render(results: dict[str, Any]) -> str:
     if "lifecycle" in results:
         out.append(f"\n7. Lifecycle ({results['lifecycle']['size']}, MAX_BROWSERS=1, FRAME_IDLE_PAUSE_S=1)")
         out.append(report.lifecycle_table(results["lifecycle"]))
-    out.append("\nTargets (issue 6; capture->recv from issue 2)")
+    if "load" in results:
+        out.append("\n8. Load: many viewers (each viewer counts pictures from the 16-byte video header, no decoding; "
+                   "'bench' = this process and its /healthz probe, on the same 2 cores)")
+        out.append(report.load_table(results["load"]))
+        sixes = results["load"].get("six_by_ten")
+        if sixes:
+            out.append("- per frame, delivered fps min / median / max: " + "; ".join(
+                report.spread_text(f) for f in sixes["fps_per_frame"]))
+        out.extend(report.slowest_lines(results["load"]))
+        if "storm" in results["load"]:
+            out.append("\n8b. Connection storm (half say hello, watch until the first picture and close; half never "
+                       "say hello: close at once, wait 0.1-1.5 s, or wait for 4408)")
+            out.append(report.storm_table(results["load"]["storm"]))
+            out.extend(report.storm_lines(results["load"]["storm"]))
+            out.append(report.checks_table(results["load"]["storm"]["checks"]))
+    if "soak" in results:
+        s = results["soak"]
+        out.append(f"\n9. Soak: {s['seconds']:g} s of viewers joining and leaving, {s['frames']} animated frames at "
+                   f"{s['size']} ({s['anchors']} watched throughout); /metrics every 2 s")
+        out.append(report.soak_table(s))
+        out.extend(report.soak_lines(s))
+        out.append(report.checks_table(s["checks"]))
+    if "faults" in results:
+        out.append(f"\n10. Faults: SIGKILL one process of a frame ({results['faults']['size']}), time until the "
+                   "watcher is told (launching), the frame is live, and a decoded picture shows the page again; "
+                   "meanwhile another frame's viewer")
+        out.append(report.faults_table(results["faults"]))
+    out.append("\nTargets (issue 6; capture->recv from issue 2; load and soak from issue 7)")
     out.append(report.targets_table(results["targets"]))
     for name, err in results.get("errors", {}).items():
         out.append(f"\n{name}: FAILED\n{err.strip().splitlines()[-1]}")
@@ -211,7 +284,9 @@ def save(results: dict[str, Any]) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a ~2-minute subset")
-    parser.add_argument("--only", help=f"comma-separated sections: {','.join(SECTIONS)}")
+    parser.add_argument("--only", help=f"comma-separated sections: {','.join(SECTIONS + OPTIONAL)}")
+    parser.add_argument("--soak", action="store_true", help="also run the soak (viewers joining and leaving)")
+    parser.add_argument("--soak-seconds", type=float, default=600.0, help="length of the soak (default 600)")
     parser.add_argument("--no-selkies", action="store_true", help="skip the Selkies peer")
     parser.add_argument("--retries", type=int, default=None,
                         help="measure a CPU row again up to N times while other processes keep the machine busy "
