@@ -290,7 +290,7 @@ class Frame:
 
     def _resume_locked(self) -> None:
         if self._browser is not None:
-            self._browser.continue_renderers()
+            self._browser.thaw_page()
         if self._pipeline is not None:
             self._pipeline.set_paused(False)
         self._set_state(FrameState.LIVE)
@@ -306,7 +306,7 @@ class Frame:
             with contextlib.suppress(CDPError):
                 await self._browser.call("Memory.simulatePressureNotification", {"level": "critical"},
                                          timeout=2.0)
-            self._browser.stop_renderers()
+            self._browser.freeze_page()
             self._set_state(FrameState.PAUSED)
 
     async def close_browser(self, *, state: FrameState = FrameState.CLOSED) -> None:

@@ -140,7 +140,7 @@ class ChromeBrowser:
         self.session_id = session_id
         self.target_id = target_id
         self.profile_dir = profile_dir
-        self._renderers_stopped: list[int] = []
+        self._frozen: list[int] = []
 
     @property
     def pid(self) -> int:
@@ -237,8 +237,9 @@ class ChromeBrowser:
             raise CDPError(f"evaluate failed: {result['exceptionDetails'].get('text')}")
         return result.get("result", {}).get("value")
 
-    def renderer_pids(self) -> list[int]:
-        """Renderer processes of this browser, found by walking our own process group in /proc."""
+    def child_pids(self, *types: bytes) -> list[int]:
+        """This browser's child processes of the given `--type=` values, found in our own process group."""
+        wanted = tuple(b"--type=" + t + b" " for t in types)
         pids = []
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -249,28 +250,31 @@ class ChromeBrowser:
                 if int(fields[2]) != self.proc.pid:  # field 5, pgrp
                     continue
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if b"--type=renderer" in f.read():
-                        pids.append(int(entry))
+                    args = f.read().replace(b"\0", b" ") + b" "
+                if any(w in args for w in wanted):
+                    pids.append(int(entry))
             except (OSError, IndexError, ValueError):
                 continue
         return pids
 
-    def stop_renderers(self) -> None:
-        """Freeze the page: SIGSTOP its renderers (state intact, no CPU, resumes painting at once)."""
-        self._renderers_stopped = self.renderer_pids()
-        for pid in self._renderers_stopped:
+    def freeze_page(self) -> None:
+        """Freeze the page: SIGSTOP its renderers (state intact, no CPU, resumes painting at once) and the GPU
+        process, whose display compositor would otherwise keep ticking for a page that cannot draw. The browser
+        process keeps running: it answers DevTools (the heartbeat) and holds the profile."""
+        self._frozen = self.child_pids(b"renderer", b"gpu-process")
+        for pid in self._frozen:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGSTOP)
 
-    def continue_renderers(self) -> None:
-        for pid in self._renderers_stopped:
+    def thaw_page(self) -> None:
+        for pid in self._frozen:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
-        self._renderers_stopped = []
+        self._frozen = []
 
     async def close(self, *, grace: float = 10.0) -> None:
         """Close gracefully (Browser.close flushes cookies, storage and prefs), then make sure it is gone."""
-        self.continue_renderers()
+        self.thaw_page()
         # A browser stopped from outside (SIGSTOP) cannot close itself: let it run again so it can flush.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGCONT)
