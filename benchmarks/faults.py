@@ -37,9 +37,10 @@ async def one_kill(service: Service, frame_id: str, victim: str, other: Viewer) 
     try:
         await viewer.watch(frame_id)
         await viewer.wait_for_colour(frame_id, BOX_AT, BOX_RGB, timeout=30)
+        pids = victims(service, frame_id, victim)  # found before the clock starts: it scans /proc
         other_before = len(other.recs)
         killed_at = time.monotonic()
-        for pid in victims(service, frame_id, victim):
+        for pid in pids:
             os.kill(pid, signal.SIGKILL)
         told = live = pictured = None
         while pictured is None and time.monotonic() - killed_at < 30:
