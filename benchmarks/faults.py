@@ -89,7 +89,8 @@ async def run(bench: Bench, service: Service, repeats: int = 3) -> dict[str, Any
             rows.append({"victim": victim, "runs": runs, "picture_ms_median": statistics.median(pictures),
                          "picture_ms_max": max(pictures),
                          "other_fps_min": min(r["other_fps"] for r in runs)})
-        return {"size": "320x200 dpr 2 (the other frame 640x400 dpr 1)", "repeats": repeats, "target_ms": 3000, "rows": rows}
+        return {"size": "320x200 dpr 2 (the other frame 640x400 dpr 1)", "repeats": repeats, "target_ms": 3000,
+                "rows": rows}
     finally:
         await other.close()
         await delete_frame(service, animated)
