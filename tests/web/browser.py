@@ -1,6 +1,6 @@
 """A headless Chromium driven over the DevTools protocol, just enough for the viewer tests.
 
-Debian's /usr/bin/chromium (or CHROME_PATH), talked to with `websockets` directly: no Playwright, no npm.
+Debian's /usr/bin/chromium (or CHROME_PATH), talked to with framestream's own CDP client: no Playwright, no npm.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import websockets
+from framestream.browser.cdp import CDPConnection
+from framestream.errors import CDPError
 
 CHROME = os.environ.get("CHROME_PATH", "/usr/bin/chromium")
 
@@ -24,45 +25,26 @@ def chrome_available() -> bool:
     return Path(CHROME).exists() or shutil.which(CHROME) is not None
 
 
-class CDPError(RuntimeError):
-    pass
-
-
 class Page:
-    """One page target over its own DevTools WebSocket."""
+    """One page target over its own DevTools WebSocket (framestream's own CDP client)."""
 
-    def __init__(self, ws: Any) -> None:
-        self._ws = ws
-        self._next = 0
-        self._waiters: dict[int, asyncio.Future[Any]] = {}
+    def __init__(self, cdp: CDPConnection) -> None:
+        self._cdp = cdp
         self.console: list[str] = []
         self.exceptions: list[str] = []
-        self._reader = asyncio.get_running_loop().create_task(self._read())
+        cdp.on("Runtime.consoleAPICalled", self._on_console)
+        cdp.on("Runtime.exceptionThrown", self._on_exception)
 
-    async def _read(self) -> None:
-        with contextlib.suppress(websockets.ConnectionClosed):
-            async for raw in self._ws:
-                msg = json.loads(raw)
-                if "id" in msg:
-                    fut = self._waiters.pop(msg["id"], None)
-                    if fut and not fut.done():
-                        if "error" in msg:
-                            fut.set_exception(CDPError(str(msg["error"])))
-                        else:
-                            fut.set_result(msg.get("result", {}))
-                elif msg.get("method") == "Runtime.consoleAPICalled":
-                    args = msg["params"].get("args", [])
-                    self.console.append(" ".join(str(a.get("value", a.get("description", ""))) for a in args))
-                elif msg.get("method") == "Runtime.exceptionThrown":
-                    details = msg["params"]["exceptionDetails"]
-                    self.exceptions.append(str(details.get("exception", {}).get("description", details)))
+    def _on_console(self, params: dict[str, Any]) -> None:
+        args = params.get("args", [])
+        self.console.append(" ".join(str(a.get("value", a.get("description", ""))) for a in args))
+
+    def _on_exception(self, params: dict[str, Any]) -> None:
+        details = params["exceptionDetails"]
+        self.exceptions.append(str(details.get("exception", {}).get("description", details)))
 
     async def send(self, method: str, params: dict[str, Any] | None = None, within: float = 30) -> Any:
-        self._next += 1
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiters[self._next] = fut
-        await self._ws.send(json.dumps({"id": self._next, "method": method, "params": params or {}}))
-        return await asyncio.wait_for(fut, within)
+        return await self._cdp.call(method, params, timeout=within)
 
     async def eval(self, expression: str, within: float = 30) -> Any:
         """Evaluate an expression (awaiting a promise) and return its JSON value."""
@@ -114,10 +96,7 @@ class Page:
                                                    "windowsVirtualKeyCode": key_code})
 
     async def close(self) -> None:
-        self._reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._reader
-        await self._ws.close()
+        await self._cdp.close()
 
 
 class Browser:
@@ -176,8 +155,7 @@ class Browser:
             if targets:
                 break
             await asyncio.sleep(0.05)
-        ws = await websockets.connect(targets[0]["webSocketDebuggerUrl"], max_size=None)
-        page = Page(ws)
+        page = Page(await CDPConnection.connect(targets[0]["webSocketDebuggerUrl"]))
         self.pages.append(page)
         await page.send("Runtime.enable")
         await page.send("Page.enable")
