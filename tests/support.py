@@ -333,21 +333,36 @@ class StreamClient:
         frames = dec.decode(av.Packet(video.payload))
         return frames[-1].to_ndarray(format="rgb24") if frames else None
 
-    async def latest_picture(self, timeout: float = 10.0, *, refined: bool = False) -> np.ndarray:
-        """Decode from the next keyframe on until a picture comes out (a refined one, if asked)."""
+    async def latest_picture(self, timeout: float = 10.0, *, refined: bool = False, quiet: float = 0.3
+                             ) -> np.ndarray:
+        """The picture the page shows now (a refined one, if asked), decoded from the next keyframe on.
+
+        A joiner first gets the frame's last keyframe and the pictures since, which may all be older than this
+        call: so this returns the first picture captured after the call, or, once pictures stop coming for
+        `quiet` seconds (a still page), the newest one decoded.
+        """
+        asked_us = time.time_ns() // 1000
         deadline = time.monotonic() + timeout
         picture = None
         seen_key = False
-        while time.monotonic() < deadline:
-            video = await self.next_video(deadline - time.monotonic())
-            seen_key = seen_key or video.keyframe
+        while (left := deadline - time.monotonic()) > 0:
+            msg = await self.receive(left if picture is None else min(quiet, left))
+            if msg is None:
+                if picture is not None:
+                    return picture
+                continue
+            if not isinstance(msg, VideoMessage):
+                continue
+            seen_key = seen_key or msg.keyframe
             if not seen_key:
                 continue
-            decoded = self.decode(video)
-            if decoded is not None:
+            decoded = self.decode(msg)  # every picture, so the decoder never misses a reference
+            if decoded is not None and (not refined or msg.refinement):
                 picture = decoded
-                if not refined or video.refinement:
+                if msg.capture_us >= asked_us:
                     return picture
+        if picture is not None:
+            return picture
         raise AssertionError("no decodable picture in time")
 
     async def latest_picture_after_keyframe_request(self, frame_id: str, timeout: float = 10.0) -> np.ndarray:
