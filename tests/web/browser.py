@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import tempfile
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -176,15 +177,6 @@ class Browser:
 
 
 # JavaScript helpers evaluated in the viewer page.
-JS_PIXEL = """
-(() => {{
-  const c = document.querySelector('canvas[data-frame="{frame}"]');
-  if (!c || c.width < 4) return null;
-  const d = c.getContext('2d').getImageData({x}, {y}, 1, 1).data;
-  return [d[0], d[1], d[2]];
-}})()
-"""
-
 JS_CANVAS_POINT = """
 (() => {{
   const c = document.querySelector('canvas[data-frame="{frame}"]');
@@ -250,3 +242,42 @@ JS_HELPERS = """
   return true;
 })()
 """
+
+
+# -- the viewer page, as the tests drive it ------------------------------------------------------------------------
+
+async def open_viewer(page: Page, base: str, token: str, frames: list[str]) -> None:
+    """Load the service's viewer at `base` for `frames` and install JS_HELPERS in it."""
+    fragment = urllib.parse.urlencode([("token", token)] + [("frame", f) for f in frames])
+    # via about:blank: a navigation that only changes the fragment would not load the page again
+    await page.navigate("about:blank")
+    await page.wait_for("location.href === 'about:blank'")
+    await page.navigate(f"{base}/#{fragment}")
+    await page.wait_for("window.framestream && window.framestream.client !== undefined")
+    await page.eval(JS_HELPERS)
+
+
+async def info(page: Page, frame: str) -> dict[str, Any]:
+    """The viewer client's own account of `frame` (config, counts, last draw)."""
+    return await page.eval(  # type: ignore[no-any-return]
+        f"JSON.parse(JSON.stringify(window.framestream.client.info({json.dumps(frame)})))")
+
+
+async def pixel(page: Page, frame: str, css: tuple[int, int]) -> list[int] | None:
+    """The canvas pixel at the frame's CSS point `css` (whatever its dpr), or None before the first picture."""
+    return await page.eval(f"fsPixel({json.dumps(frame)}, {css[0]}, {css[1]})")  # type: ignore[no-any-return]
+
+
+async def wait_pixel(page: Page, frame: str, css: tuple[int, int], rgb: tuple[int, int, int],
+                     within: float = 30) -> list[int]:
+    """Wait until the canvas shows `rgb` at the frame's CSS point `css`; an AssertionError says what it showed."""
+    js = f"fsPixel({json.dumps(frame)}, {css[0]}, {css[1]})"
+    try:
+        return await page.wait_for(  # type: ignore[no-any-return]
+            f"(() => {{ const p = {js}; const w = {json.dumps(list(rgb))};"
+            " return p && p.every((v, i) => Math.abs(v - w[i]) <= 24) ? p : null; })()",
+            within=within, interval=0.05,
+        )
+    except TimeoutError as exc:
+        raise AssertionError(f"pixel at CSS {css} is {await page.eval(js)}, wanted {rgb}\n"
+                             f"info: {await info(page, frame)}") from exc

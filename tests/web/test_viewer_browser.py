@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.support import Service, page_server
-from tests.web.browser import JS_CANVAS_POINT, JS_HELPERS, JS_PIXEL, Page, close_to
+from tests.web.browser import JS_CANVAS_POINT, Page, close_to, info, open_viewer, pixel, wait_pixel
 
 # One event loop, one viewer browser for the module (a fresh Chromium per test costs ~1.5 s each).
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
@@ -37,10 +35,6 @@ BOX = (200, 100)  # CSS centre of #box
 FIELD = (200, 270)  # CSS centre of #field
 FLAG = (425, 300)  # CSS centre of #flag
 BLANK = (20, 20)  # white background
-
-
-def dev(css: tuple[int, int]) -> tuple[int, int]:
-    return css[0] * 2, css[1] * 2
 
 
 @pytest.fixture(scope="module")
@@ -65,42 +59,6 @@ def new_frame(service: Service) -> str:
     return str(body["id"])
 
 
-async def open_viewer(page: Page, service: Service, token: str, frames: list[str]) -> None:
-    fragment = urllib.parse.urlencode([("token", token)] + [("frame", f) for f in frames])
-    await page.navigate("about:blank")
-    await page.wait_for("location.href === 'about:blank'")
-    await page.navigate(f"{service.base}/#{fragment}")
-    await page.wait_for("window.framestream && window.framestream.client")
-    await page.eval(JS_HELPERS)
-
-
-async def wait_pixel(page: Page, frame: str, css: tuple[int, int], rgb: tuple[int, int, int],
-                     within: float = 30) -> list[int]:
-    x, y = dev(css)
-    js = JS_PIXEL.format(frame=frame, x=x, y=y)
-    try:
-        return await page.wait_for(  # type: ignore[no-any-return]
-            f"(() => {{ const p = {js}; const w = {json.dumps(list(rgb))};"
-            " return p && p.every((v, i) => Math.abs(v - w[i]) <= 24) ? p : null; })()",
-            within=within,
-        )
-    except TimeoutError as exc:
-        now = await page.eval(js)
-        info = await page.eval(f"JSON.stringify(window.framestream.client.info({json.dumps(frame)}))")
-        raise AssertionError(f"pixel at CSS {css} is {now}, wanted {rgb}\ninfo: {info}") from exc
-
-
-async def pixel(page: Page, frame: str, css: tuple[int, int]) -> list[int] | None:
-    x, y = dev(css)
-    return await page.eval(JS_PIXEL.format(frame=frame, x=x, y=y))  # type: ignore[no-any-return]
-
-
-async def info(page: Page, frame: str) -> dict[str, Any]:
-    return await page.eval(  # type: ignore[no-any-return]
-        f"JSON.parse(JSON.stringify(window.framestream.client.info({json.dumps(frame)})))"
-    )
-
-
 async def click_css(page: Page, frame: str, css: tuple[int, int]) -> None:
     x, y = await page.eval(JS_CANVAS_POINT.format(frame=frame, fx=css[0] / CSS_W, fy=css[1] / CSS_H))
     await page.click(x, y)
@@ -113,7 +71,7 @@ async def idle_input(page: Page) -> None:
 async def test_view_token_shows_the_page_box_and_recovers_from_a_decoder_error(service: Service,
                                                                                 page: Page) -> None:
     frame = service.frame_ids()[0]
-    await open_viewer(page, service, service.token("view", subject="viewer-1"), [frame])
+    await open_viewer(page, service.base, service.token("view", subject="viewer-1"), [frame])
     got = await wait_pixel(page, frame, BOX, RED)
     assert close_to(await pixel(page, frame, BLANK), WHITE)
     assert close_to(await pixel(page, frame, FLAG), GREY)
@@ -169,11 +127,11 @@ async def test_only_named_frames_are_shown_and_no_frame_in_the_fragment_shows_al
     assert status == 201, body
     second = str(body["id"])
     try:
-        await open_viewer(page, service, service.token("view"), [first])
+        await open_viewer(page, service.base, service.token("view"), [first])
         await wait_pixel(page, first, BOX, RED)
         assert await page.eval("[...document.querySelectorAll('canvas[data-frame]')].map((c) => c.dataset.frame)") \
             == [first]
-        await open_viewer(page, service, service.token("view"), [])
+        await open_viewer(page, service.base, service.token("view"), [])
         await page.wait_for(f"document.querySelectorAll('canvas[data-frame]').length === {len(service.frame_ids())}")
         listed = await page.eval(
             "[...document.querySelectorAll('canvas[data-frame]')].map((c) => c.dataset.frame)")
@@ -190,7 +148,7 @@ async def test_only_named_frames_are_shown_and_no_frame_in_the_fragment_shows_al
 
 async def test_drive_grant_clicks_types_and_sees_it_in_the_picture(service: Service, page: Page) -> None:
     frame = new_frame(service)
-    await open_viewer(page, service, service.token("drive", subject="ana"), [frame])
+    await open_viewer(page, service.base, service.token("drive", subject="ana"), [frame])
     await wait_pixel(page, frame, BOX, RED)
     view = f"document.querySelector('.fs-frame[data-frame=\"{frame}\"]')"
     assert await page.eval(f"{view}.querySelector('.fs-mode').textContent") == "driving"
@@ -251,7 +209,7 @@ async def test_drive_grant_clicks_types_and_sees_it_in_the_picture(service: Serv
 
 async def test_go_live_form_makes_a_frame_live_and_shows_it(service: Service, page: Page) -> None:
     control = service.token("control", subject="operator")
-    await open_viewer(page, service, service.token("view"), [service.frame_ids()[0]])
+    await open_viewer(page, service.base, service.token("view"), [service.frame_ids()[0]])
     await page.wait_for("window.framestream.config && !document.getElementById('golive').hidden")
     before = set(service.frame_ids())
     url = f"{service.pages}/viewer.html"  # type: ignore[attr-defined]

@@ -18,7 +18,6 @@ import contextlib
 import itertools
 import json
 import time
-import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ import pytest
 
 from framestream.tokens import mint_token
 from tests.support import Service, page_server
-from tests.web.browser import JS_CANVAS_POINT, JS_HELPERS, Page, close_to
+from tests.web.browser import JS_CANVAS_POINT, Page, close_to, info, open_viewer, pixel, wait_pixel
 
 # One event loop, one viewer browser for the module (a fresh Chromium per test costs ~1.5 s each).
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
@@ -131,39 +130,6 @@ def make_frame(service: Service, web_pages: str) -> Iterator[Callable[..., str]]
 
 # -- helpers -----------------------------------------------------------------------------------------------------
 
-async def open_viewer(page: Page, service: Service, token: str, frames: list[str]) -> None:
-    fragment = urllib.parse.urlencode([("token", token)] + [("frame", f) for f in frames])
-    # via about:blank: a navigation that only changes the fragment would not load the page again
-    await page.navigate("about:blank")
-    await page.wait_for("location.href === 'about:blank'")
-    await page.navigate(f"{service.base}/#{fragment}")
-    await page.wait_for("window.framestream && window.framestream.client !== undefined")
-    await page.eval(JS_HELPERS)
-
-
-async def pixel(page: Page, frame: str, css: tuple[int, int]) -> list[int] | None:
-    return await page.eval(f"fsPixel({json.dumps(frame)}, {css[0]}, {css[1]})")  # type: ignore[no-any-return]
-
-
-async def wait_pixel(page: Page, frame: str, css: tuple[int, int], rgb: tuple[int, int, int],
-                     within: float = 20) -> list[int]:
-    js = f"fsPixel({json.dumps(frame)}, {css[0]}, {css[1]})"
-    try:
-        return await page.wait_for(  # type: ignore[no-any-return]
-            f"(() => {{ const p = {js}; const w = {json.dumps(list(rgb))};"
-            " return p && p.every((v, i) => Math.abs(v - w[i]) <= 24) ? p : null; })()",
-            within=within, interval=0.05,
-        )
-    except TimeoutError as exc:
-        raise AssertionError(f"pixel at CSS {css} is {await page.eval(js)}, wanted {rgb}\n"
-                             f"info: {await info(page, frame)}") from exc
-
-
-async def info(page: Page, frame: str) -> dict[str, Any]:
-    return await page.eval(  # type: ignore[no-any-return]
-        f"JSON.parse(JSON.stringify(window.framestream.client.info({json.dumps(frame)})))")
-
-
 async def view(page: Page, frame: str) -> dict[str, Any]:
     return await page.eval(f"fsView({json.dumps(frame)})")  # type: ignore[no-any-return]
 
@@ -241,7 +207,7 @@ async def test_a_lost_picture_is_noticed_by_its_sequence_and_deltas_wait_for_a_k
         service: Service, make_frame: Callable[..., str], page: Page) -> None:
     frame = make_frame()
     agent = service.token("drive", subject="agent")
-    await open_viewer(page, service, service.token("view"), [frame])
+    await open_viewer(page, service.base, service.token("view"), [frame])
     await wait_pixel(page, frame, ANIM, RED)
     await start_trace(page, frame, ANIM)
     f = json.dumps(frame)
@@ -290,7 +256,7 @@ async def test_a_broken_decoder_asks_for_a_keyframe_and_the_stream_goes_on(
         service: Service, make_frame: Callable[..., str], page: Page) -> None:
     frame = make_frame()
     f = json.dumps(frame)
-    await open_viewer(page, service, service.token("view"), [frame])
+    await open_viewer(page, service.base, service.token("view"), [frame])
     await wait_pixel(page, frame, BOX, RED)
     before = await info(page, frame)
     await start_trace(page, frame, BOX)
@@ -314,7 +280,7 @@ async def test_a_broken_decoder_asks_for_a_keyframe_and_the_stream_goes_on(
 async def test_input_is_mapped_and_reaches_the_page(service: Service, make_frame: Callable[..., str],
                                                     page: Page) -> None:
     frame = make_frame()
-    await open_viewer(page, service, service.token("drive", subject="ana"), [frame])
+    await open_viewer(page, service.base, service.token("drive", subject="ana"), [frame])
     await wait_pixel(page, frame, BOX, RED)
     f = json.dumps(frame)
     await page.eval("window.fsErrors = []; window.framestream.client.on('error', (d) => fsErrors.push(d))")
@@ -412,7 +378,7 @@ async def test_control_taken_back_and_superseded_input_are_shown(service: Servic
     await post_input(service, frame, service.token("drive", subject="bob"),
                      [{"kind": "mouse", "action": "move", "x": 5, "y": 5, "button": "none", "buttons": 0,
                        "clicks": 0, "modifiers": 0}])
-    await open_viewer(page, service, ana_old, [frame])
+    await open_viewer(page, service.base, ana_old, [frame])
     await wait_pixel(page, frame, BOX, RED)
     await page.wait_for(f"fsView({f}).driver === 'driven by bob'")
     assert (await view(page, frame))["mode"] == "driving"  # nothing said otherwise yet
@@ -449,7 +415,7 @@ async def test_paused_and_closed_show_over_the_last_picture(service: Service, ma
                                                             page: Page) -> None:
     frame = make_frame()
     f = json.dumps(frame)
-    await open_viewer(page, service, service.token("view"), [frame])
+    await open_viewer(page, service.base, service.token("view"), [frame])
     await wait_pixel(page, frame, BOX, RED)
     await page.eval(f"fsRecord({f}, {json.dumps(list(BOX))})")
     # Paused: a watched frame never pauses; the viewer stops watching, the idle rule pauses the frame, and when
@@ -488,7 +454,7 @@ async def test_a_page_that_cannot_load_shows_the_error_over_its_picture(
         service: Service, make_frame: Callable[..., str], page: Page) -> None:
     frame = make_frame(url="http://127.0.0.1:9/")
     f = json.dumps(frame)
-    await open_viewer(page, service, service.token("view"), [frame])
+    await open_viewer(page, service.base, service.token("view"), [frame])
     await page.wait_for(f"fsView({f}).state === 'error'")
     v = await view(page, frame)
     assert v["overlay"].startswith("Error: could not load http://127.0.0.1:9/: net::ERR_"), v
@@ -502,7 +468,7 @@ async def test_stats_overlay_toggles_with_s_and_shows_numbers(service: Service, 
                                                               page: Page) -> None:
     frame = make_frame()
     f = json.dumps(frame)
-    await open_viewer(page, service, service.token("view"), [frame])
+    await open_viewer(page, service.base, service.token("view"), [frame])
     await wait_pixel(page, frame, BOX, RED)
     stats = f"document.querySelector('.fs-frame[data-frame={f}] .fs-stats')"
     assert await page.eval(f"{stats}.hidden") is True
@@ -523,7 +489,7 @@ async def test_stats_overlay_toggles_with_s_and_shows_numbers(service: Service, 
 
 async def test_refused_token_is_not_retried(service: Service, page: Page) -> None:
     forged = mint_token("another-secret-0123456789-abcdefghijklmnopqrstuvwxyz", role="view", sandbox_id="test")
-    await open_viewer(page, service, forged, ["anything"])
+    await open_viewer(page, service.base, forged, ["anything"])
     await page.wait_for("window.framestream.client.state === 'closed'")
     msg = await page.eval("document.getElementById('page-msg').textContent")
     assert "refused" in msg and "4401" in msg, msg
@@ -535,13 +501,13 @@ async def test_refused_token_is_not_retried(service: Service, page: Page) -> Non
 
 async def test_go_live_form_follows_shared_frames(service: Service, page: Page,
                                                   tmp_path_factory: pytest.TempPathFactory) -> None:
-    await open_viewer(page, service, service.token("view"), [])
+    await open_viewer(page, service.base, service.token("view"), [])
     await page.wait_for("window.framestream.config !== null")
     assert await page.eval("document.getElementById('golive').hidden") is False
     off = Service(tmp_path_factory.mktemp("shared-off"), env_extra={"SHARED_FRAMES": "off"})
     await asyncio.to_thread(off.start)
     try:
-        await open_viewer(page, off, off.token("view"), [])
+        await open_viewer(page, off.base, off.token("view"), [])
         await page.wait_for("window.framestream.config !== null && window.framestream.client.state === 'open'")
         assert await page.eval("window.framestream.config.shared_frames") is False
         assert await page.eval("window.framestream.client.welcome.shared_frames") is False
@@ -558,7 +524,7 @@ async def test_service_restart_reconnects_and_the_picture_comes_back(
         service: Service, make_frame: Callable[..., str], page: Page) -> None:
     frame = make_frame()
     f = json.dumps(frame)
-    await open_viewer(page, service, service.token("view"), [frame])
+    await open_viewer(page, service.base, service.token("view"), [frame])
     await wait_pixel(page, frame, BOX, RED)
     # The page's box turns green before the restart; the page is loaded afresh (red) after it, so a red box can
     # only come from pictures streamed after the reconnection.
