@@ -156,19 +156,26 @@ class Service:
         self.log_path = (self.log_dir or self.state_dir) / f"service-{self.port}.log"
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
+        if self.wait_answering(timeout):
+            return self
+        if "address already in use" in self.log()[-2000:]:
+            raise PortTaken(self.port)
+        raise RuntimeError(f"service exited with {self.proc.returncode}:\n{self.log()}")
+
+    def wait_answering(self, timeout: float) -> bool:
+        """Until /healthz answers 200 (True) or the process exits (False); RuntimeError after `timeout`."""
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                if "address already in use" in self.log()[-2000:]:
-                    raise PortTaken(self.port)
-                raise RuntimeError(f"service exited with {self.proc.returncode}:\n{self.log()}")
+                return False
             try:
                 if self.get("/healthz", token=None)[0] == 200:
-                    return self
+                    return True
             except OSError:
                 pass
             time.sleep(0.05)
-        raise RuntimeError(f"service did not answer /healthz:\n{self.log()}")
+        raise RuntimeError(f"service did not answer /healthz within {timeout:g} s:\n{self.log()}")
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""

@@ -19,7 +19,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,17 +169,8 @@ class EntrypointService(Service):
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen([*self.user.prefix, *self.wrap, *self.argv], env=env, stdout=log,
                                          stderr=subprocess.STDOUT, cwd=base)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return self  # the caller checks the exit and the log
-            try:
-                if self.get("/healthz", token=None)[0] == 200:
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError(f"{self.name}: service did not answer /healthz:\n{self.log()}")
+        self.wait_answering(timeout)  # an exit is the caller's to check, with the log
+        return self
 
 
 @pytest.fixture
