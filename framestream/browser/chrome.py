@@ -23,6 +23,7 @@ from typing import Any
 
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.process import spawn, terminate_group
+from framestream.browser.proctable import list_processes
 from framestream.errors import BrowserError, CDPError
 
 log = logging.getLogger(__name__)
@@ -240,22 +241,8 @@ class ChromeBrowser:
     def child_pids(self, *types: bytes) -> list[int]:
         """This browser's child processes of the given `--type=` values, found in our own process group."""
         wanted = tuple(b"--type=" + t + b" " for t in types)
-        pids = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-                if int(fields[2]) != self.proc.pid:  # field 5, pgrp
-                    continue
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    args = f.read().replace(b"\0", b" ") + b" "
-                if any(w in args for w in wanted):
-                    pids.append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-        return pids
+        return [info.pid for info in list_processes()
+                if info.pgrp == self.proc.pid and any(w in info.cmdline.replace(b"\0", b" ") + b" " for w in wanted)]
 
     def freeze_page(self) -> None:
         """Freeze the page: SIGSTOP its renderers (state intact, no CPU, resumes painting at once) and the GPU
