@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.procstat import CpuWindow, classify, descendants
+from benchmarks.procstat import CpuWindow, classify
 from benchmarks.viewer import Viewer
+from framestream.browser.proctable import descendants
 from tests.support import PAGES as TEST_PAGES
 from tests.support import Service, StreamClient, page_server
 

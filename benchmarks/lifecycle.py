@@ -27,8 +27,9 @@ from benchmarks.common import (
     start_service,
     stop_service,
 )
-from benchmarks.procstat import CpuWindow, all_pids, exe_name, pss_kb, rss_kb, uss_kb
+from benchmarks.procstat import CpuWindow, exe_name, pss_kb, rss_kb, uss_kb
 from benchmarks.viewer import Viewer
+from framestream.browser.proctable import list_processes
 from tests.support import Service
 
 CSS = (1280, 800, 2)  # the product's default size: 2560x1600 encoded
@@ -87,7 +88,7 @@ def frame_pss_mb(service: Service) -> dict[str, Any]:
     ours = kinds["chromium"] + kinds["xvfb"]
     chromium = sum(pss_kb(p) for p in kinds["chromium"]) / 1024
     xvfb = sum(pss_kb(p) for p in kinds["xvfb"]) / 1024
-    others = [p for p in all_pids() if p not in ours and exe_name(p) == "chromium"]
+    others = [p for p in list_processes() if p.pid not in ours and exe_name(p) == "chromium"]
     return {"chromium_mb": round(chromium, 1), "xvfb_mb": round(xvfb, 1), "total_mb": round(chromium + xvfb, 1),
             "uss_mb": round(sum(uss_kb(p) for p in ours) / 1024, 1), "processes": len(ours),
             "other_chromium_processes": len(others)}

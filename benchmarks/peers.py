@@ -30,7 +30,7 @@ from typing import Any
 
 import websockets
 
-from benchmarks.procstat import process_group
+from benchmarks.procstat import group_pids
 from benchmarks.viewer import settle
 from framestream.browser.chrome import ChromeBrowser
 from framestream.browser.xvfb import XvfbDisplay
@@ -79,7 +79,7 @@ class PeerDisplay:
         return self.display.height
 
     def chromium_pids(self) -> list[int]:
-        return process_group(self.browser.pid)
+        return group_pids(self.browser.pid)
 
     def xvfb_pids(self) -> list[int]:
         return [self.display.pid]
@@ -255,7 +255,7 @@ class SelkiesPeer:
     def pids(self) -> list[int]:
         if self.proc is None or self.proc.poll() is not None:
             return []
-        return process_group(self.proc.pid)
+        return group_pids(self.proc.pid)
 
     def _tail(self) -> str:
         with contextlib.suppress(OSError):

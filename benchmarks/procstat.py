@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from framestream.browser.proctable import ProcessInfo, in_group
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NCPU = os.cpu_count() or 1
 
@@ -27,14 +29,6 @@ def cpu_ticks(pid: int) -> int | None:
         return None
     # fields[0] is field 3 (state): utime is field 14, stime field 15.
     return int(fields[11]) + int(fields[12])
-
-
-def stat_fields(pid: int) -> list[bytes] | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()
-    except OSError:
-        return None
 
 
 def thread_ticks(pid: int) -> dict[int, int]:
@@ -83,62 +77,28 @@ def machine_ticks() -> tuple[int, int]:
     return total - idle, total
 
 
-def all_pids() -> list[int]:
-    return [int(e) for e in os.listdir("/proc") if e.isdigit()]
+def group_pids(pgid: int) -> list[int]:
+    """Every live process of process group `pgid` (a Chromium and everything it forked)."""
+    return [info.pid for info in in_group(pgid)]
 
 
-def children_map() -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for pid in all_pids():
-        fields = stat_fields(pid)
-        if fields is None:
-            continue
-        out.setdefault(int(fields[1]), []).append(pid)
-    return out
-
-
-def descendants(pid: int) -> list[int]:
-    tree = children_map()
-    out: list[int] = []
-    stack = [pid]
-    while stack:
-        for child in tree.get(stack.pop(), []):
-            out.append(child)
-            stack.append(child)
-    return out
-
-
-def process_group(pgid: int) -> list[int]:
-    """Every live process whose process group is `pgid` (a Chromium and everything it forked)."""
-    out = []
-    for pid in all_pids():
-        fields = stat_fields(pid)
-        if fields is not None and int(fields[2]) == pgid and fields[0] != b"Z":
-            out.append(pid)
-    return out
-
-
-def exe_name(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv0 = f.read().split(b"\0", 1)[0].decode(errors="replace")
-    except OSError:
-        return ""
+def exe_name(info: ProcessInfo) -> str:
     # Chromium's children rewrite their command line into one space-separated string.
+    argv0 = info.cmdline.split(b"\0", 1)[0].decode(errors="replace")
     return os.path.basename(argv0.split(" ", 1)[0])
 
 
-def classify(pids: Iterable[int]) -> dict[str, list[int]]:
+def classify(processes: Iterable[ProcessInfo]) -> dict[str, list[int]]:
     """Split a service's descendants into chromium, xvfb and other (setpriv execs, so it never shows)."""
     out: dict[str, list[int]] = {"chromium": [], "xvfb": [], "other": []}
-    for pid in pids:
-        name = exe_name(pid)
+    for info in processes:
+        name = exe_name(info)
         if "chrom" in name:
-            out["chromium"].append(pid)
+            out["chromium"].append(info.pid)
         elif name == "Xvfb":
-            out["xvfb"].append(pid)
+            out["xvfb"].append(info.pid)
         elif name:
-            out["other"].append(pid)
+            out["other"].append(info.pid)
     return out
 
 

@@ -28,6 +28,7 @@ import av
 import numpy as np
 import websockets
 
+from framestream.browser import proctable
 from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, unpack_video_header
 from framestream.tokens import mint_token
 
@@ -61,42 +62,13 @@ def page_server(directory: Path = PAGES) -> Iterator[str]:
 
 
 def descendants(pid: int) -> list[int]:
-    """Every live process below `pid` (children, grandchildren...), from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out: list[int] = []
-    stack = [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            out.append(child)
-            stack.append(child)
-    return out
+    """Every live process below `pid` (children, grandchildren...)."""
+    return [info.pid for info in proctable.descendants(pid)]
 
 
 def processes_using(marker: str) -> list[int]:
     """Live (non-zombie) processes whose command line mentions `marker` (e.g. a test's own state dir)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmd = f.read()
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in cmd and state != b"Z":
-            found.append(int(entry))
-    return found
+    return [info.pid for info in proctable.mentioning(marker.encode())]
 
 
 class PortTaken(Exception):
@@ -425,12 +397,15 @@ def read_counter(picture: np.ndarray) -> int:
     return value
 
 
+def _frame_processes(service: Service, frame_id: str) -> list[proctable.ProcessInfo]:
+    """The frame's Chromium processes: those started with its profile."""
+    return proctable.mentioning(str(service.state_dir / "profiles" / frame_id).encode())
+
+
 def browser_pid(service: Service, frame_id: str) -> int:
-    profile = str(service.state_dir / "profiles" / frame_id)
-    for pid in processes_using(profile):
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            if b"--type=" not in fh.read():
-                return pid
+    for info in _frame_processes(service, frame_id):
+        if b"--type=" not in info.cmdline:
+            return info.pid
     raise AssertionError(f"no browser for {frame_id}")
 
 
@@ -439,17 +414,11 @@ def display_pid(service: Service, frame_id: str) -> int:
     with open(f"/proc/{browser_pid(service, frame_id)}/environ", "rb") as fh:
         env = dict(item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item)
     display = env[b"DISPLAY"].decode()
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                args = fh.read().split(b"\0")
-        except OSError:
-            continue
+    for info in proctable.list_processes():
+        args = info.args
         # -displayfd chose the number; match it through the X socket the server holds open.
-        if args and args[0].endswith(b"Xvfb") and b"-displayfd" in args and _listens_on(int(pid), display):
-            return int(pid)
+        if args and args[0].endswith(b"Xvfb") and b"-displayfd" in args and _listens_on(info.pid, display):
+            return info.pid
     raise AssertionError(f"no Xvfb for {display}")
 
 
@@ -469,12 +438,8 @@ def _listens_on(pid: int, display: str) -> bool:
 
 def page_renderer_pids(service: Service, frame_id: str) -> list[int]:
     """Renderers that may hold the page (not the browser's own UI renderer)."""
-    profile = str(service.state_dir / "profiles" / frame_id)
-    pids = []
-    for pid in processes_using(profile):
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            cmd = fh.read()
-        if b"--type=renderer" in cmd and b"--top-chrome-webui" not in cmd and b"--extension-process" not in cmd:
-            pids.append(pid)
+    pids = [info.pid for info in _frame_processes(service, frame_id)
+            if b"--type=renderer" in info.cmdline and b"--top-chrome-webui" not in info.cmdline
+            and b"--extension-process" not in info.cmdline]
     assert pids, f"no page renderer for {frame_id}"
     return pids
