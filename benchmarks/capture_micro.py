@@ -24,7 +24,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from framestream.media.capture import DamageRect, DisplayCapture, changed_rows
+from framestream.media.capture import DisplayCapture
+from framestream.media.diff import changed_rows
+from framestream.media.rects import DamageRect
 
 
 @contextmanager

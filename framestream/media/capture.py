@@ -9,291 +9,32 @@ loop, with `kept` the last picture it encoded (a copy)::
         rects = cap.pending_damage()
     if rects:                                 # the damage is subtracted *before* the grab, so a paint that
         pic = cap.grab(rects)                 # races the grab is reported again next time
-        rows = changed_rows(kept, pic, rects) # None: identical repaint, skip the encoder
+        rows = changed_rows(kept, pic, rects) # (media/diff.py) None: identical repaint, skip the encoder
         if rows:
             kept[rows[0]:rows[1]] = pic[rows[0]:rows[1]]
             encode(kept)
 
-Robustness: Xlib's default handlers call exit() on any protocol or I/O error. This module installs
-process-wide handlers (chaining to the previous ones for displays it does not own) and, per display, an
-I/O-error *exit* handler (libX11 >= 1.7), so an Xvfb that dies turns into `CaptureError` on the next call
-instead of killing the service. The shared-memory segment is marked IPC_RMID as soon as the server has
-attached it, so it cannot outlive the process even after SIGKILL.
+Robustness: an Xvfb that dies turns into `CaptureError` on the next call instead of killing the service
+(media/xerrors.py), and the shared memory cannot outlive the process (media/shm.py). The C declarations are in
+media/xlib.py.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import functools
-import logging
-import os
 import select
 import threading
 import time
-import weakref
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
 
 from framestream.errors import CaptureError
+from framestream.media import xerrors
+from framestream.media.rects import DamageRect, clip, row_bands
+from framestream.media.shm import Picture, ShmImage
+from framestream.media.xlib import X_DAMAGE_NOTIFY, X_DAMAGE_REPORT_NON_EMPTY, Libs, XEvent
 
-__all__ = ["CaptureError", "DamageRect", "DisplayCapture", "changed_rows"]
-
-log = logging.getLogger(__name__)
-
-Picture = npt.NDArray[np.uint8]
-
-
-@dataclass(frozen=True, slots=True)
-class DamageRect:
-    """A damaged rectangle in root-window pixels, clipped to the screen."""
-
-    x: int
-    y: int
-    width: int
-    height: int
-
-
-# --- C declarations -------------------------------------------------------------------------------------
-
-_ZPIXMAP = 2
-_LSB_FIRST = 0
-_ALL_PLANES = 0xFFFFFFFF
-_IPC_PRIVATE = 0
-_IPC_CREAT = 0o1000
-_IPC_RMID = 0
-# NonEmpty: the server sends one event when the damage region goes from empty to non-empty and keeps
-# accumulating (and coalescing) everything drawn after it. One XDamageSubtract + XFixesFetchRegion round trip
-# then hands over the whole region as disjoint rectangles and clears it atomically. RawRectangles would send
-# one event per drawing operation (hundreds per Chromium frame, each costing a Python-level XNextEvent) with
-# overlapping rectangles we would have to merge ourselves; DeltaRectangles/BoundingBox still send events in
-# proportion to the drawing. NonEmpty costs O(1) Python work per picture however busy the page is.
-_X_DAMAGE_REPORT_NON_EMPTY = 3
-_X_DAMAGE_NOTIFY = 0
-# Above this many damaged rectangles, compare their bounding box in one pass: numpy's per-call overhead
-# (~5 us) would otherwise dominate the memory-bound comparison.
-_MAX_RECTS = 16
-
-
-class _XErrorEvent(ctypes.Structure):
-    _fields_ = (
-        ("type", ctypes.c_int),
-        ("display", ctypes.c_void_p),
-        ("resourceid", ctypes.c_ulong),
-        ("serial", ctypes.c_ulong),
-        ("error_code", ctypes.c_ubyte),
-        ("request_code", ctypes.c_ubyte),
-        ("minor_code", ctypes.c_ubyte),
-    )
-
-
-class _XShmSegmentInfo(ctypes.Structure):
-    _fields_ = (
-        ("shmseg", ctypes.c_ulong),
-        ("shmid", ctypes.c_int),
-        ("shmaddr", ctypes.c_void_p),
-        ("readOnly", ctypes.c_int),
-    )
-
-
-class _XImage(ctypes.Structure):
-    _fields_ = (
-        ("width", ctypes.c_int),
-        ("height", ctypes.c_int),
-        ("xoffset", ctypes.c_int),
-        ("format", ctypes.c_int),
-        ("data", ctypes.c_void_p),
-        ("byte_order", ctypes.c_int),
-        ("bitmap_unit", ctypes.c_int),
-        ("bitmap_bit_order", ctypes.c_int),
-        ("bitmap_pad", ctypes.c_int),
-        ("depth", ctypes.c_int),
-        ("bytes_per_line", ctypes.c_int),
-        ("bits_per_pixel", ctypes.c_int),
-        ("red_mask", ctypes.c_ulong),
-        ("green_mask", ctypes.c_ulong),
-        ("blue_mask", ctypes.c_ulong),
-        ("obdata", ctypes.c_void_p),
-        ("funcs", ctypes.c_void_p * 6),
-    )
-
-
-class _XEvent(ctypes.Union):
-    _fields_ = (("type", ctypes.c_int), ("pad", ctypes.c_long * 24))
-
-
-class _XRectangle(ctypes.Structure):
-    _fields_ = (
-        ("x", ctypes.c_short),
-        ("y", ctypes.c_short),
-        ("width", ctypes.c_ushort),
-        ("height", ctypes.c_ushort),
-    )
-
-
-_ErrorHandler = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_XErrorEvent))
-_IOErrorHandler = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
-_IOErrorExitHandler = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
-
-_Fn = Callable[..., Any]
-
-
-def _load(name: str, soname: str) -> ctypes.CDLL:
-    for candidate in (soname, ctypes.util.find_library(name)):
-        if candidate:
-            try:
-                return ctypes.CDLL(candidate, use_errno=True)
-            except OSError:
-                continue
-    raise CaptureError(f"cannot load {soname} (install the Debian package providing it)")
-
-
-def _fn(lib: ctypes.CDLL, name: str, restype: Any, *argtypes: Any) -> _Fn:
-    try:
-        f = getattr(lib, name)
-    except AttributeError:
-        raise CaptureError(f"{lib._name} has no {name}") from None
-    f.restype = restype
-    f.argtypes = argtypes
-    return f  # type: ignore[no-any-return]
-
-
-class _Libs:
-    """The few entry points we use, with their C signatures (ctypes would otherwise truncate pointers)."""
-
-    def __init__(self) -> None:
-        vp, i, u, ul = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_ulong
-        pi = ctypes.POINTER(ctypes.c_int)
-        x11 = _load("X11", "libX11.so.6")
-        xext = _load("Xext", "libXext.so.6")
-        xdamage = _load("Xdamage", "libXdamage.so.1")
-        xfixes = _load("Xfixes", "libXfixes.so.3")
-        libc = _load("c", "libc.so.6")
-        self.XInitThreads = _fn(x11, "XInitThreads", i)
-        self.XOpenDisplay = _fn(x11, "XOpenDisplay", vp, ctypes.c_char_p)
-        self.XCloseDisplay = _fn(x11, "XCloseDisplay", i, vp)
-        self.XSetErrorHandler = _fn(x11, "XSetErrorHandler", vp, _ErrorHandler)
-        self.XSetIOErrorHandler = _fn(x11, "XSetIOErrorHandler", vp, _IOErrorHandler)
-        # libX11 >= 1.7 only. Without it a lost connection can only end in exit(): refuse to run.
-        self.XSetIOErrorExitHandler = _fn(x11, "XSetIOErrorExitHandler", None, vp, _IOErrorExitHandler, vp)
-        self.XGetErrorText = _fn(x11, "XGetErrorText", i, vp, i, ctypes.c_char_p, i)
-        self.XConnectionNumber = _fn(x11, "XConnectionNumber", i, vp)
-        self.XDefaultScreen = _fn(x11, "XDefaultScreen", i, vp)
-        self.XRootWindow = _fn(x11, "XRootWindow", ul, vp, i)
-        self.XDisplayWidth = _fn(x11, "XDisplayWidth", i, vp, i)
-        self.XDisplayHeight = _fn(x11, "XDisplayHeight", i, vp, i)
-        self.XDefaultDepth = _fn(x11, "XDefaultDepth", i, vp, i)
-        self.XDefaultVisual = _fn(x11, "XDefaultVisual", vp, vp, i)
-        self.XSync = _fn(x11, "XSync", i, vp, i)
-        self.XPending = _fn(x11, "XPending", i, vp)
-        self.XNextEvent = _fn(x11, "XNextEvent", i, vp, ctypes.POINTER(_XEvent))
-        self.XFree = _fn(x11, "XFree", i, vp)
-        self.XDestroyImage = _fn(x11, "XDestroyImage", i, ctypes.POINTER(_XImage))
-        shm_info = ctypes.POINTER(_XShmSegmentInfo)
-        self.XShmQueryExtension = _fn(xext, "XShmQueryExtension", i, vp)
-        self.XShmCreateImage = _fn(
-            xext, "XShmCreateImage", ctypes.POINTER(_XImage), vp, vp, u, i, vp, shm_info, u, u
-        )
-        self.XShmAttach = _fn(xext, "XShmAttach", i, vp, shm_info)
-        self.XShmDetach = _fn(xext, "XShmDetach", i, vp, shm_info)
-        self.XShmGetImage = _fn(xext, "XShmGetImage", i, vp, ul, ctypes.POINTER(_XImage), i, i, ul)
-        self.XDamageQueryExtension = _fn(xdamage, "XDamageQueryExtension", i, vp, pi, pi)
-        self.XDamageQueryVersion = _fn(xdamage, "XDamageQueryVersion", i, vp, pi, pi)
-        self.XDamageCreate = _fn(xdamage, "XDamageCreate", ul, vp, ul, i)
-        self.XDamageSubtract = _fn(xdamage, "XDamageSubtract", None, vp, ul, ul, ul)
-        self.XDamageDestroy = _fn(xdamage, "XDamageDestroy", None, vp, ul)
-        self.XFixesQueryExtension = _fn(xfixes, "XFixesQueryExtension", i, vp, pi, pi)
-        self.XFixesQueryVersion = _fn(xfixes, "XFixesQueryVersion", i, vp, pi, pi)
-        self.XFixesCreateRegion = _fn(xfixes, "XFixesCreateRegion", ul, vp, vp, i)
-        self.XFixesDestroyRegion = _fn(xfixes, "XFixesDestroyRegion", None, vp, ul)
-        self.XFixesFetchRegion = _fn(xfixes, "XFixesFetchRegion", ctypes.POINTER(_XRectangle), vp, ul, pi)
-        self.shmget = _fn(libc, "shmget", i, i, ctypes.c_size_t, i)
-        self.shmat = _fn(libc, "shmat", vp, i, vp, i)
-        self.shmdt = _fn(libc, "shmdt", i, vp)
-        self.shmctl = _fn(libc, "shmctl", i, i, i, vp)
-
-
-# --- process-wide Xlib error handling -------------------------------------------------------------------
-# Xlib's error handlers are process-global. Ours only act for displays this module opened (`_owned`) and pass
-# anything else to whatever was installed before, so other Xlib users keep their semantics. Callbacks run in
-# the worker thread that made the failing Xlib call (ctypes takes the GIL for them); set/dict operations
-# are atomic under the GIL, so the registries need no lock of their own.
-
-_owned: dict[int, str] = {}  # Display* -> display name, for the displays this module opened
-_lost: set[int] = set()  # displays whose connection hit an I/O error
-_errors: dict[int, tuple[int, int, int]] = {}  # Display* -> (error_code, request_code, minor_code), last one
-
-
-def _on_error(dpy: int | None, event: Any) -> int:
-    ev = event.contents
-    if dpy in _owned:
-        _errors[dpy] = (int(ev.error_code), int(ev.request_code), int(ev.minor_code))
-        return 0
-    if _Process.prev_error:
-        return int(_Process.prev_error(dpy, event))
-    return 0
-
-
-def _on_io_error(dpy: int | None) -> int:
-    if dpy in _owned:
-        # Returning is safe since libX11 1.7: Xlib then calls the per-display exit handler below (which also
-        # returns), marks the display dead and makes every later call on it a cheap no-op.
-        if dpy not in _lost:
-            _lost.add(dpy)
-            log.warning("lost the connection to X display %s; its capture raises CaptureError", _owned[dpy])
-        return 0
-    if _Process.prev_io_error:
-        return int(_Process.prev_io_error(dpy))
-    return 0
-
-
-def _on_io_exit(dpy: int | None, _data: int | None) -> None:
-    if dpy is not None:
-        _lost.add(dpy)
-
-
-# ctypes callback objects must stay referenced for as long as C may call them: module globals do that.
-_error_cb = _ErrorHandler(_on_error)
-_io_error_cb = _IOErrorHandler(_on_io_error)
-_io_exit_cb = _IOErrorExitHandler(_on_io_exit)
-
-
-class _Process:
-    """Once-per-process state: the loaded libraries and the handlers ours replaced."""
-
-    lock = threading.Lock()
-    libs: _Libs | None = None
-    prev_error: Any = None
-    prev_io_error: Any = None
-
-
-def _setup() -> _Libs:
-    """Load the libraries, XInitThreads() and install the handlers, once per process."""
-    with _Process.lock:
-        if _Process.libs is None:
-            libs = _Libs()
-            # Every frame's worker thread drives its own Display; Xlib's global state (handlers, the
-            # extension registries) still needs its locks. libX11 >= 1.8 calls this itself; older ones need it
-            # before any other Xlib call, hence here, first.
-            libs.XInitThreads()
-            prev = libs.XSetErrorHandler(_error_cb)
-            _Process.prev_error = _ErrorHandler(prev) if prev else None
-            prev = libs.XSetIOErrorHandler(_io_error_cb)
-            _Process.prev_io_error = _IOErrorHandler(prev) if prev else None
-            _Process.libs = libs
-        return _Process.libs
-
-
-def _shmdt(libs: _Libs, addr: int) -> None:
-    libs.shmdt(addr)
-
-
-# --- the capture ---------------------------------------------------------------------------------------
+__all__ = ["CaptureError", "DamageRect", "DisplayCapture"]
 
 
 class DisplayCapture:
@@ -310,31 +51,24 @@ class DisplayCapture:
         self._lock = threading.Lock()
         self._closed = False
         self._dpy: int | None = None
-        self._image: Any = None  # POINTER(_XImage)
-        self._shminfo = _XShmSegmentInfo(shmid=-1)
-        self._attached = False
         self._damage = 0
         self._region = 0
-        self._buffer: Any = None  # ctypes array over the segment; views of it keep it (and the mapping) alive
-        self._picture: Picture | None = None
-        self._event = _XEvent()
+        self._event = XEvent()
         self._nrects = ctypes.c_int()
-        libs = self._libs = _setup()
+        libs = self._libs = xerrors.setup()
+        self._shm = ShmImage(libs, display)
         dpy = libs.XOpenDisplay(display.encode())
         if not dpy:
             raise CaptureError(f"cannot open X display {display!r}")
-        _lost.discard(dpy)  # the address may belong to an earlier, closed display
-        _errors.pop(dpy, None)
-        _owned[dpy] = display
         self._dpy = dpy
-        libs.XSetIOErrorExitHandler(dpy, _io_exit_cb, None)
+        xerrors.register(libs, dpy, display)
         try:
             self._setup_display(libs, dpy)
         except BaseException:
             self.close()
             raise
 
-    def _setup_display(self, libs: _Libs, dpy: int) -> None:
+    def _setup_display(self, libs: Libs, dpy: int) -> None:
         name, width, height = self._display_name, self._width, self._height
         screen = libs.XDefaultScreen(dpy)
         self._root = int(libs.XRootWindow(dpy, screen))
@@ -351,7 +85,7 @@ class DisplayCapture:
         event_base, error_base = ctypes.c_int(), ctypes.c_int()
         if not libs.XDamageQueryExtension(dpy, ctypes.byref(event_base), ctypes.byref(error_base)):
             raise CaptureError(f"X display {name} lacks the DAMAGE extension (Xvfb: +extension DAMAGE)")
-        self._damage_notify = event_base.value + _X_DAMAGE_NOTIFY
+        self._damage_notify = event_base.value + X_DAMAGE_NOTIFY
         # Both extensions refuse requests until the client has announced the version it speaks.
         major.value, minor.value = 1, 1
         libs.XDamageQueryVersion(dpy, ctypes.byref(major), ctypes.byref(minor))
@@ -362,84 +96,26 @@ class DisplayCapture:
         if major.value < 2:
             raise CaptureError(f"X display {name} has XFIXES {major.value}.{minor.value}, regions need 2.0")
 
-        image = libs.XShmCreateImage(
-            dpy,
-            libs.XDefaultVisual(dpy, screen),
-            depth,
-            _ZPIXMAP,
-            None,
-            ctypes.byref(self._shminfo),
-            width,
-            height,
-        )
-        if not image:
-            raise CaptureError(f"XShmCreateImage failed on {name}")
-        self._image = image
-        img = image.contents
-        masks = (img.red_mask, img.green_mask, img.blue_mask)
-        if img.bits_per_pixel != 32 or img.byte_order != _LSB_FIRST or masks != (0xFF0000, 0xFF00, 0xFF):
-            raise CaptureError(
-                f"X display {name} pixel format is not BGRX: {img.bits_per_pixel} bpp, byte order "
-                f"{img.byte_order}, masks {tuple(hex(m) for m in masks)}"
-            )
-        stride = img.bytes_per_line
-        size = stride * height
-        self._attach_shm(libs, dpy, size)
-        img.data = self._shminfo.shmaddr
-        addr = int(self._shminfo.shmaddr)
-        buffer = (ctypes.c_ubyte * size).from_address(addr)
-        # Detach when the last view dies, not at close(): a view still held by a caller must never point at
-        # unmapped memory (that would be a segfault, not an exception).
-        weakref.finalize(buffer, _shmdt, libs, addr)
-        self._buffer = buffer
-        self._picture = np.ndarray((height, width, 4), np.uint8, buffer, 0, (stride, 4, 1))
-
-        self._damage = int(libs.XDamageCreate(dpy, self._root, _X_DAMAGE_REPORT_NON_EMPTY))
+        self._shm.open(dpy, screen, depth, width, height)
+        # NonEmpty: the server sends one event when the damage region goes from empty to non-empty and keeps
+        # accumulating (and coalescing) everything drawn after it. One XDamageSubtract + XFixesFetchRegion
+        # round trip then hands over the whole region as disjoint rectangles and clears it atomically.
+        # RawRectangles would send one event per drawing operation (hundreds per Chromium frame, each costing
+        # a Python-level XNextEvent) with overlapping rectangles we would have to merge ourselves;
+        # DeltaRectangles/BoundingBox still send events in proportion to the drawing. NonEmpty costs O(1)
+        # Python work per picture however busy the page is.
+        self._damage = int(libs.XDamageCreate(dpy, self._root, X_DAMAGE_REPORT_NON_EMPTY))
         self._region = int(libs.XFixesCreateRegion(dpy, None, 0))
         libs.XSync(dpy, 0)
-        self._raise_if_failed("creating the damage object")
-
-    def _attach_shm(self, libs: _Libs, dpy: int, size: int) -> None:
-        info = self._shminfo
-        shmid = libs.shmget(_IPC_PRIVATE, size, _IPC_CREAT | 0o600)
-        if shmid < 0:
-            raise CaptureError(f"shmget({size}) failed: {os.strerror(ctypes.get_errno())}")
-        try:
-            addr = libs.shmat(shmid, None, 0)
-            if addr is None or addr == ctypes.c_void_p(-1).value:
-                raise CaptureError(f"shmat failed: {os.strerror(ctypes.get_errno())}")
-            info.shmid, info.shmaddr, info.readOnly = shmid, addr, 0
-            libs.XShmAttach(dpy, ctypes.byref(info))
-            libs.XSync(dpy, 0)  # the server must have attached before we may remove the id
-            self._attached = True
-        finally:
-            # From here the segment lives exactly as long as its attachments: no leak even on SIGKILL.
-            libs.shmctl(shmid, _IPC_RMID, None)
-        self._raise_if_failed("attaching the shared memory (is the X server in another IPC namespace?)")
+        xerrors.raise_if_failed(libs, dpy, "creating the damage object")
 
     # --- helpers ---
-
-    def _raise_if_failed(self, doing: str) -> None:
-        dpy = self._dpy
-        if dpy is None:
-            raise CaptureError(f"capture of {self._display_name} is closed")
-        if dpy in _lost:
-            raise CaptureError(f"lost the connection to X display {self._display_name} while {doing}")
-        err = _errors.pop(dpy, None)
-        if err is not None:
-            code, request, minor = err
-            text = ctypes.create_string_buffer(256)
-            self._libs.XGetErrorText(dpy, code, text, len(text))
-            raise CaptureError(
-                f"X error on {self._display_name} while {doing}: {text.value.decode(errors='replace')} "
-                f"(request {request}.{minor})"
-            )
 
     def _usable(self) -> int:
         dpy = self._dpy
         if self._closed or dpy is None:
             raise CaptureError(f"capture of {self._display_name} is closed")
-        if dpy in _lost:
+        if xerrors.is_lost(dpy):
             raise CaptureError(f"lost the connection to X display {self._display_name}")
         return dpy
 
@@ -453,15 +129,21 @@ class DisplayCapture:
             if self._event.type == self._damage_notify:
                 seen = True
         if not seen:
-            self._raise_if_failed("reading events")
+            xerrors.raise_if_failed(libs, dpy, "reading events")
             return []
         libs.XDamageSubtract(dpy, self._damage, 0, self._region)
         rects = libs.XFixesFetchRegion(dpy, self._region, ctypes.byref(self._nrects))
-        self._raise_if_failed("fetching the damage")
+        xerrors.raise_if_failed(libs, dpy, "fetching the damage")
         if not rects:
             return []
         try:
-            return _clip(rects, self._nrects.value, self._width, self._height)
+            out: list[DamageRect] = []
+            for k in range(self._nrects.value):
+                r = rects[k]
+                box = clip((r.x, r.y, r.width, r.height), self._width, self._height)
+                if box is not None:
+                    out.append(DamageRect(*box))
+            return out
         finally:
             libs.XFree(rects)
 
@@ -537,26 +219,11 @@ class DisplayCapture:
         with self._lock:
             dpy = self._usable()
             if damage is None:
-                self._get_image(dpy, 0, self._height)
+                self._shm.read_rows(dpy, self._root, 0, self._height)
             else:
-                for y0, y1 in _row_bands(damage, self._height):
-                    self._get_image(dpy, y0, y1)
-            assert self._picture is not None
-            return self._picture
-
-    def _get_image(self, dpy: int, y0: int, y1: int) -> None:
-        img = self._image.contents
-        full_height, base = img.height, img.data
-        # XShmGetImage writes at (image.data - shmaddr) with the image's stride: a full-width header moved
-        # to row y0 lands the band exactly where a full grab would put it.
-        img.height, img.data = y1 - y0, base + y0 * img.bytes_per_line
-        try:
-            ok = self._libs.XShmGetImage(dpy, self._root, self._image, 0, y0, _ALL_PLANES)
-        finally:
-            img.height, img.data = full_height, base
-        if not ok or dpy in _lost:
-            self._raise_if_failed("grabbing")
-            raise CaptureError(f"XShmGetImage failed on {self._display_name}")
+                for y0, y1 in row_bands(damage, self._height):
+                    self._shm.read_rows(dpy, self._root, y0, y1)
+            return self._shm.picture
 
     def grab_copy(self) -> Picture:
         """`grab()` followed by a copy the caller owns."""
@@ -569,29 +236,18 @@ class DisplayCapture:
                 return
             self._closed = True
             libs, dpy = self._libs, self._dpy
-            if dpy is not None and dpy not in _lost:
+            if dpy is not None and not xerrors.is_lost(dpy):
                 # Courtesy only: the server frees all of these when the connection closes anyway.
                 if self._damage:
                     libs.XDamageDestroy(dpy, self._damage)
                 if self._region:
                     libs.XFixesDestroyRegion(dpy, self._region)
-                if self._attached:
-                    libs.XShmDetach(dpy, ctypes.byref(self._shminfo))
+                self._shm.detach(dpy)
                 libs.XSync(dpy, 0)
-            if self._image:
-                self._image.contents.data = None  # the segment is not malloc'ed: never let Xlib free() it
-                libs.XDestroyImage(self._image)
-                self._image = None
-            if self._buffer is None and self._shminfo.shmaddr:
-                libs.shmdt(self._shminfo.shmaddr)  # attached, but failed before the view was built
-            # Our references go; the finalizer detaches now, or when the caller's last view is dropped.
-            self._picture = None
-            self._buffer = None
+            self._shm.release()
             if dpy is not None:
                 libs.XCloseDisplay(dpy)  # after an I/O error this only frees client memory and the fd
-                _owned.pop(dpy, None)
-                _lost.discard(dpy)
-                _errors.pop(dpy, None)
+                xerrors.unregister(dpy)
                 self._dpy = None
 
     def __enter__(self) -> DisplayCapture:
@@ -605,144 +261,3 @@ class DisplayCapture:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<DisplayCapture {self._display_name} {self._width}x{self._height} {state}>"
-
-
-# Bands closer than this many rows are read as one (a round trip costs more than copying a few rows), and
-# more than this many bands are read as their bounding band.
-_BAND_GAP = 32
-_MAX_BANDS = 4
-
-
-def _row_bands(damage: Sequence[DamageRect], height: int) -> list[tuple[int, int]]:
-    spans = sorted((max(0, r.y), min(height, r.y + r.height)) for r in damage if r.width > 0 and r.height > 0)
-    bands: list[tuple[int, int]] = []
-    for y0, y1 in spans:
-        if y1 <= y0:
-            continue
-        if bands and y0 <= bands[-1][1] + _BAND_GAP:
-            bands[-1] = (bands[-1][0], max(bands[-1][1], y1))
-        else:
-            bands.append((y0, y1))
-    if len(bands) > _MAX_BANDS:
-        bands = [(bands[0][0], max(b[1] for b in bands))]
-    return bands
-
-
-def _clip(rects: Any, count: int, width: int, height: int) -> list[DamageRect]:
-    out: list[DamageRect] = []
-    for k in range(count):
-        r = rects[k]
-        x0, y0 = max(0, r.x), max(0, r.y)
-        x1, y1 = min(width, r.x + r.width), min(height, r.y + r.height)
-        if x1 > x0 and y1 > y0:
-            out.append(DamageRect(x0, y0, x1 - x0, y1 - y0))
-    return out
-
-
-# --- change check ---------------------------------------------------------------------------------------
-
-
-def changed_rows(
-    prev: Picture, cur: Picture, rect_hint: Sequence[DamageRect] | None = None
-) -> tuple[int, int] | None:
-    """The rows [top, bottom) where `cur` differs from `prev` inside `rect_hint`, or None if it does not.
-
-    Chromium often repaints identical pixels; None lets the caller skip the encoder. Pictures are
-    (height, width, 4) uint8; only the hinted rectangles are compared (the whole picture when the hint is
-    None; nothing when it is empty). A shape change counts as all rows changed. Each rectangle is scanned
-    from the top to its first changed row and from the bottom to its last one, in growing blocks, so a
-    changed picture costs little more than its unchanged margins; an unchanged one costs one read of both
-    (memory bound).
-    """
-    if prev.shape != cur.shape:
-        return (0, int(cur.shape[0]))
-    height, width = int(cur.shape[0]), int(cur.shape[1])
-    boxes: list[tuple[int, int, int, int]] = []
-    if rect_hint is None:
-        boxes.append((0, 0, width, height))
-    else:
-        for r in rect_hint:
-            x0, y0 = max(0, r.x), max(0, r.y)
-            x1, y1 = min(width, r.x + r.width), min(height, r.y + r.height)
-            if x1 > x0 and y1 > y0:
-                boxes.append((x0, y0, x1, y1))
-        if len(boxes) > _MAX_RECTS:
-            boxes = [
-                (
-                    min(b[0] for b in boxes),
-                    min(b[1] for b in boxes),
-                    max(b[2] for b in boxes),
-                    max(b[3] for b in boxes),
-                )
-            ]
-    top, bottom = height, 0
-    for x0, y0, x1, y1 in boxes:
-        pa, pb = prev[y0:y1, x0:x1], cur[y0:y1, x0:x1]
-        wide = _wide_ok(pa) and _wide_ok(pb)  # both sides must use the same word size
-        a, b = _words(pa, wide), _words(pb, wide)
-        first = _first_changed(a, b)
-        if first is not None:
-            last = _last_changed(a, b, first)
-            top, bottom = min(top, y0 + first), max(bottom, y0 + last + 1)
-    return (top, bottom) if bottom > 0 else None
-
-
-def _wide_ok(region: Picture) -> bool:
-    """Whether (h, w, 4) bytes can be read as aligned uint64 pairs of pixels without a copy."""
-    s0, s1, s2 = region.strides
-    return s1 == 4 and s2 == 1 and region.shape[1] % 2 == 0 and s0 % 8 == 0 and region.ctypes.data % 8 == 0
-
-
-def _words(region: Picture, wide: bool) -> npt.NDArray[np.uint32] | npt.NDArray[np.uint64]:
-    """View (h, w, 4) bytes as (h, w/2) uint64 (half the elements to compare) or (h, w) uint32."""
-    rows, cols = region.shape[0], region.shape[1]
-    if wide:
-        flat = np.lib.stride_tricks.as_strided(region, (rows, cols * 4), (region.strides[0], 1))
-        return flat.view(np.uint64)
-    if region.strides[1:] != (4, 1):
-        region = np.ascontiguousarray(region)
-    return region.view(np.uint32)[:, :, 0]
-
-
-# Rows are compared in blocks that start small (a change near an edge is found after reading little) and
-# double up to about 512 KiB per side (the comparison's temporaries stay in cache and out of mmap).
-_FIRST_BLOCK = 16
-_MAX_BLOCK_BYTES = 1 << 19
-
-
-@functools.cache
-def _memcmp() -> _Fn:
-    return _fn(
-        _load("c", "libc.so.6"), "memcmp", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t
-    )
-
-
-def _same(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
-    # memcmp when both blocks are one run of memory (full-width rows): ~25% faster than numpy, no temporaries.
-    if a.flags.c_contiguous and b.flags.c_contiguous:
-        return bool(_memcmp()(a.ctypes.data, b.ctypes.data, a.nbytes) == 0)
-    return bool(np.array_equal(a, b))
-
-
-def _block_cap(a: npt.NDArray[Any]) -> int:
-    return max(_FIRST_BLOCK, _MAX_BLOCK_BYTES // max(1, int(a.shape[1]) * a.itemsize))
-
-
-def _first_changed(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> int | None:
-    rows, y, step, cap = int(a.shape[0]), 0, _FIRST_BLOCK, _block_cap(a)
-    while y < rows:
-        end = min(rows, y + step)
-        if not _same(a[y:end], b[y:end]):
-            return y + int(np.flatnonzero((a[y:end] != b[y:end]).any(axis=1))[0])
-        y, step = end, min(cap, step * 2)
-    return None
-
-
-def _last_changed(a: npt.NDArray[Any], b: npt.NDArray[Any], floor: int) -> int:
-    y, step, cap = int(a.shape[0]), _FIRST_BLOCK, _block_cap(a)
-    while y > floor:
-        start = max(floor, y - step)
-        if not _same(a[start:y], b[start:y]):
-            return start + int(np.flatnonzero((a[start:y] != b[start:y]).any(axis=1))[-1])
-        y, step = start, min(cap, step * 2)
-    return floor  # the floor row is known to differ

@@ -38,6 +38,7 @@ import numpy as np
 from av.video.reformatter import ColorRange, Colorspace, Interpolation, VideoReformatter
 
 from framestream.core.h264 import choose_level, codec_string_from_access_unit
+from framestream.media.rects import clip
 
 log = logging.getLogger(__name__)
 
@@ -154,12 +155,7 @@ class _ChangedRegions:
             return
         # FFmpeg's wrapper marks macroblocks without clipping: a rectangle off the picture would write outside
         # its map. Clip every rectangle to the picture here, and drop the empty ones.
-        clipped = []
-        for x, y, w, h in rects:
-            x0, y0 = max(0, x), max(0, y)
-            x1, y1 = min(self._width, x + w), min(self._height, y + h)
-            if x1 > x0 and y1 > y0:
-                clipped.append((x0, y0, x1 - x0, y1 - y0))
+        clipped = [box for rect in rects if (box := clip(rect, self._width, self._height)) is not None]
         if not clipped:
             clipped = [(0, 0, 1, 1)]  # nothing changed: one macroblock, rather than no hint (= all changed)
         rects = clipped

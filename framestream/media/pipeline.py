@@ -20,9 +20,11 @@ import numpy as np
 
 from framestream.core.pacing import Encode, EncodePolicy
 from framestream.errors import CaptureError
-from framestream.media.capture import DamageRect, DisplayCapture, changed_rows
+from framestream.media.capture import DisplayCapture
+from framestream.media.diff import changed_rows
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
 from framestream.media.picture import Picture
+from framestream.media.rects import DamageRect
 
 log = logging.getLogger(__name__)
 

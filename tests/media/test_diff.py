@@ -1,0 +1,106 @@
+"""changed_rows as a pure function, against a brute-force comparison (and with real damage in test_capture)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from framestream.media.diff import changed_rows
+from framestream.media.rects import DamageRect
+
+
+def _pic(h: int = 64, w: int = 48, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (h, w, 4), dtype=np.uint8)
+
+
+def test_changed_rows_identical_is_none() -> None:
+    a = _pic()
+    assert changed_rows(a, a.copy(), None) is None
+    assert changed_rows(a, a.copy(), [DamageRect(0, 0, 48, 64)]) is None
+
+
+def test_changed_rows_finds_rows() -> None:
+    a = _pic()
+    b = a.copy()
+    b[10, 7, 2] ^= 1
+    b[40, 30, 0] ^= 0x80
+    assert changed_rows(a, b, None) == (10, 41)
+    assert changed_rows(a, b, [DamageRect(0, 0, 48, 20)]) == (10, 11)
+    assert changed_rows(a, b, [DamageRect(29, 35, 5, 10)]) == (40, 41)
+
+
+def test_changed_rows_ignores_changes_outside_hint() -> None:
+    a = _pic()
+    b = a.copy()
+    b[10, 7] = 0
+    assert changed_rows(a, b, [DamageRect(8, 0, 40, 64)]) is None
+    assert changed_rows(a, b, []) is None
+    assert changed_rows(a, b, [DamageRect(-5, -5, 13, 16)]) == (10, 11)  # clipped, still covers (7, 10)
+    assert changed_rows(a, b, [DamageRect(100, 100, 5, 5)]) is None  # off screen
+
+
+def test_changed_rows_odd_offsets_and_many_rects() -> None:
+    a = _pic(33, 31)
+    b = a.copy()
+    b[32, 30, 3] ^= 1  # the X byte counts too: callers compare what they would encode
+    assert changed_rows(a, b, [DamageRect(29, 31, 2, 2)]) == (32, 33)  # odd x: uint32 path
+    many = [DamageRect(x, y, 1, 1) for x in range(0, 31, 2) for y in range(0, 33, 4)]
+    assert changed_rows(a, b, many) == (32, 33)  # bounding box of > 16 rects includes (30, 32)
+
+
+def test_changed_rows_shape_change_is_all_rows() -> None:
+    assert changed_rows(_pic(64, 48), _pic(32, 48), None) == (0, 32)
+
+
+def test_changed_rows_on_views_of_bigger_buffers() -> None:
+    big = _pic(80, 70)
+    a = big[5:69, 3:51]  # unaligned, strided views like a shared-memory sub-picture
+    b = a.copy()
+    b[63, 47] += 1
+    assert changed_rows(a, b, None) == (63, 64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    h=st.integers(1, 70),
+    w=st.integers(1, 40),
+    changes=st.lists(st.tuples(st.integers(0, 69), st.integers(0, 39), st.integers(0, 3)), max_size=6),
+    hint=st.one_of(
+        st.none(),
+        st.lists(
+            st.builds(
+                DamageRect, st.integers(-5, 45), st.integers(-5, 75), st.integers(0, 50), st.integers(0, 80)
+            ),
+            max_size=20,
+        ),
+    ),
+)
+def test_changed_rows_matches_brute_force(
+    h: int, w: int, changes: list[tuple[int, int, int]], hint: list[DamageRect] | None
+) -> None:
+    a = _pic(h, w, seed=h * 100 + w)
+    b = a.copy()
+    for y, x, c in changes:
+        if y < h and x < w:
+            b[y, x, c] ^= 0x5A
+    mask = np.zeros((h, w), bool)
+    if hint is None:
+        mask[:] = True
+    else:
+        clipped = [(max(0, r.x), max(0, r.y), min(w, r.x + r.width), min(h, r.y + r.height)) for r in hint]
+        boxes = [(x0, y0, x1, y1) for x0, y0, x1, y1 in clipped if x1 > x0 and y1 > y0]
+        if len(boxes) > 16:  # documented: many rectangles are compared as their bounding box
+            boxes = [
+                (
+                    min(b[0] for b in boxes),
+                    min(b[1] for b in boxes),
+                    max(b[2] for b in boxes),
+                    max(b[3] for b in boxes),
+                )
+            ]
+        for x0, y0, x1, y1 in boxes:
+            mask[y0:y1, x0:x1] = True
+    rows = np.flatnonzero(((a != b).any(axis=2) & mask).any(axis=1))
+    expected = None if rows.size == 0 else (int(rows[0]), int(rows[-1]) + 1)
+    assert changed_rows(a, b, hint) == expected
