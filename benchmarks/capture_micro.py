@@ -13,9 +13,6 @@ import argparse
 import ctypes
 import os
 import resource
-import select
-import signal
-import subprocess
 import threading
 import time
 import timeit
@@ -24,6 +21,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from framestream.browser.xvfb import XvfbServer
 from framestream.media.capture import DisplayCapture
 from framestream.media.diff import changed_rows
 from framestream.media.rects import DamageRect
@@ -31,40 +29,11 @@ from framestream.media.rects import DamageRect
 
 @contextmanager
 def xvfb(width: int, height: int) -> Iterator[tuple[str, int]]:
-    r, w = os.pipe()
-    proc = subprocess.Popen(
-        [
-            "Xvfb",
-            "-displayfd",
-            str(w),
-            "-screen",
-            "0",
-            f"{width}x{height}x24",
-            "-nolisten",
-            "tcp",
-            "-noreset",
-        ],
-        pass_fds=(w,),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(w)
-    data = b""
-    while not data.endswith(b"\n"):
-        ready, _, _ = select.select([r], [], [], 15)
-        chunk = os.read(r, 16) if ready else b""
-        if not chunk:
-            break
-        data += chunk
-    os.close(r)
+    server = XvfbServer.start(width, height)
     try:
-        if not data.endswith(b"\n"):
-            raise RuntimeError("Xvfb did not start")
-        yield f":{data.decode().strip()}", proc.pid
+        yield server.name, server.pid
     finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        server.kill()
 
 
 class Painter:

@@ -6,7 +6,11 @@ import asyncio
 import contextlib
 import logging
 import os
+import select
 import shutil
+import subprocess
+import time
+from collections.abc import Sequence
 
 from framestream.browser.process import spawn, terminate_group
 from framestream.errors import BrowserError
@@ -23,6 +27,9 @@ REFRESH_HZ = 30
 # and column). The screen is therefore one pixel larger than the picture; the capture reads the top-left
 # width x height, which the window covers exactly.
 SCREEN_MARGIN = 1
+# Asked for explicitly, so what the capture (DAMAGE events) and Chromium (96 dpi) rely on never depends on how
+# Xvfb was built.
+SERVICE_FLAGS = ("+extension", "DAMAGE", "-dpi", "96")
 
 
 class XvfbDisplay:
@@ -47,18 +54,11 @@ class XvfbDisplay:
     @classmethod
     async def start(cls, width: int, height: int, *, xvfb_path: str = "Xvfb",
                     refresh_hz: int = REFRESH_HZ) -> XvfbDisplay:
-        # -displayfd: Xvfb picks a free display itself and writes its number once it accepts clients,
-        # so there is no race over display numbers and no polling for readiness.
         read_fd, write_fd = os.pipe()
         try:
-            proc = await spawn(
-                [
-                    xvfb_path, "-displayfd", str(write_fd),
-                    "-screen", "0", f"{width + SCREEN_MARGIN}x{height + SCREEN_MARGIN}x24",
-                    "-nolisten", "tcp", "-noreset", "+extension", "DAMAGE", "-dpi", "96",
-                ],
-                pass_fds=[write_fd],
-            )
+            proc = await spawn(xvfb_command(width + SCREEN_MARGIN, height + SCREEN_MARGIN, write_fd,
+                                            xvfb_path=xvfb_path, extra=SERVICE_FLAGS),
+                               pass_fds=[write_fd])
         except OSError as exc:
             os.close(read_fd)
             os.close(write_fd)
@@ -115,6 +115,17 @@ class XvfbDisplay:
         await terminate_group(self.proc, grace=2.0)
 
 
+def xvfb_command(width: int, height: int, display_fd: int, *, xvfb_path: str = "Xvfb",
+                 extra: Sequence[str] = ()) -> list[str]:
+    """Xvfb's command line for a `width` x `height` screen that tells its display number on `display_fd`.
+
+    -displayfd: Xvfb picks a free display itself and writes its number once it accepts clients, so there is no
+    race over display numbers and no polling for readiness.
+    """
+    return [xvfb_path, "-displayfd", str(display_fd), "-screen", "0", f"{width}x{height}x24",
+            "-nolisten", "tcp", "-noreset", *extra]
+
+
 async def _read_display_number(fd: int) -> int:
     loop = asyncio.get_running_loop()
     os.set_blocking(fd, False)
@@ -126,10 +137,69 @@ async def _read_display_number(fd: int) -> int:
             await ready.wait()
             ready.clear()
             with contextlib.suppress(BlockingIOError):
-                chunk = os.read(fd, 64)
-                if not chunk:
-                    raise ValueError("Xvfb exited before it was ready")
-                buf += chunk
+                buf += _read_chunk(fd)
     finally:
         loop.remove_reader(fd)
     return int(buf.strip())
+
+
+def _read_chunk(fd: int) -> bytes:
+    # Read up to the newline: Xvfb may write the number and "\n" separately, and dies of EPIPE if the reading end
+    # is closed in between.
+    chunk = os.read(fd, 64)
+    if not chunk:
+        raise ValueError("Xvfb exited before it was ready")
+    return chunk
+
+
+class XvfbServer:
+    """An Xvfb started without asyncio, for the capture tests and benchmarks: a plain child of this process
+    (no session of its own, no parent-death signal), ended by its pid with `kill`."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], number: int) -> None:
+        self.proc = proc
+        self.number = number
+
+    @property
+    def name(self) -> str:
+        return f":{self.number}"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @classmethod
+    def start(cls, width: int, height: int, *extra: str, xvfb_path: str = "Xvfb",
+              timeout: float = START_TIMEOUT) -> XvfbServer:
+        """A `width` x `height` screen exactly (no margin, no refresh mode), with `extra` flags."""
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = subprocess.Popen(xvfb_command(width, height, write_fd, xvfb_path=xvfb_path, extra=extra),
+                                    pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+        except OSError as exc:
+            os.close(read_fd)
+            raise BrowserError(f"cannot start Xvfb ({xvfb_path}): {exc}") from exc
+        finally:
+            os.close(write_fd)
+        server = cls(proc, 0)
+        try:
+            buf = b""
+            deadline = time.monotonic() + timeout
+            while not buf.endswith(b"\n"):
+                if not select.select([read_fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                    raise ValueError("timed out")
+                buf += _read_chunk(read_fd)
+            server.number = int(buf.strip())
+        except ValueError as exc:
+            server.kill()
+            raise BrowserError(f"Xvfb did not start a {width}x{height} display: {exc}") from exc
+        finally:
+            os.close(read_fd)
+        return server
+
+    def kill(self) -> None:
+        """SIGKILL the server (only the one started here) and reap it. Idempotent."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
