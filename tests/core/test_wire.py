@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from framestream.client.wire import encode_client_message
 from framestream.core import wire
 from framestream.core.wire import (
     Hello,
@@ -21,7 +22,6 @@ from framestream.core.wire import (
     Watch,
     WheelEvent,
     check_bounds,
-    encode_client_message,
     pack_video_header,
     parse_client_message,
     parse_input_body,

@@ -1,23 +1,39 @@
-"""The wire format: client messages in, server messages out, the 16-byte video header.
+"""Client messages: each WebSocket message (and input POST body) parsed into frozen dataclasses.
 
-Everything a client sends is parsed here into frozen dataclasses; anything the contract does not allow
-raises one `ProtocolError` whose `code` is `bad-message` (the message itself) or `bad-input` (its events),
-carrying the input's `seq` whenever it could be read, so the edge can answer with one clear error.
-Unknown extra fields are ignored: the contract may grow new fields without breaking old servers.
+Anything the contract does not allow raises one `ProtocolError` whose `code` is `bad-message` (the message
+itself) or `bad-input` (its events), carrying the input's `seq` whenever it could be read, so the edge can
+answer with one clear error. Unknown extra fields are ignored: the contract may grow new fields without
+breaking old servers.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import struct
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, NamedTuple, cast
+from typing import Any, Final, cast
 
+from framestream.core.wire._events import (
+    BUTTON_BITS,
+    KEY_ACTIONS,
+    MAX_MODIFIERS,
+    MOUSE_ACTIONS,
+    MOUSE_BUTTONS,
+    TOUCH_ACTIONS,
+    InputEvent,
+    KeyAction,
+    KeyEvent,
+    MouseAction,
+    MouseButton,
+    MouseEvent,
+    TextEvent,
+    TouchAction,
+    TouchEvent,
+    TouchPoint,
+    WheelEvent,
+)
 from framestream.errors import ProtocolError
-
-PROTOCOL_VERSION: Final = 1
 
 # Limits (the contract's, plus bounds that keep one message's work small).
 MAX_MESSAGE_BYTES: Final = 65536
@@ -32,105 +48,6 @@ MAX_CLICKS: Final = 16
 MAX_BUTTONS_MASK: Final = 31  # left 1, right 2, middle 4, back 8, forward 16
 MAX_WHEEL_DELTA: Final = 1e6
 MAX_TOUCH_ID: Final = 2**31 - 1
-
-ERROR_CODES: Final = (
-    "bad-message",
-    "unknown-frame",
-    "unauthorized",
-    "expired",
-    "forbidden",
-    "replayed",
-    "superseded",
-    "capacity",
-    "shared-frames-off",
-    "bad-input",
-    "rate-limited",
-    "internal",
-)
-FRAME_STATES: Final = ("launching", "live", "paused", "closed", "error")
-
-CLOSE_PROTOCOL: Final = 4400
-CLOSE_UNAUTHORIZED: Final = 4401
-CLOSE_FORBIDDEN: Final = 4403
-CLOSE_HELLO_TIMEOUT: Final = 4408
-CLOSE_TOO_MANY: Final = 4429
-CLOSE_GOING_AWAY: Final = 1001
-CLOSE_INTERNAL: Final = 1011
-
-# CDP modifier bits.
-MOD_ALT: Final = 1
-MOD_CTRL: Final = 2
-MOD_META: Final = 4
-MOD_SHIFT: Final = 8
-MAX_MODIFIERS: Final = 15
-
-MouseAction = Literal["move", "down", "up"]
-MouseButton = Literal["left", "middle", "right", "none"]
-KeyAction = Literal["down", "up"]
-TouchAction = Literal["start", "move", "end", "cancel"]
-
-MOUSE_ACTIONS: Final = ("move", "down", "up")
-MOUSE_BUTTONS: Final = ("left", "middle", "right", "none")
-KEY_ACTIONS: Final = ("down", "up")
-TOUCH_ACTIONS: Final = ("start", "move", "end", "cancel")
-# DOM `buttons` bit of each button, used for defaults and for releasing held buttons.
-BUTTON_BITS: Final[Mapping[str, int]] = {"left": 1, "right": 2, "middle": 4, "none": 0}
-
-
-# --- input events -------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class MouseEvent:
-    action: MouseAction
-    x: float
-    y: float
-    button: MouseButton = "none"
-    buttons: int = 0
-    clicks: int = 0
-    modifiers: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class WheelEvent:
-    x: float
-    y: float
-    dx: float
-    dy: float
-    modifiers: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class KeyEvent:
-    action: KeyAction
-    key: str
-    code: str
-    modifiers: int = 0
-    repeat: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class TextEvent:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class TouchPoint:
-    id: int
-    x: float
-    y: float
-
-
-@dataclass(frozen=True, slots=True)
-class TouchEvent:
-    action: TouchAction
-    points: tuple[TouchPoint, ...]
-
-
-InputEvent = MouseEvent | WheelEvent | KeyEvent | TextEvent | TouchEvent
-
-
-# --- client messages ----------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,187 +341,3 @@ def check_bounds(events: Iterable[InputEvent], css_width: int, css_height: int, 
         elif isinstance(event, TouchEvent):
             for point in event.points:
                 check(point.x, point.y, f"event {i} touch {point.id}")
-
-
-# --- encoding client messages (test clients, a Python agent, round-trip tests) ------------------------------
-
-
-def _num_out(value: float) -> float | int:
-    # Whole numbers go out as integers: shorter, and what a JavaScript client would send.
-    return int(value) if value.is_integer() else value
-
-
-def event_to_dict(event: InputEvent) -> dict[str, object]:
-    """The JSON object for one input event (the inverse of the parser)."""
-    if isinstance(event, MouseEvent):
-        return {
-            "kind": "mouse",
-            "action": event.action,
-            "x": _num_out(event.x),
-            "y": _num_out(event.y),
-            "button": event.button,
-            "buttons": event.buttons,
-            "clicks": event.clicks,
-            "modifiers": event.modifiers,
-        }
-    if isinstance(event, WheelEvent):
-        return {
-            "kind": "wheel",
-            "x": _num_out(event.x),
-            "y": _num_out(event.y),
-            "dx": _num_out(event.dx),
-            "dy": _num_out(event.dy),
-            "modifiers": event.modifiers,
-        }
-    if isinstance(event, KeyEvent):
-        out: dict[str, object] = {
-            "kind": "key",
-            "action": event.action,
-            "key": event.key,
-            "code": event.code,
-            "modifiers": event.modifiers,
-        }
-        if event.repeat:
-            out["repeat"] = True
-        return out
-    if isinstance(event, TextEvent):
-        return {"kind": "text", "text": event.text}
-    return {
-        "kind": "touch",
-        "action": event.action,
-        "points": [{"id": p.id, "x": _num_out(p.x), "y": _num_out(p.y)} for p in event.points],
-    }
-
-
-def _dumps(obj: Mapping[str, object]) -> str:
-    # ensure_ascii: strings echoed from clients may hold lone surrogates, which UTF-8 cannot carry.
-    return json.dumps(obj, separators=(",", ":"), allow_nan=False)
-
-
-def encode_client_message(message: ClientMessage) -> str:
-    """The JSON text a client sends for `message` (the inverse of parse_client_message)."""
-    if isinstance(message, Hello):
-        return _dumps({"type": "hello", "token": message.token})
-    if isinstance(message, Watch):
-        return _dumps({"type": "watch", "frame": message.frame})
-    if isinstance(message, Unwatch):
-        return _dumps({"type": "unwatch", "frame": message.frame})
-    if isinstance(message, KeyframeRequest):
-        return _dumps({"type": "keyframe", "frame": message.frame})
-    body: dict[str, object] = {
-        "type": "input",
-        "frame": message.frame,
-        "grant": message.grant,
-        "seq": message.seq,
-    }
-    if len(message.events) == 1:
-        body["event"] = event_to_dict(message.events[0])
-    else:
-        body["events"] = [event_to_dict(e) for e in message.events]
-    return _dumps(body)
-
-
-# --- server messages ----------------------------------------------------------------------------------------
-
-
-def welcome(sandbox: str, shared_frames: bool) -> str:
-    return _dumps(
-        {"type": "welcome", "protocol": PROTOCOL_VERSION, "sandbox": sandbox, "shared_frames": shared_frames}
-    )
-
-
-def video_config(  # noqa: PLR0917 - the contract's field order
-    frame: str, slot: int, codec: str, width: int, height: int, css_width: int, css_height: int
-) -> str:
-    return _dumps(
-        {
-            "type": "video-config",
-            "frame": frame,
-            "slot": slot,
-            "codec": codec,
-            "width": width,
-            "height": height,
-            "css_width": css_width,
-            "css_height": css_height,
-        }
-    )
-
-
-def frame_state(  # noqa: PLR0917 - the contract's field order
-    frame: str, state: str, url: str, viewers: int, driver: str | None, message: str | None = None
-) -> str:
-    if state not in FRAME_STATES:
-        raise ValueError(f"unknown frame state {state!r}")
-    body: dict[str, object] = {
-        "type": "frame-state",
-        "frame": frame,
-        "state": state,
-        "url": url,
-        "viewers": viewers,
-        "driver": driver,
-    }
-    if message is not None:
-        body["message"] = message
-    return _dumps(body)
-
-
-def control_message(frame: str, driver: str | None, you: bool) -> str:
-    return _dumps({"type": "control", "frame": frame, "driver": driver, "you": you})
-
-
-def input_ack(frame: str, seq: int) -> str:
-    return _dumps({"type": "input-ack", "frame": frame, "seq": seq})
-
-
-def error_message(code: str, message: str, frame: str | None = None, seq: int | None = None) -> str:
-    # A typo in a code would reach clients as an unknown error; catch it where it is made.
-    if code not in ERROR_CODES:
-        raise ValueError(f"unknown error code {code!r}")
-    body: dict[str, object] = {"type": "error", "code": code, "message": message}
-    if frame is not None:
-        body["frame"] = frame
-    if seq is not None:
-        body["seq"] = seq
-    return _dumps(body)
-
-
-# --- binary video messages ----------------------------------------------------------------------------------
-
-VIDEO_HEADER: Final = struct.Struct(">BBHIQ")
-KIND_VIDEO: Final = 1
-FLAG_KEYFRAME: Final = 1
-FLAG_REFINEMENT: Final = 2
-
-
-class VideoHeader(NamedTuple):
-    kind: int
-    flags: int
-    slot: int
-    sequence: int
-    capture_us: int
-
-    @property
-    def keyframe(self) -> bool:
-        return bool(self.flags & FLAG_KEYFRAME)
-
-    @property
-    def refinement(self) -> bool:
-        return bool(self.flags & FLAG_REFINEMENT)
-
-
-def pack_video_header(flags: int, slot: int, sequence: int, capture_us: int) -> bytes:
-    """The 16-byte header in front of one access unit. `sequence` wraps modulo 2**32."""
-    if not 0 <= flags <= 0xFF:
-        raise ValueError(f"flags {flags} out of range 0..255")
-    if not 0 <= slot <= 0xFFFF:
-        raise ValueError(f"slot {slot} out of range 0..65535")
-    if not 0 <= capture_us < 2**64:
-        raise ValueError(f"capture time {capture_us} out of range")
-    return VIDEO_HEADER.pack(KIND_VIDEO, flags, slot, sequence & 0xFFFFFFFF, capture_us)
-
-
-def unpack_video_header(data: bytes) -> VideoHeader:
-    """Read the header from the start of a binary message (the payload follows at VIDEO_HEADER.size)."""
-    if len(data) < VIDEO_HEADER.size:
-        raise ValueError(f"video message shorter than its {VIDEO_HEADER.size}-byte header")
-    return VideoHeader(*VIDEO_HEADER.unpack_from(data))

@@ -1,0 +1,45 @@
+"""The 16-byte header in front of every binary video message: kind, flags, slot, sequence, capture time."""
+
+from __future__ import annotations
+
+import struct
+from typing import Final, NamedTuple
+
+VIDEO_HEADER: Final = struct.Struct(">BBHIQ")
+KIND_VIDEO: Final = 1
+FLAG_KEYFRAME: Final = 1
+FLAG_REFINEMENT: Final = 2
+
+
+class VideoHeader(NamedTuple):
+    kind: int
+    flags: int
+    slot: int
+    sequence: int
+    capture_us: int
+
+    @property
+    def keyframe(self) -> bool:
+        return bool(self.flags & FLAG_KEYFRAME)
+
+    @property
+    def refinement(self) -> bool:
+        return bool(self.flags & FLAG_REFINEMENT)
+
+
+def pack_video_header(flags: int, slot: int, sequence: int, capture_us: int) -> bytes:
+    """The 16-byte header in front of one access unit. `sequence` wraps modulo 2**32."""
+    if not 0 <= flags <= 0xFF:
+        raise ValueError(f"flags {flags} out of range 0..255")
+    if not 0 <= slot <= 0xFFFF:
+        raise ValueError(f"slot {slot} out of range 0..65535")
+    if not 0 <= capture_us < 2**64:
+        raise ValueError(f"capture time {capture_us} out of range")
+    return VIDEO_HEADER.pack(KIND_VIDEO, flags, slot, sequence & 0xFFFFFFFF, capture_us)
+
+
+def unpack_video_header(data: bytes) -> VideoHeader:
+    """Read the header from the start of a binary message (the payload follows at VIDEO_HEADER.size)."""
+    if len(data) < VIDEO_HEADER.size:
+        raise ValueError(f"video message shorter than its {VIDEO_HEADER.size}-byte header")
+    return VideoHeader(*VIDEO_HEADER.unpack_from(data))
