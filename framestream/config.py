@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Final
 
 from framestream.errors import ConfigError
 
@@ -81,18 +82,32 @@ def parse_frame_arg(arg: str) -> tuple[str, FrameSize]:
     return match.group("url"), frame_size(width, height)
 
 
+def _default_chrome() -> str:
+    for candidate in ("/usr/bin/chromium", "/usr/bin/google-chrome", "/usr/bin/chromium-browser"):
+        if os.path.exists(candidate):
+            return candidate
+    return shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def _default_state_dir() -> Path:
+    return Path("~/.local/state/framestream").expanduser()
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """What the service runs with. Every default is written here and only here: `load_settings` sets just
+    what the environment and the command line give."""
+
     secret: bytes
     insecure_dev: bool
-    sandbox_id: str
+    sandbox_id: str = "local"
     host: str = "127.0.0.1"
     port: int = 7682
     shared_frames: bool = True
     max_browsers: int = 6
     idle_pause_s: float = 5.0
-    state_dir: Path = Path(".state")
-    chrome_path: str = "/usr/bin/chromium"
+    state_dir: Path = field(default_factory=_default_state_dir)
+    chrome_path: str = field(default_factory=_default_chrome)
     xvfb_path: str = "Xvfb"
     fps: int = 30
     max_message_bytes: int = 64 * 1024
@@ -105,10 +120,23 @@ class Settings:
     frames: tuple[tuple[str, FrameSize], ...] = field(default_factory=tuple)
 
 
-def _env_float(env: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
+# The numeric settings that one environment variable each may set: field -> (variable, type, lowest, highest).
+_ENV_NUMBERS: Final[Mapping[str, tuple[str, type[int] | type[float], float, float]]] = {
+    "max_browsers": ("MAX_BROWSERS", int, 1, 64),
+    "idle_pause_s": ("FRAME_IDLE_PAUSE_S", float, 0.1, 86400),
+    "max_message_bytes": ("FRAMESTREAM_MAX_MESSAGE_BYTES", int, 1024, 16 * 1024 * 1024),
+    "max_watch_per_connection": ("FRAMESTREAM_MAX_WATCH_PER_CONNECTION", int, 1, 256),
+    "max_connections": ("FRAMESTREAM_MAX_CONNECTIONS", int, 1, 100_000),
+    "input_rate_per_s": ("FRAMESTREAM_INPUT_RATE", float, 1.0, 100_000.0),
+    "hello_timeout_s": ("FRAMESTREAM_HELLO_TIMEOUT_S", float, 0.5, 60.0),
+}
+
+
+def _env_number(env: Mapping[str, str], name: str, low: float, high: float) -> float | None:
+    """The variable's value checked against [low, high]; None when it is unset or empty (keep the default)."""
     raw = env.get(name)
     if raw is None or raw == "":
-        return default
+        return None
     try:
         value = float(raw)
     except ValueError as exc:
@@ -118,15 +146,13 @@ def _env_float(env: Mapping[str, str], name: str, default: float, low: float, hi
     return value
 
 
-def load_settings(
-    env: Mapping[str, str] | None = None,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 7682,
-    insecure_dev: bool = False,
-    frames: tuple[str, ...] = (),
-) -> Settings:
-    env = os.environ if env is None else env
+def _env_list(env: Mapping[str, str], name: str) -> tuple[str, ...] | None:
+    """A comma-separated variable as a tuple of its non-empty items; None when it is unset."""
+    raw = env.get(name)
+    return None if raw is None else tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def _secret(env: Mapping[str, str], insecure_dev: bool) -> bytes:
     raw_secret = env.get("TERMINAL_AUTH_SECRET", "")
     if raw_secret:
         secret = raw_secret.encode()
@@ -134,55 +160,57 @@ def load_settings(
             raise ConfigError(
                 f"TERMINAL_AUTH_SECRET is {len(secret)} bytes; it must be at least {MIN_SECRET_BYTES} bytes"
             )
-    elif insecure_dev:
-        secret = INSECURE_DEV_SECRET.encode()
-    else:
-        raise ConfigError(
-            "TERMINAL_AUTH_SECRET is not set: set it to a random string of at least "
-            f"{MIN_SECRET_BYTES} bytes (or pass --insecure-dev for a local demo)"
-        )
-    shared_raw = env.get("SHARED_FRAMES", "on").strip().lower()
-    if shared_raw not in ("on", "off", "true", "false", "1", "0"):
-        raise ConfigError(f"SHARED_FRAMES={shared_raw!r} must be on or off")
-    shared = shared_raw in ("on", "true", "1")
-    max_browsers = int(_env_float(env, "MAX_BROWSERS", 6, 1, 64))
-    idle = _env_float(env, "FRAME_IDLE_PAUSE_S", 5.0, 0.1, 86400)
-    state_dir = Path(env.get("FRAMESTREAM_STATE_DIR") or "~/.local/state/framestream").expanduser()
-    chrome = env.get("CHROME_PATH") or _default_chrome()
-    sandbox = env.get("SANDBOX_ID", "local")
-    if not sandbox or len(sandbox) > 128:
-        raise ConfigError("SANDBOX_ID must be 1..128 characters")
-    if not 0 < port < 65536:
-        raise ConfigError(f"port {port} is out of range")
-    parsed = tuple(parse_frame_arg(f) for f in frames)
-    if parsed and not shared:
-        raise ConfigError("--frame is refused: SHARED_FRAMES=off keeps every frame private to its viewer")
-    origins = tuple(o.strip() for o in env.get("FRAMESTREAM_ALLOWED_ORIGINS", "").split(",") if o.strip())
-    url_hosts = tuple(h.strip().lower() for h in env.get("FRAMESTREAM_URL_ALLOW_HOSTS", "").split(",") if h.strip())
-    return Settings(
-        secret=secret,
-        insecure_dev=insecure_dev and not raw_secret,
-        sandbox_id=sandbox,
-        host=host,
-        port=port,
-        shared_frames=shared,
-        max_browsers=max_browsers,
-        idle_pause_s=idle,
-        state_dir=state_dir,
-        chrome_path=chrome,
-        allowed_origins=origins,
-        allowed_url_hosts=url_hosts,
-        max_message_bytes=int(_env_float(env, "FRAMESTREAM_MAX_MESSAGE_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024)),
-        max_watch_per_connection=int(_env_float(env, "FRAMESTREAM_MAX_WATCH_PER_CONNECTION", 16, 1, 256)),
-        max_connections=int(_env_float(env, "FRAMESTREAM_MAX_CONNECTIONS", 256, 1, 100_000)),
-        input_rate_per_s=_env_float(env, "FRAMESTREAM_INPUT_RATE", 200.0, 1.0, 100_000.0),
-        hello_timeout_s=_env_float(env, "FRAMESTREAM_HELLO_TIMEOUT_S", 5.0, 0.5, 60.0),
-        frames=parsed,
+        return secret
+    if insecure_dev:
+        return INSECURE_DEV_SECRET.encode()
+    raise ConfigError(
+        "TERMINAL_AUTH_SECRET is not set: set it to a random string of at least "
+        f"{MIN_SECRET_BYTES} bytes (or pass --insecure-dev for a local demo)"
     )
 
 
-def _default_chrome() -> str:
-    for candidate in ("/usr/bin/chromium", "/usr/bin/google-chrome", "/usr/bin/chromium-browser"):
-        if os.path.exists(candidate):
-            return candidate
-    return shutil.which("chromium") or "/usr/bin/chromium"
+def load_settings(
+    env: Mapping[str, str] | None = None,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    insecure_dev: bool = False,
+    frames: tuple[str, ...] = (),
+) -> Settings:
+    """Settings from the environment and the command line (None and unset variables keep the defaults)."""
+    env = os.environ if env is None else env
+    secret = _secret(env, insecure_dev)
+    given: dict[str, Any] = {}
+    if (shared_raw := env.get("SHARED_FRAMES")) is not None:
+        shared_raw = shared_raw.strip().lower()
+        if shared_raw not in ("on", "off", "true", "false", "1", "0"):
+            raise ConfigError(f"SHARED_FRAMES={shared_raw!r} must be on or off")
+        given["shared_frames"] = shared_raw in ("on", "true", "1")
+    for name, (variable, kind, low, high) in _ENV_NUMBERS.items():
+        if (value := _env_number(env, variable, low, high)) is not None:
+            given[name] = kind(value)
+    if state_dir := env.get("FRAMESTREAM_STATE_DIR"):
+        given["state_dir"] = Path(state_dir).expanduser()
+    if chrome := env.get("CHROME_PATH"):
+        given["chrome_path"] = chrome
+    if (sandbox := env.get("SANDBOX_ID")) is not None:
+        if not sandbox or len(sandbox) > 128:
+            raise ConfigError("SANDBOX_ID must be 1..128 characters")
+        given["sandbox_id"] = sandbox
+    if host is not None:
+        given["host"] = host
+    if port is not None:
+        if not 0 < port < 65536:
+            raise ConfigError(f"port {port} is out of range")
+        given["port"] = port
+    if (origins := _env_list(env, "FRAMESTREAM_ALLOWED_ORIGINS")) is not None:
+        given["allowed_origins"] = origins
+    if (url_hosts := _env_list(env, "FRAMESTREAM_URL_ALLOW_HOSTS")) is not None:
+        given["allowed_url_hosts"] = tuple(h.lower() for h in url_hosts)
+    given["frames"] = tuple(parse_frame_arg(f) for f in frames)
+    # --insecure-dev only counts when it is what supplied the secret.
+    dev = insecure_dev and not env.get("TERMINAL_AUTH_SECRET")
+    settings = Settings(secret=secret, insecure_dev=dev, **given)
+    if settings.frames and not settings.shared_frames:
+        raise ConfigError("--frame is refused: SHARED_FRAMES=off keeps every frame private to its viewer")
+    return settings

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from framestream.config import FrameSize, frame_size, load_settings, parse_frame_arg
+from framestream.config import FrameSize, Settings, frame_size, load_settings, parse_frame_arg
 from framestream.errors import ConfigError
 
 SECRET = "s" * 32
@@ -60,6 +60,37 @@ def test_limits_come_from_the_environment() -> None:
     assert s.allowed_url_hosts == ("127.0.0.1", "example.com")
     with pytest.raises(ConfigError, match="FRAMESTREAM_MAX_CONNECTIONS"):
         load_settings({"TERMINAL_AUTH_SECRET": SECRET, "FRAMESTREAM_MAX_CONNECTIONS": "-1"})
+
+
+def test_defaults_are_the_documented_ones_and_unset_or_empty_variables_keep_them() -> None:
+    defaults = load_settings({"TERMINAL_AUTH_SECRET": SECRET})
+    assert defaults == Settings(secret=SECRET.encode(), insecure_dev=False)
+    # README's environment table
+    assert (defaults.sandbox_id, defaults.shared_frames, defaults.max_browsers, defaults.idle_pause_s) == (
+        "local", True, 6, 5.0)
+    assert (defaults.host, defaults.port, defaults.max_message_bytes, defaults.max_watch_per_connection) == (
+        "127.0.0.1", 7682, 65536, 16)
+    assert (defaults.max_connections, defaults.input_rate_per_s, defaults.hello_timeout_s) == (256, 200.0, 5.0)
+    assert str(defaults.state_dir).endswith("/.local/state/framestream") and defaults.state_dir.is_absolute()
+    assert (defaults.allowed_origins, defaults.allowed_url_hosts, defaults.frames) == ((), (), ())
+    empty = {name: "" for name in ("MAX_BROWSERS", "FRAME_IDLE_PAUSE_S", "FRAMESTREAM_STATE_DIR", "CHROME_PATH",
+                                   "FRAMESTREAM_ALLOWED_ORIGINS", "FRAMESTREAM_URL_ALLOW_HOSTS",
+                                   "FRAMESTREAM_MAX_MESSAGE_BYTES", "FRAMESTREAM_MAX_WATCH_PER_CONNECTION",
+                                   "FRAMESTREAM_MAX_CONNECTIONS", "FRAMESTREAM_INPUT_RATE",
+                                   "FRAMESTREAM_HELLO_TIMEOUT_S")}
+    assert load_settings({"TERMINAL_AUTH_SECRET": SECRET, **empty}) == defaults
+    # ... but an empty switch or sandbox id is a mistake, not "use the default"
+    for name, match in [("SHARED_FRAMES", "on or off"), ("SANDBOX_ID", "1..128")]:
+        with pytest.raises(ConfigError, match=match):
+            load_settings({"TERMINAL_AUTH_SECRET": SECRET, name: ""})
+
+
+def test_flags_set_host_port_and_frames() -> None:
+    s = load_settings({"TERMINAL_AUTH_SECRET": SECRET}, host="0.0.0.0", port=8080, frames=("http://h/@640x400",))
+    assert (s.host, s.port, s.frames) == ("0.0.0.0", 8080, (("http://h/", FrameSize(640, 400, 2)),))
+    for port in (0, 65536):
+        with pytest.raises(ConfigError, match="out of range"):
+            load_settings({"TERMINAL_AUTH_SECRET": SECRET}, port=port)
 
 
 def test_url_policy() -> None:
