@@ -6,16 +6,14 @@ import ctypes
 import os
 import select
 import shutil
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
+from framestream.browser.xvfb import XvfbServer
 from framestream.errors import CaptureError
 from framestream.media.capture import DisplayCapture
 from framestream.media.diff import changed_rows
@@ -29,73 +27,16 @@ W, H = 640, 400
 # --- fixtures -------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Xvfb:
-    display: str
-    proc: subprocess.Popen[bytes]
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)  # only the server this test started
-        self.proc.wait(timeout=10)
-
-
-def _start_xvfb(width: int, height: int, *extra: str) -> Xvfb:
+@pytest.fixture
+def xvfb_factory() -> Iterator[Callable[..., XvfbServer]]:
+    """Starts plain Xvfb servers of exactly the asked size (see browser/xvfb.py), killed after the test."""
     if XVFB is None:
         # Never silently (see tests/conftest.py): a skipped capture test would hide a broken capture.
         pytest.fail("the capture tests need Xvfb: run `make test`, which installs it", pytrace=False)
-    # -displayfd: the server picks a free display number itself and writes it once it accepts connections,
-    # which is race-free against other tests and needs no polling for readiness.
-    r, w = os.pipe()
-    try:
-        proc = subprocess.Popen(
-            [
-                XVFB,
-                "-displayfd",
-                str(w),
-                "-screen",
-                "0",
-                f"{width}x{height}x24",
-                "-nolisten",
-                "tcp",
-                "-noreset",
-                *extra,
-            ],
-            pass_fds=(w,),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        os.close(w)
-        w = -1
-        # Read up to the newline: Xvfb may write the number and "\n" separately, and dies of EPIPE if we
-        # close our end in between.
-        data = b""
-        deadline = time.monotonic() + 15
-        while not data.endswith(b"\n") and time.monotonic() < deadline:
-            ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.monotonic()))
-            chunk = os.read(r, 16) if ready else b""
-            if not chunk:
-                break
-            data += chunk
-        number = data.decode().strip() if data.endswith(b"\n") else ""
-    finally:
-        os.close(r)
-        if w >= 0:
-            os.close(w)
-    if not number:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        pytest.fail("Xvfb did not report a display number")
-    return Xvfb(f":{number}", proc)
+    started: list[XvfbServer] = []
 
-
-@pytest.fixture
-def xvfb_factory() -> Iterator[Callable[..., Xvfb]]:
-    started: list[Xvfb] = []
-
-    def start(width: int = W, height: int = H, *extra: str) -> Xvfb:
-        server = _start_xvfb(width, height, *extra)
+    def start(width: int = W, height: int = H, *extra: str) -> XvfbServer:
+        server = XvfbServer.start(width, height, *extra, xvfb_path=XVFB)
         started.append(server)
         return server
 
@@ -107,13 +48,13 @@ def xvfb_factory() -> Iterator[Callable[..., Xvfb]]:
 
 
 @pytest.fixture
-def xvfb(xvfb_factory: Callable[..., Xvfb]) -> Xvfb:
+def xvfb(xvfb_factory: Callable[..., XvfbServer]) -> XvfbServer:
     return xvfb_factory()
 
 
 @pytest.fixture
-def cap(xvfb: Xvfb) -> Iterator[DisplayCapture]:
-    with DisplayCapture(xvfb.display, W, H) as c:
+def cap(xvfb: XvfbServer) -> Iterator[DisplayCapture]:
+    with DisplayCapture(xvfb.name, W, H) as c:
         c.wait_damage(1.0)  # the initial whole-screen damage
         yield c
 
@@ -159,8 +100,8 @@ class Painter:
 
 
 @pytest.fixture
-def painter(xvfb: Xvfb) -> Iterator[Painter]:
-    p = Painter(xvfb.display)
+def painter(xvfb: XvfbServer) -> Iterator[Painter]:
+    p = Painter(xvfb.name)
     yield p
     p.close()
 
@@ -220,8 +161,8 @@ def test_grab_with_damage_reads_only_damaged_rows(cap: DisplayCapture, painter: 
     assert cap.grab([]) is pic  # nothing damaged: nothing read
 
 
-def test_first_call_reports_whole_screen(xvfb: Xvfb) -> None:
-    with DisplayCapture(xvfb.display, W, H) as c:
+def test_first_call_reports_whole_screen(xvfb: XvfbServer) -> None:
+    with DisplayCapture(xvfb.name, W, H) as c:
         assert covers(c.wait_damage(1.0), 0, 0, W, H)
 
 
@@ -256,10 +197,10 @@ def test_damage_on_root_sees_drawing_in_child_windows(cap: DisplayCapture, paint
     assert cap.grab()[120, 110, :3].tolist() == [0xFF, 0, 0xFF]
 
 
-def test_wait_wakes_on_damage_from_another_thread(cap: DisplayCapture, xvfb: Xvfb) -> None:
+def test_wait_wakes_on_damage_from_another_thread(cap: DisplayCapture, xvfb: XvfbServer) -> None:
     def paint_later() -> None:
         time.sleep(0.2)
-        p = Painter(xvfb.display)
+        p = Painter(xvfb.name)
         p.fill(1, 2, 3, 4, 0xABCDEF)
         p.close()
 
@@ -297,16 +238,16 @@ def test_changed_rows_with_real_damage(cap: DisplayCapture, painter: Painter) ->
     assert changed_rows(kept, cap.grab(), rects) == (77, 86)
 
 
-def test_two_displays_in_two_threads(xvfb_factory: Callable[..., Xvfb]) -> None:
+def test_two_displays_in_two_threads(xvfb_factory: Callable[..., XvfbServer]) -> None:
     servers = [xvfb_factory(), xvfb_factory(320, 200)]
     sizes = [(W, H), (320, 200)]
     results: dict[int, object] = {}
 
     def work(k: int) -> None:
         try:
-            with DisplayCapture(servers[k].display, *sizes[k]) as c:
+            with DisplayCapture(servers[k].name, *sizes[k]) as c:
                 c.wait_damage(1.0)
-                p = Painter(servers[k].display)
+                p = Painter(servers[k].name)
                 p.fill(k, k, 7, 7, 0x010203 * (k + 1))
                 p.close()
                 rects = c.wait_damage(2.0)
@@ -325,9 +266,9 @@ def test_two_displays_in_two_threads(xvfb_factory: Callable[..., Xvfb]) -> None:
 
 
 @pytest.mark.parametrize("first", ["wait_damage", "grab", "pending_damage", "close"])
-def test_killed_xvfb_raises_capture_error_and_process_survives(xvfb: Xvfb, first: str) -> None:
+def test_killed_xvfb_raises_capture_error_and_process_survives(xvfb: XvfbServer, first: str) -> None:
     fds = sorted(os.listdir("/proc/self/fd"))
-    c = DisplayCapture(xvfb.display, W, H)
+    c = DisplayCapture(xvfb.name, W, H)
     c.wait_damage(1.0)
     pic = c.grab()
     xvfb.kill()
@@ -353,8 +294,8 @@ def test_killed_xvfb_raises_capture_error_and_process_survives(xvfb: Xvfb, first
     assert sorted(os.listdir("/proc/self/fd")) == fds  # the dead connection's socket was closed too
 
 
-def test_xvfb_dying_during_wait(xvfb: Xvfb) -> None:
-    with DisplayCapture(xvfb.display, W, H) as c:
+def test_xvfb_dying_during_wait(xvfb: XvfbServer) -> None:
+    with DisplayCapture(xvfb.name, W, H) as c:
         c.wait_damage(1.0)
         killer = threading.Timer(0.2, xvfb.kill)
         killer.start()
@@ -366,10 +307,10 @@ def test_xvfb_dying_during_wait(xvfb: Xvfb) -> None:
     assert our_segments() == []
 
 
-def test_close_is_idempotent_and_frees_shm(xvfb: Xvfb) -> None:
+def test_close_is_idempotent_and_frees_shm(xvfb: XvfbServer) -> None:
     before = our_segments()
     assert before == []
-    c = DisplayCapture(xvfb.display, W, H)
+    c = DisplayCapture(xvfb.name, W, H)
     segments = our_segments()
     assert len(segments) == 1
     # IPC_RMID right after attach: mode carries SHM_DEST (0o1000), so the kernel frees it on last detach.
@@ -393,15 +334,15 @@ def test_view_held_past_close_keeps_memory_until_dropped(cap: DisplayCapture, pa
     assert our_segments() == []
 
 
-def test_wrong_size_is_a_clear_error(xvfb: Xvfb) -> None:
+def test_wrong_size_is_a_clear_error(xvfb: XvfbServer) -> None:
     with pytest.raises(CaptureError, match=r"is 640x400, smaller than 800x600"):
-        DisplayCapture(xvfb.display, 800, 600)
+        DisplayCapture(xvfb.name, 800, 600)
     assert our_segments() == []
 
 
-def test_a_larger_screen_is_captured_from_its_top_left(xvfb: Xvfb) -> None:
+def test_a_larger_screen_is_captured_from_its_top_left(xvfb: XvfbServer) -> None:
     # The service makes each screen one pixel larger than the picture (Chromium's window is one pixel short).
-    with DisplayCapture(xvfb.display, 638, 398) as cap:
+    with DisplayCapture(xvfb.name, 638, 398) as cap:
         assert cap.grab().shape == (398, 638, 4)
         assert all(r.x + r.width <= 638 and r.y + r.height <= 398 for r in cap.pending_damage())
 
@@ -411,8 +352,8 @@ def test_unreachable_display_is_a_clear_error() -> None:
         DisplayCapture(":4095", W, H)
 
 
-def test_missing_damage_extension_is_a_clear_error(xvfb_factory: Callable[..., Xvfb]) -> None:
+def test_missing_damage_extension_is_a_clear_error(xvfb_factory: Callable[..., XvfbServer]) -> None:
     server = xvfb_factory(W, H, "-extension", "DAMAGE")
     with pytest.raises(CaptureError, match="DAMAGE"):
-        DisplayCapture(server.display, W, H)
+        DisplayCapture(server.name, W, H)
     assert our_segments() == []
