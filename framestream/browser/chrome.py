@@ -1,8 +1,9 @@
 """One Chromium per frame, on the frame's display, with its own profile; DevTools on loopback only.
 
 We launch at about:blank and navigate over DevTools, so an unloadable URL comes back as an error we can
-report instead of a silent error page. The browser-level DevTools socket carries one flattened session for
-the page target; closing the browser goes through `Browser.close` first so the profile is flushed.
+report instead of a silent error page; the about:blank entry is then dropped from the page's history, so Back
+never leaves the frame's own pages. The browser-level DevTools socket carries one flattened session per page
+(`tabs.Tabs`); closing the browser goes through `Browser.close` first so the profile is flushed.
 
 Chromium's own sandbox (`FRAMESTREAM_CHROME_SANDBOX`, see `sandbox_decision`) is never dropped silently: as an
 unprivileged user it is on unless the operator says `off`, and every way of running without it is logged as a
@@ -17,13 +18,14 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.process import spawn, terminate_group
 from framestream.browser.proctable import list_processes
+from framestream.browser.tabs import TabEvent, Tabs, TabSettings
 from framestream.errors import BrowserError, CDPError
 
 log = logging.getLogger(__name__)
@@ -70,7 +72,8 @@ def _log_sandbox(sandbox: bool, reason: str) -> None:
         log.warning("Chromium sandbox: OFF (%s): a compromised page renderer gets this user's access", reason)
 
 
-def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, sandbox: bool) -> list[str]:
+def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, sandbox: bool, webgl: bool = True
+                 ) -> list[str]:
     flags = [
         f"--user-data-dir={profile_dir}",
         "--remote-debugging-address=127.0.0.1",
@@ -82,7 +85,11 @@ def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, sandbo
         f"--force-device-scale-factor={dpr}",
         "--force-color-profile=srgb",  # pixels on the display are the page's sRGB values
         "--ozone-platform=x11",
-        "--disable-gpu",  # Xvfb has no GPU; software compositing straight to the window is cheapest
+        # Xvfb has no GPU. WebGL renders through SwiftShader (CPU) in the GPU process; without WebGL the GPU
+        # process has nothing to do and software compositing straight to the window is cheapest.
+        *(("--use-angle=swiftshader", "--enable-unsafe-swiftshader") if webgl else ("--disable-gpu",)),
+        # No permission prompt ever covers a shared page: what is granted is decided by policy (Tabs).
+        "--deny-permission-prompts",
         "--no-first-run",
         "--no-default-browser-check",
         "--disable-background-networking",
@@ -105,7 +112,7 @@ def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, sandbo
         "--disable-backgrounding-occluded-windows",
         "--disable-background-timer-throttling",
         "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,"
-        "CalculateNativeWinOcclusion,DialMediaRouteProvider",
+        "CalculateNativeWinOcclusion,DialMediaRouteProvider,FileSystemAccessAPI",
         "--lang=en-US",
         "--test-type",  # no "unsupported flag" infobar over the page
     ]
@@ -134,22 +141,21 @@ def clear_stale_locks(profile_dir: Path) -> list[str]:
 
 
 class ChromeBrowser:
-    def __init__(self, proc: asyncio.subprocess.Process, cdp: CDPConnection, session_id: str, target_id: str,
-                 profile_dir: Path) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, cdp: CDPConnection, tabs: Tabs, profile_dir: Path) -> None:
         self.proc = proc
         self.cdp = cdp
-        self.session_id = session_id
-        self.target_id = target_id
+        self.tabs = tabs
         self.profile_dir = profile_dir
         self._frozen: list[int] = []
 
     @property
-    def pid(self) -> int:
-        return self.proc.pid
+    def session_id(self) -> str:
+        """The DevTools session of the active page (the one on screen)."""
+        return self.tabs.active.session_id
 
     @property
-    def alive(self) -> bool:
-        return self.proc.returncode is None and not self.cdp.closed
+    def pid(self) -> int:
+        return self.proc.pid
 
     @classmethod
     async def launch(
@@ -161,7 +167,9 @@ class ChromeBrowser:
         width: int,
         height: int,
         dpr: int,
-        extra_flags: Sequence[str] = (),
+        tab_settings: TabSettings | None = None,
+        on_event: Callable[[TabEvent], None] = lambda event: None,
+        webgl: bool = True,
     ) -> ChromeBrowser:
         removed = prepare_profile(profile_dir)
         if removed:
@@ -171,7 +179,7 @@ class ChromeBrowser:
             port_file.unlink()
         sandbox, reason = sandbox_decision(os.environ.get(SANDBOX_ENV), os.geteuid())
         _log_sandbox(sandbox, reason)
-        argv = [chrome_path, *chrome_flags(profile_dir, width, height, dpr, sandbox=sandbox), *extra_flags,
+        argv = [chrome_path, *chrome_flags(profile_dir, width, height, dpr, sandbox=sandbox, webgl=webgl),
                 "about:blank"]
         env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY",)}
         env["DISPLAY"] = display
@@ -183,19 +191,13 @@ class ChromeBrowser:
         try:
             ws_url = await asyncio.wait_for(_devtools_url(proc, port_file), START_TIMEOUT)
             cdp = await CDPConnection.connect(ws_url)
+            tabs = Tabs(cdp, tab_settings or TabSettings(width, height, dpr, profile_dir.parent / "downloads"),
+                        on_event)
             try:
-                target_id, session_id = await _attach_page(cdp)
-                browser = cls(proc, cdp, session_id, target_id, profile_dir)
-                await browser.call("Page.enable")
-                await browser.call("Runtime.enable")
-                await browser.call("Inspector.enable")  # for Inspector.targetCrashed (renderer crashes)
-                # Lay the page out at exactly the frame's CSS size: Chromium's windows are at least 500 CSS px
-                # wide, so without this a narrower frame would show the left part of a 500 px wide page.
-                await browser.call("Emulation.setDeviceMetricsOverride", {
-                    "width": width // dpr, "height": height // dpr, "deviceScaleFactor": dpr, "mobile": False,
-                    "screenWidth": width // dpr, "screenHeight": height // dpr,
-                })
+                await tabs.start()
+                browser = cls(proc, cdp, tabs, profile_dir)
             except BaseException:
+                await tabs.close()
                 await cdp.close()
                 raise
         except (TimeoutError, CDPError, BrowserError, OSError) as exc:
@@ -207,27 +209,12 @@ class ChromeBrowser:
 
     async def call(self, method: str, params: dict[str, Any] | None = None, *, timeout: float = 10.0
                    ) -> dict[str, Any]:
-        return await self.cdp.call(method, params, session_id=self.session_id, timeout=timeout)
+        """A DevTools call on the active page."""
+        return await self.tabs.call(method, params, timeout=timeout)
 
     async def navigate(self, url: str, *, timeout: float = 30.0) -> str | None:
-        """Navigate and wait for the load; returns Chrome's error text (net::ERR_...) or None."""
-        loaded = asyncio.get_running_loop().create_future()
-
-        def on_load(params: dict[str, Any]) -> None:
-            if params.get("sessionId") == self.session_id and not loaded.done():
-                loaded.set_result(None)
-
-        unsubscribe = self.cdp.on("Page.loadEventFired", on_load)
-        try:
-            result = await self.call("Page.navigate", {"url": url}, timeout=timeout)
-            error = result.get("errorText")
-            if error:
-                return str(error)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(loaded, timeout)
-            return None
-        finally:
-            unsubscribe()
+        """Navigate the active page and wait for the load; returns Chrome's error text (net::ERR_...) or None."""
+        return await self.tabs.navigate(url, timeout=timeout)
 
     async def evaluate(self, expression: str, *, timeout: float = 10.0) -> Any:
         result = await self.call(
@@ -262,6 +249,7 @@ class ChromeBrowser:
     async def close(self, *, grace: float = 10.0) -> None:
         """Close gracefully (Browser.close flushes cookies, storage and prefs), then make sure it is gone."""
         self.thaw_page()
+        await self.tabs.close()
         # A browser stopped from outside (SIGSTOP) cannot close itself: let it run again so it can flush.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGCONT)
@@ -299,18 +287,6 @@ async def _devtools_url(proc: asyncio.subprocess.Process, port_file: Path) -> st
         except FileNotFoundError:
             pass
         await asyncio.sleep(0.05)
-
-
-async def _attach_page(cdp: CDPConnection) -> tuple[str, str]:
-    for _ in range(100):
-        targets = (await cdp.call("Target.getTargets")).get("targetInfos", [])
-        pages = [t for t in targets if t.get("type") == "page"]
-        if pages:
-            target_id = str(pages[0]["targetId"])
-            attached = await cdp.call("Target.attachToTarget", {"targetId": target_id, "flatten": True})
-            return target_id, str(attached["sessionId"])
-        await asyncio.sleep(0.05)
-    raise BrowserError("Chromium opened no page")
 
 
 __all__ = ["SANDBOX_ENV", "SANDBOX_MODES", "ChromeBrowser", "chrome_flags", "clear_stale_locks", "sandbox_decision"]

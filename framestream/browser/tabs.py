@@ -1,0 +1,638 @@
+"""Every page one browser opens, over its DevTools connection: the first page, popups and new tabs.
+
+Pages are auto-attached paused (`waitForDebuggerOnStart`), so each one is set up before its first script runs: the
+frame's CSS size and dpr, file choosers intercepted (never a native dialog), the copy hook, and popups' windows made
+fullscreen so every page covers the frame's screen and shares its coordinates. What a page asks of its driver
+(dialogs, file choosers) and what comes out of it (downloads, copied text) is reported as `TabEvent`s to one
+callback; the owner (a frame) turns them into messages for its viewers.
+
+Input goes to the active page. A dialog that opens while an input event is being applied ends that event's wait
+(the page is now waiting for the dialog, not for the input), so the step is acknowledged at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from framestream.browser.cdp import CDPConnection
+from framestream.core.pages import (
+    DIALOG_TIMEOUT_S,
+    MAX_PAGES,
+    Dialog,
+    FileChooser,
+    Page,
+    PageStack,
+    dialog_kind,
+    parse_accept,
+)
+from framestream.errors import BrowserError, CDPError, ProtocolError
+
+log = logging.getLogger(__name__)
+
+PROBE_INTERVAL_S = 2.0
+PROBE_TIMEOUT_S = 2.0  # a page whose main thread does not answer within this is unresponsive (told within 5 s)
+COPY_BINDING = "__framestreamCopied"  # named in COPY_HOOK
+# Main world, before the page's scripts: copied text (a copy or cut event, the async clipboard API) goes to the
+# binding, which only the frame's driver hears. Reading it from the X clipboard instead would need a selection
+# owner per display; the page knows what it copied.
+COPY_HOOK = """(() => {
+  if (window.__framestreamCopyHook) return;
+  Object.defineProperty(window, '__framestreamCopyHook', {value: true});
+  const send = globalThis.__framestreamCopied;
+  const post = (text) => { try { if (typeof text === 'string' && text) send(text); } catch (e) {} };
+  const selected = () => {
+    const a = document.activeElement;
+    if (a && (a instanceof HTMLInputElement || a instanceof HTMLTextAreaElement) && a.selectionStart !== null)
+      return a.value.slice(a.selectionStart, a.selectionEnd);
+    return String(getSelection());
+  };
+  const onCopy = (e) => post(e.defaultPrevented ? e.clipboardData.getData('text/plain') : selected());
+  addEventListener('copy', onCopy);
+  addEventListener('cut', onCopy);
+  const clip = navigator.clipboard;
+  if (clip) {
+    const writeText = Clipboard.prototype.writeText, write = Clipboard.prototype.write;
+    clip.writeText = function (text) {
+      return writeText.call(this, text).then((r) => { post(String(text)); return r; });
+    };
+    clip.write = function (items) {
+      return write.call(this, items).then(async (r) => {
+        for (const item of items) if (item.types.includes('text/plain'))
+          post(await (await item.getType('text/plain')).text());
+        return r;
+      });
+    };
+  }
+})();"""
+
+
+@dataclass(frozen=True, slots=True)
+class PagesChanged:
+    pages: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class PageNavigated:
+    page_id: str
+    url: str
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PageRefused:
+    url: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PageCrashed:
+    page_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DialogOpened:
+    dialog: Dialog
+
+
+@dataclass(frozen=True, slots=True)
+class DialogClosed:
+    id: str
+    reason: str  # "answered", "timeout", "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class FileChooserOpened:
+    chooser: FileChooser
+
+
+@dataclass(frozen=True, slots=True)
+class FileChooserClosed:
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DownloadProgress:
+    guid: str
+    name: str
+    url: str
+    received: int
+    total: int
+    state: str  # "started", "progress", "completed", "canceled"
+
+
+@dataclass(frozen=True, slots=True)
+class Copied:
+    text: str
+
+
+TabEvent = (PagesChanged | PageNavigated | PageRefused | PageCrashed | DialogOpened | DialogClosed
+            | FileChooserOpened | FileChooserClosed | DownloadProgress | Copied)
+
+
+@dataclass(frozen=True, slots=True)
+class TabSettings:
+    width: int  # encoded pixels
+    height: int
+    dpr: int
+    downloads_dir: Path
+    grant_permissions: tuple[str, ...] = ()
+    max_pages: int = MAX_PAGES
+    dialog_timeout_s: float = DIALOG_TIMEOUT_S
+
+
+class Tabs:
+    """The pages of one browser. Owns its tasks (attach, probes, timers) and ends them in `close()`."""
+
+    def __init__(self, cdp: CDPConnection, settings: TabSettings, on_event: Callable[[TabEvent], None]) -> None:
+        self.cdp = cdp
+        self.settings = settings
+        self._emit = on_event
+        self.pages = PageStack()
+        self.dialogs: dict[str, Dialog] = {}
+        self.choosers: dict[str, FileChooser] = {}
+        self._dialog_ids = 0
+        self._chooser_ids = 0
+        self._dialog_timers: dict[str, asyncio.TimerHandle] = {}
+        self._dialog_opened: dict[str, asyncio.Event] = {}  # per session: wakes an input waiting on that page
+        self._hung: dict[str, asyncio.Event] = {}  # per session: set while the page does not answer
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._unsubscribe: list[Callable[[], None]] = []
+        self._first_page: asyncio.Future[Page] = asyncio.get_running_loop().create_future()
+        self.paused = False
+        self.closed = False
+
+    # -- start and stop ----------------------------------------------------------------------------------
+
+    async def start(self, timeout: float = 10.0) -> Page:
+        on = self.cdp.on
+        self._unsubscribe = [
+            on("Target.attachedToTarget", self._on_attached),
+            on("Target.targetInfoChanged", self._on_target_info),
+            on("Target.targetDestroyed", self._on_target_destroyed),
+            on("Target.detachedFromTarget", self._on_detached),
+            on("Inspector.targetCrashed", self._on_crashed),
+            on("Page.javascriptDialogOpening", self._on_dialog_opening),
+            on("Page.javascriptDialogClosed", self._on_dialog_closed),
+            on("Page.fileChooserOpened", self._on_file_chooser),
+            on("Browser.downloadWillBegin", self._on_download_begin),
+            on("Browser.downloadProgress", self._on_download_progress),
+            on("Runtime.bindingCalled", self._on_binding),
+        ]
+        self.settings.downloads_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        await self.cdp.call("Browser.setDownloadBehavior", {
+            "behavior": "allowAndName", "downloadPath": str(self.settings.downloads_dir), "eventsEnabled": True})
+        if self.settings.grant_permissions:
+            await self.cdp.call("Browser.grantPermissions", {"permissions": list(self.settings.grant_permissions)})
+        await self.cdp.call("Target.setDiscoverTargets", {"discover": True})
+        await self.cdp.call("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": True,
+                                                      "flatten": True})
+        self._spawn(self._probe_forever(), "page-probes")
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._first_page), timeout)
+        except TimeoutError as exc:
+            raise BrowserError("Chromium opened no page") from exc
+
+    async def close(self) -> None:
+        self.closed = True
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe = []
+        for timer in self._dialog_timers.values():
+            timer.cancel()
+        self._dialog_timers.clear()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        if self.closed:
+            coro.close()
+            return
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("page task %s failed: %s", task.get_name(), task.exception())
+
+    # -- pages -------------------------------------------------------------------------------------------
+
+    @property
+    def active(self) -> Page:
+        page = self.pages.active
+        if page is None:
+            raise BrowserError("the browser has no page")
+        return page
+
+    def page(self, page_id: str) -> Page:
+        page = self.pages.get(page_id)
+        if page is None:
+            raise ProtocolError("unknown-page", f"no page {page_id!r} in this frame")
+        return page
+
+    async def call(self, method: str, params: dict[str, Any] | None = None, *, page: Page | None = None,
+                   timeout: float = 10.0) -> dict[str, Any]:
+        target = page or self.active
+        return await self.cdp.call(method, params, session_id=target.session_id, timeout=timeout)
+
+    def _on_attached(self, params: dict[str, Any]) -> None:
+        info = params.get("targetInfo") or {}
+        session_id = str(params.get("sessionId", ""))
+        if info.get("type") != "page":
+            # Browser UI and workers are not ours to drive: let them run and leave them alone.
+            self._spawn(self._release_other(session_id, bool(params.get("waitingForDebugger"))), "detach-other")
+            return
+        self._spawn(self._adopt(info, session_id), f"adopt-{str(info.get('targetId', ''))[:8]}")
+
+    async def _release_other(self, session_id: str, waiting: bool) -> None:
+        with contextlib.suppress(CDPError):
+            if waiting:
+                await self.cdp.call("Runtime.runIfWaitingForDebugger", session_id=session_id, timeout=5.0)
+            await self.cdp.call("Target.detachFromTarget", {"sessionId": session_id}, timeout=5.0)
+
+    async def _adopt(self, info: dict[str, Any], session_id: str) -> None:
+        target_id = str(info.get("targetId", ""))
+        url = str(info.get("url", ""))
+        if len(self.pages) >= self.settings.max_pages:
+            log.warning("a page opened %s past the limit of %d pages; closed", url, self.settings.max_pages)
+            with contextlib.suppress(CDPError):
+                await self.cdp.call("Target.closeTarget", {"targetId": target_id}, timeout=5.0)
+            self._emit(PageRefused(url, f"a frame holds at most {self.settings.max_pages} pages"))
+            return
+        opener = self.pages.by_target(str(info.get("openerId") or ""))
+        page = Page(self.pages.new_id(), target_id, session_id, url=url, title=str(info.get("title", "")),
+                    opener=opener.id if opener else None)
+        try:
+            await self._prepare(page)
+        except CDPError as exc:
+            if self.pages.by_target(target_id) is None and not self._first_page.done():
+                self._first_page.set_exception(BrowserError(f"cannot set up the page: {exc}"))
+            log.warning("could not set up a new page: %s", exc)
+            return
+        self.pages.push(page)
+        if not self._first_page.done():
+            self._first_page.set_result(page)
+        log.info("page %s opened%s", page.id, f" by {page.opener}" if page.opener else "")
+        self._changed()
+
+    async def _prepare(self, page: Page) -> None:
+        s = self.settings
+        call = self.call
+        css_width, css_height = s.width // s.dpr, s.height // s.dpr
+        await call("Page.enable", page=page)
+        await call("Runtime.enable", page=page)
+        await call("Inspector.enable", page=page)  # Inspector.targetCrashed: a renderer crash
+        await call("Page.setInterceptFileChooserDialog", {"enabled": True}, page=page)
+        await call("Runtime.addBinding", {"name": COPY_BINDING}, page=page)
+        await call("Page.addScriptToEvaluateOnNewDocument", {"source": COPY_HOOK}, page=page)
+        # Lay every page out at exactly the frame's CSS size: a popup's window would otherwise have its own size,
+        # and a window narrower than 500 CSS px is impossible in Chromium.
+        await call("Emulation.setDeviceMetricsOverride", {
+            "width": css_width, "height": css_height, "deviceScaleFactor": s.dpr, "mobile": False,
+            "screenWidth": css_width, "screenHeight": css_height}, page=page)
+        with contextlib.suppress(CDPError):
+            window = await self.cdp.call("Browser.getWindowForTarget", {"targetId": page.target_id})
+            if window.get("bounds", {}).get("windowState") != "fullscreen":
+                # A popup window has its own toolbar and position: fullscreen covers the frame's screen exactly.
+                await self.cdp.call("Browser.setWindowBounds", {"windowId": window["windowId"],
+                                                                 "bounds": {"windowState": "fullscreen"}})
+        await call("Runtime.runIfWaitingForDebugger", page=page)
+
+    def _on_target_info(self, params: dict[str, Any]) -> None:
+        info = params.get("targetInfo") or {}
+        page = self.pages.by_target(str(info.get("targetId", "")))
+        if page is None:
+            return
+        url, title = str(info.get("url", "")), str(info.get("title", ""))
+        if url == page.url and title == page.title:
+            return
+        moved = url != page.url
+        page.url, page.title = url, title
+        if moved:
+            self._emit(PageNavigated(page.id, url, page is self.pages.active))
+        self._changed()
+
+    def _on_target_destroyed(self, params: dict[str, Any]) -> None:
+        self._forget(str(params.get("targetId", "")))
+
+    def _on_detached(self, params: dict[str, Any]) -> None:
+        page = self.pages.by_session(str(params.get("sessionId", "")))
+        if page is not None:
+            self._forget(page.target_id)
+
+    def _forget(self, target_id: str) -> None:
+        page, was_active = self.pages.remove(target_id)
+        if page is None:
+            return
+        for dialog in [d for d in self.dialogs.values() if d.page_id == page.id]:
+            self._dialog_gone(dialog.id, "closed")
+        for chooser in [c for c in self.choosers.values() if c.page_id == page.id]:
+            del self.choosers[chooser.id]
+            self._emit(FileChooserClosed(chooser.id))
+        log.info("page %s closed", page.id)
+        if was_active and self.pages.active is not None:
+            # The page below (a popup's opener) takes the screen and the input back at once.
+            self._spawn(self._raise(self.pages.active), "raise-page")
+        self._changed()
+
+    async def _raise(self, page: Page) -> None:
+        with contextlib.suppress(CDPError):
+            await self.cdp.call("Target.activateTarget", {"targetId": page.target_id}, timeout=5.0)
+
+    def _changed(self) -> None:
+        self._emit(PagesChanged(self.pages.describe()))
+
+    async def activate(self, page_id: str) -> None:
+        page = self.page(page_id)
+        await self.cdp.call("Target.activateTarget", {"targetId": page.target_id}, timeout=5.0)
+        self.pages.activate(page_id)
+        self._changed()
+
+    async def close_page(self, page_id: str) -> None:
+        page = self.page(page_id)
+        if len(self.pages) == 1:
+            raise ProtocolError("bad-input", "a frame's last page cannot be closed (delete the frame instead)")
+        await self.cdp.call("Target.closeTarget", {"targetId": page.target_id}, timeout=5.0)
+
+    async def reload(self, page_id: str | None = None) -> None:
+        """Reload a page, even one whose script never returns (its JavaScript is ended first)."""
+        page = self.page(page_id) if page_id else self.active
+        if not page.responsive:
+            with contextlib.suppress(CDPError):
+                await self.call("Runtime.terminateExecution", page=page, timeout=3.0)
+        await self.call("Page.reload", page=page, timeout=10.0)
+
+    # -- input -------------------------------------------------------------------------------------------
+
+    def open_dialog(self, page: Page | None = None) -> Dialog | None:
+        target = page or self.pages.active
+        if target is None:
+            return None
+        return next((d for d in self.dialogs.values() if d.page_id == target.id), None)
+
+    async def dispatch(self, method: str, params: dict[str, Any], *, timeout: float = 5.0) -> None:
+        """Apply one input event to the active page; returns early when the event opened a dialog, and raises
+        `unresponsive` at once for a page whose script does not return (or as soon as the probe finds it so)."""
+        page = self.active
+        if not page.responsive:
+            raise ProtocolError("unresponsive", f"page {page.id} is not answering (reload it with a page action)")
+        opened = self._dialog_opened.setdefault(page.session_id, asyncio.Event())
+        opened.clear()
+        hung = self._hung.setdefault(page.session_id, asyncio.Event())
+        call = asyncio.ensure_future(self.call(method, params, page=page, timeout=timeout))
+        waiters = [asyncio.ensure_future(opened.wait()), asyncio.ensure_future(hung.wait())]
+        try:
+            await asyncio.wait((call, *waiters), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+        if call.done():
+            call.result()
+            return
+        if hung.is_set():
+            call.cancel()
+            raise ProtocolError("unresponsive", f"page {page.id} stopped answering while applying input")
+        # The page waits for its dialog now; the event's answer comes when the dialog closes. Owned until then.
+        self._tasks.add(call)
+        call.add_done_callback(self._task_done)
+
+    async def paste(self, text: str) -> None:
+        """A real paste: the frame's clipboard holds `text`, then the editing command runs (a `paste` event with
+        clipboardData for the page, the text inserted where it is editable)."""
+        result = await self.call("Runtime.evaluate", {
+            "expression": f"Clipboard.prototype.writeText.call(navigator.clipboard, {json.dumps(text)})"
+                          ".then(() => true, (e) => String(e))",
+            "awaitPromise": True, "userGesture": True, "returnByValue": True}, timeout=5.0)
+        value = result.get("result", {}).get("value")
+        if value is not True:
+            raise BrowserError(f"the clipboard refused the text: {value}")
+        for kind in ("rawKeyDown", "keyUp"):
+            await self.dispatch("Input.dispatchKeyEvent", {
+                "type": kind, "key": "v", "code": "KeyV", "windowsVirtualKeyCode": 86, "modifiers": 2,
+                **({"commands": ["paste"]} if kind == "rawKeyDown" else {})})
+
+    # -- navigation --------------------------------------------------------------------------------------
+
+    async def navigate(self, url: str, *, timeout: float = 30.0) -> str | None:
+        """Navigate the active page and wait for its load; returns Chrome's error text (net::ERR_...) or None."""
+        page = self.active
+        loaded = asyncio.get_running_loop().create_future()
+
+        def on_load(params: dict[str, Any]) -> None:
+            if params.get("sessionId") == page.session_id and not loaded.done():
+                loaded.set_result(None)
+
+        unsubscribe = self.cdp.on("Page.loadEventFired", on_load)
+        try:
+            result = await self.call("Page.navigate", {"url": url}, page=page, timeout=timeout)
+            error = result.get("errorText")
+            if error:
+                return str(error)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(loaded, timeout)
+            return None
+        finally:
+            unsubscribe()
+
+    async def go(self, step: int, *, timeout: float = 10.0) -> None:
+        """Back (-1) or forward (+1) in the active page's history, once the entry has committed."""
+        page = self.active
+        history = await self.call("Page.getNavigationHistory", page=page)
+        entries, index = history.get("entries", []), int(history.get("currentIndex", 0))
+        if not 0 <= index + step < len(entries):
+            raise ProtocolError("bad-input", "no page to go " + ("back" if step < 0 else "forward") + " to")
+        committed = asyncio.get_running_loop().create_future()
+
+        def on_commit(params: dict[str, Any]) -> None:
+            frame = params.get("frame")
+            if params.get("sessionId") == page.session_id and not committed.done() and (
+                    not isinstance(frame, dict) or not frame.get("parentId")):
+                committed.set_result(None)
+
+        unsubscribes = [self.cdp.on("Page.frameNavigated", on_commit),
+                        self.cdp.on("Page.navigatedWithinDocument", on_commit)]
+        try:
+            await self.call("Page.navigateToHistoryEntry", {"entryId": entries[index + step]["id"]}, page=page)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(committed, timeout)
+        finally:
+            for unsubscribe in unsubscribes:
+                unsubscribe()
+
+    async def forget_history(self) -> None:
+        """The frame's first page has no history before it (Back never leaves the frame's own pages)."""
+        await self.call("Page.resetNavigationHistory")
+
+    # -- dialogs -----------------------------------------------------------------------------------------
+
+    def _on_dialog_opening(self, params: dict[str, Any]) -> None:
+        page = self.pages.by_session(params.get("sessionId"))
+        if page is None:
+            return
+        self._dialog_ids += 1
+        dialog = Dialog(f"d{self._dialog_ids}", page.id, dialog_kind(params.get("type")),
+                        str(params.get("message", ""))[:4096], str(params.get("defaultPrompt", ""))[:4096],
+                        time.monotonic())
+        self.dialogs[dialog.id] = dialog
+        self._dialog_timers[dialog.id] = asyncio.get_running_loop().call_later(
+            self.settings.dialog_timeout_s, lambda: self._spawn(self._expire(dialog.id), "dialog-timeout"))
+        event = self._dialog_opened.get(page.session_id)
+        if event is not None:
+            event.set()
+        log.info("page %s opened a %s dialog", page.id, dialog.kind)
+        self._emit(DialogOpened(dialog))
+
+    def _on_dialog_closed(self, params: dict[str, Any]) -> None:
+        page = self.pages.by_session(params.get("sessionId"))
+        dialog = self.open_dialog(page) if page is not None else None
+        if dialog is not None:
+            self._dialog_gone(dialog.id, "answered")
+
+    def _dialog_gone(self, dialog_id: str, reason: str) -> None:
+        if self.dialogs.pop(dialog_id, None) is None:
+            return
+        timer = self._dialog_timers.pop(dialog_id, None)
+        if timer is not None:
+            timer.cancel()
+        self._emit(DialogClosed(dialog_id, reason))
+
+    async def answer_dialog(self, dialog_id: str, accept: bool, text: str | None = None) -> None:
+        dialog = self.dialogs.get(dialog_id)
+        if dialog is None:
+            raise ProtocolError("unknown-dialog", f"no open dialog {dialog_id!r}")
+        params: dict[str, Any] = {"accept": accept}
+        if text is not None and dialog.kind == "prompt":
+            params["promptText"] = text
+        await self.call("Page.handleJavaScriptDialog", params, page=self.page(dialog.page_id), timeout=5.0)
+        self._dialog_gone(dialog_id, "answered")
+
+    async def _expire(self, dialog_id: str) -> None:
+        dialog = self.dialogs.get(dialog_id)
+        if dialog is None:
+            return
+        log.info("nobody answered dialog %s in %g s; dismissed", dialog_id, self.settings.dialog_timeout_s)
+        with contextlib.suppress(CDPError, ProtocolError):
+            await self.call("Page.handleJavaScriptDialog", {"accept": False}, page=self.page(dialog.page_id))
+        self._dialog_gone(dialog_id, "timeout")
+
+    # -- file choosers -----------------------------------------------------------------------------------
+
+    def _on_file_chooser(self, params: dict[str, Any]) -> None:
+        page = self.pages.by_session(params.get("sessionId"))
+        if page is not None:
+            self._spawn(self._tell_chooser(page, params), "file-chooser")
+
+    async def _tell_chooser(self, page: Page, params: dict[str, Any]) -> None:
+        node = params.get("backendNodeId")
+        accept: tuple[str, ...] = ()
+        if isinstance(node, int):
+            with contextlib.suppress(CDPError):
+                described = await self.call("DOM.describeNode", {"backendNodeId": node}, page=page)
+                attributes = described.get("node", {}).get("attributes", [])
+                accept = parse_accept(dict(zip(attributes[::2], attributes[1::2], strict=False)).get("accept"))
+        self._chooser_ids += 1
+        chooser = FileChooser(f"c{self._chooser_ids}", page.id, page.session_id,
+                              node if isinstance(node, int) else None,
+                              params.get("mode") == "selectMultiple", accept)
+        self.choosers[chooser.id] = chooser
+        log.info("page %s opened a file chooser", page.id)
+        self._emit(FileChooserOpened(chooser))
+
+    def chooser(self, chooser_id: str) -> FileChooser:
+        chooser = self.choosers.get(chooser_id)
+        if chooser is None:
+            raise ProtocolError("unknown-file-chooser", f"no open file chooser {chooser_id!r}")
+        return chooser
+
+    async def choose_files(self, chooser_id: str, paths: Iterable[Path]) -> None:
+        chooser = self.chooser(chooser_id)
+        files = [str(p) for p in paths]
+        if len(files) > 1 and not chooser.multiple:
+            raise ProtocolError("bad-input", "this file chooser takes one file")
+        if chooser.backend_node_id is None:
+            raise ProtocolError("bad-input", "this file chooser has no file input to fill")
+        await self.cdp.call("DOM.setFileInputFiles", {"files": files, "backendNodeId": chooser.backend_node_id},
+                            session_id=chooser.session_id, timeout=10.0)
+        del self.choosers[chooser_id]
+        self._emit(FileChooserClosed(chooser_id))
+
+    async def cancel_chooser(self, chooser_id: str) -> None:
+        chooser = self.chooser(chooser_id)
+        if chooser.backend_node_id is not None:
+            with contextlib.suppress(CDPError):
+                node = await self.cdp.call("DOM.resolveNode", {"backendNodeId": chooser.backend_node_id},
+                                           session_id=chooser.session_id)
+                await self.cdp.call("Runtime.callFunctionOn", {
+                    "objectId": node["object"]["objectId"],
+                    "functionDeclaration": "function () { this.dispatchEvent(new Event('cancel', {bubbles: true})); }",
+                }, session_id=chooser.session_id)
+        del self.choosers[chooser_id]
+        self._emit(FileChooserClosed(chooser_id))
+
+    # -- downloads, clipboard, crashes --------------------------------------------------------------------
+
+    def _on_download_begin(self, params: dict[str, Any]) -> None:
+        self._emit(DownloadProgress(str(params.get("guid", "")), str(params.get("suggestedFilename", "")),
+                                    str(params.get("url", "")), 0, 0, "started"))
+
+    def _on_download_progress(self, params: dict[str, Any]) -> None:
+        state = str(params.get("state", "inProgress"))
+        self._emit(DownloadProgress(str(params.get("guid", "")), "", "", int(params.get("receivedBytes", 0)),
+                                    int(params.get("totalBytes", 0)),
+                                    {"inProgress": "progress"}.get(state, state)))
+
+    async def cancel_download(self, guid: str) -> None:
+        with contextlib.suppress(CDPError):
+            await self.cdp.call("Browser.cancelDownload", {"guid": guid}, timeout=5.0)
+
+    def _on_binding(self, params: dict[str, Any]) -> None:
+        if params.get("name") == COPY_BINDING and self.pages.by_session(params.get("sessionId")) is not None:
+            self._emit(Copied(str(params.get("payload", ""))))
+
+    def _on_crashed(self, params: dict[str, Any]) -> None:
+        page = self.pages.by_session(params.get("sessionId"))
+        if page is not None:
+            self._emit(PageCrashed(page.id))
+
+    # -- responsiveness ----------------------------------------------------------------------------------
+
+    async def _probe_forever(self) -> None:
+        while True:
+            await asyncio.sleep(PROBE_INTERVAL_S)
+            if self.paused:
+                continue  # the renderers are stopped on purpose
+            pages = [p for p in self.pages if self.open_dialog(p) is None]  # a dialog blocks its page's script
+            results = await asyncio.gather(*(self._probe(p) for p in pages))
+            changed = False
+            for page, responsive in zip(pages, results, strict=True):
+                if responsive is not None and responsive != page.responsive and not self.paused:
+                    page.responsive = responsive
+                    hung = self._hung.setdefault(page.session_id, asyncio.Event())
+                    hung.clear() if responsive else hung.set()
+                    changed = True
+                    log.warning("page %s %s", page.id, "answers again" if responsive else "stopped answering")
+            if changed:
+                self._changed()
+
+    async def _probe(self, page: Page) -> bool | None:
+        try:
+            await self.call("Runtime.evaluate", {"expression": "0"}, page=page, timeout=PROBE_TIMEOUT_S)
+            return True
+        except CDPError as exc:
+            return False if "no answer" in str(exc) else None  # gone or closing: not a verdict
+
+
+__all__ = ["COPY_HOOK", "Copied", "DialogClosed", "DialogOpened", "DownloadProgress", "FileChooserClosed",
+           "FileChooserOpened", "PageCrashed", "PageNavigated", "PageRefused", "PagesChanged", "TabEvent",
+           "TabSettings", "Tabs"]
