@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from framestream.errors import CapacityError
+
 
 class FrameState(StrEnum):
     LAUNCHING = "launching"
@@ -33,14 +35,6 @@ class FrameView:
     browser_running: bool
 
 
-class CapacityError(Exception):
-    """Every running browser is watched (or starting): no browser may close to make room."""
-
-    def __init__(self, cap: int) -> None:
-        super().__init__(f"all {cap} browsers are in use by viewers; close a frame or wait")
-        self.cap = cap
-
-
 def pause_deadline(state: FrameState, viewers: int, idle_since: float | None, idle_pause_s: float) -> float | None:
     """When a frame should pause: `idle_pause_s` after its last viewer left (or after it went live unwatched);
     None when it must not pause at all (not live, or watched)."""
@@ -62,3 +56,7 @@ def choose_browser_to_close(frames: Iterable[FrameView], cap: int, *, starting: 
     # Paused frames first among equals: they are the ones nobody has looked at for a while.
     victim = min(candidates, key=lambda f: (f.last_viewed, f.state is not FrameState.PAUSED, f.id))
     return victim.id
+
+
+__all__ = ["RUNNING_STATES", "CapacityError", "FrameState", "FrameView", "choose_browser_to_close",
+           "pause_deadline"]
