@@ -113,11 +113,6 @@ class FramePipeline:
                 return None
             return self._last.copy(), self._last_capture_us, self._last_change_us
 
-    @property
-    def last_change_us(self) -> int:
-        with self._lock:
-            return self._last_change_us
-
     # -- the worker thread ------------------------------------------------------------------------------
 
     def _wake(self) -> None:
