@@ -13,11 +13,10 @@ from typing import Any
 from aiohttp import web
 
 from framestream.config import DEFAULT_CSS_SIZE, DEFAULT_DPR, frame_size
-from framestream.core.lifecycle import CapacityError
 from framestream.core.tokens import Claims
 from framestream.core.wire import parse_input_body
-from framestream.errors import ConfigError, ProtocolError, TokenError
-from framestream.frames import Frame, FrameGone, check_url
+from framestream.errors import FRAME_ERRORS, ConfigError, ProtocolError, TokenError, protocol_error
+from framestream.frames import Frame, check_url
 from framestream.server.context import ServiceContext
 from framestream.server.inputs import apply_step
 from framestream.server.metrics import metrics
@@ -103,7 +102,7 @@ async def errors_middleware(request: web.Request, handler: Any) -> web.StreamRes
 async def healthz(request: web.Request) -> web.Response:
     # Still 200 when the state dir cannot be written: frames keep streaming, so the pod must not be restarted.
     body: dict[str, object] = {"ok": True}
-    if (problem := _ctx(request).manager.state_write_error) is not None:
+    if (problem := _ctx(request).manager.registry.write_error) is not None:
         body["state_dir_error"] = problem
     return web.json_response(body)
 
@@ -130,8 +129,8 @@ async def create_frame(request: web.Request) -> web.Response:
         raise ProtocolError("bad-message", str(exc)) from exc
     try:
         frame = await ctx.manager.create(url, size)
-    except CapacityError as exc:
-        return error("capacity", str(exc))
+    except FRAME_ERRORS as exc:
+        raise protocol_error(exc) from exc
     return web.json_response(frame.describe(), status=201)
 
 
@@ -160,10 +159,8 @@ async def screenshot(request: web.Request) -> web.Response:
     _require(request, "view", frame_id=frame.id)
     try:
         await frame.ensure_running()
-    except CapacityError as exc:
-        return error("capacity", str(exc))
-    except FrameGone:
-        return error("unknown-frame", f"frame {frame.id} was deleted")
+    except FRAME_ERRORS as exc:
+        raise protocol_error(exc, frame=frame.id) from exc
     snap = frame.snapshot()
     if snap is None:
         await frame.feed.wait_change(0, 10.0)

@@ -1,37 +1,24 @@
-"""Applying a step of input to a frame: grant checks, arbitration, release of held input, CDP dispatch.
+"""Applying a step of input to a frame: the grant checks at the edge, then `Frame.apply_step`.
 
 Shared by the WebSocket (`input` messages) and HTTP (`POST /frames/{id}/input`), so both paths refuse the
-same things with the same codes.
+same things with the same codes. Arbitration, release of held input and dispatch are the frame's own
+(`Frame.apply_step`); what it may raise becomes the contract's code through `errors.protocol_error`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from framestream.core.lifecycle import CapacityError
 from framestream.core.tokens import Claims
 from framestream.core.wire import InputEvent, check_bounds
-from framestream.errors import BrowserError, CDPError, ProtocolError, TokenError
-from framestream.frames import Frame, FrameGone
+from framestream.errors import FRAME_ERRORS, ProtocolError, TokenError, protocol_error
+from framestream.frames import Frame
 from framestream.server.context import ServiceContext
 
 log = logging.getLogger(__name__)
-
-# One step at a time per frame, from admission until its last event is applied: a newer grant presented while
-# another step is still being applied is admitted after it, so the held input it releases includes that step's.
-_STEP_LOCKS: weakref.WeakKeyDictionary[Frame, asyncio.Lock] = weakref.WeakKeyDictionary()
-
-
-def _step_lock(frame: Frame) -> asyncio.Lock:
-    lock = _STEP_LOCKS.get(frame)
-    if lock is None:
-        lock = _STEP_LOCKS[frame] = asyncio.Lock()
-    return lock
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,30 +59,11 @@ async def _apply_step(
     if not claims.allows("drive", frame.id):
         raise ProtocolError("forbidden", "this grant may not drive this frame", seq=seq, frame=frame.id)
     check_bounds(events, frame.size.css_width, frame.size.css_height, seq)
-    now = time.time()
     # A step grant is spent by presenting it, whatever happens next: a replay never reaches arbitration.
-    if claims.step and not ctx.replay.check_and_mark(claims, now):
+    if claims.step and not ctx.replay.check_and_mark(claims, time.time()):
         raise ProtocolError("replayed", "this step grant was already used", seq=seq, frame=frame.id)
-    async with _step_lock(frame):
-        admission = frame.control.admit(claims, time.time())
-        if not admission.accepted:
-            raise ProtocolError(admission.code or "superseded",
-                                f"a newer drive grant holds this frame (driver: {admission.driver})",
-                                seq=seq, frame=frame.id)
-        try:
-            if admission.release:
-                await frame.apply_input(admission.release)
-            if admission.driver_changed:
-                log.info("driven by %s", admission.driver, extra={"frame": frame.id})
-            if admission.driver_changed or admission.grant_changed:
-                frame.broadcast_control(admission.driver, {presenter} if presenter is not None else set())
-                frame.broadcast_state()
-            started_us = time.time_ns() // 1000
-            await frame.apply_input(events)
-        except CapacityError as exc:
-            raise ProtocolError("capacity", str(exc), seq=seq, frame=frame.id) from exc
-        except FrameGone as exc:
-            raise ProtocolError("unknown-frame", f"frame {frame.id} was deleted", seq=seq, frame=frame.id) from exc
-        except (BrowserError, CDPError) as exc:
-            raise ProtocolError("internal", f"input could not be applied: {exc}", seq=seq, frame=frame.id) from exc
+    try:
+        started_us = await frame.apply_step(claims, seq, events, presenter=presenter)
+    except FRAME_ERRORS as exc:
+        raise protocol_error(exc, frame=frame.id, seq=seq) from exc
     return Applied(started_us)

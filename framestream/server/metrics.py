@@ -60,9 +60,9 @@ def render(ctx: ServiceContext) -> str:
            [_line("framestream_browser_restarts_total", ctx.manager.restarts)])
     family("framestream_state_write_errors_total", "counter",
            "Failed writes of the frame registry (state dir full or read-only); frames keep streaming.",
-           [_line("framestream_state_write_errors_total", ctx.manager.state_write_errors)])
+           [_line("framestream_state_write_errors_total", ctx.manager.registry.write_errors)])
     family("framestream_state_writable", "gauge", "1 when the last write of the frame registry succeeded.",
-           [_line("framestream_state_writable", int(ctx.manager.state_write_error is None))])
+           [_line("framestream_state_writable", int(ctx.manager.registry.write_error is None))])
     family("framestream_tasks", "gauge", "asyncio tasks alive in the service (bounded; a leak grows it).",
            [_line("framestream_tasks", len(asyncio.all_tasks()))])
     family("process_open_fds", "gauge", "Open file descriptors of the service process.",

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from framestream.core.wire import unpack_video_header
+from framestream.feed import FrameFeed, Outbox, Viewer
 from framestream.media.picture import Picture
-from framestream.server.feed import FrameFeed, Outbox, Watch
 
 
 def picture(key: bool = False, size: int = 100) -> Picture:
     return Picture(data=b"x" * size, keyframe=key, refinement=False, capture_us=1, encoded_us=2, codec="avc1.42C020")
 
 
-def watch(outbox: Outbox, slot: int, configs: list[int]) -> Watch:
-    return Watch("f", slot, outbox, send_config=lambda w: configs.append(w.slot))
+def viewer(outbox: Outbox, slot: int, configs: list[int]) -> Viewer:
+    return Viewer("f", slot, outbox, send_config=lambda v: configs.append(v.slot), on_event=lambda _: None)
 
 
 async def drain(outbox: Outbox) -> list[str | bytes]:
@@ -29,9 +29,9 @@ async def test_viewers_start_at_a_keyframe_with_a_config_and_share_sequence_numb
     feed = FrameFeed(request_keyframe=lambda: asked.append(1))
     configs: list[int] = []
     a, b = Outbox(), Outbox()
-    feed.add(watch(a, 3, configs))
+    feed.add(viewer(a, 3, configs))
     feed.publish(picture())  # a delta before any keyframe is skipped
-    feed.add(watch(b, 9, configs))
+    feed.add(viewer(b, 9, configs))
     feed.publish(picture(key=True))
     feed.publish(picture())
     assert configs == [3, 9] or sorted(configs) == [3, 9]
@@ -46,8 +46,8 @@ async def test_a_stalled_viewer_skips_to_the_next_keyframe_and_the_other_gets_ev
     asked: list[int] = []
     feed = FrameFeed(request_keyframe=lambda: asked.append(1))
     stalled, healthy = Outbox(max_pictures=3), Outbox(max_pictures=1000)
-    feed.add(watch(stalled, 1, []))
-    feed.add(watch(healthy, 2, []))
+    feed.add(viewer(stalled, 1, []))
+    feed.add(viewer(healthy, 2, []))
     feed.publish(picture(key=True))
     for _ in range(10):
         feed.publish(picture())
@@ -67,14 +67,14 @@ async def test_a_stalled_viewer_skips_to_the_next_keyframe_and_the_other_gets_ev
 async def test_a_joiner_starts_from_the_last_keyframe_without_asking_for_a_new_one() -> None:
     asked: list[int] = []
     feed = FrameFeed(request_keyframe=lambda: asked.append(1))
-    feed.add(watch(Outbox(), 1, []))
+    feed.add(viewer(Outbox(), 1, []))
     feed.publish(picture(key=True))
     feed.publish(picture())
     feed.publish(picture())
     asked.clear()
     configs: list[int] = []
     late = Outbox()
-    feed.add(watch(late, 2, configs))
+    feed.add(viewer(late, 2, configs))
     feed.publish(picture())
     got = [unpack_video_header(m) for m in await drain(late) if isinstance(m, bytes)]
     assert [(h.sequence, h.keyframe) for h in got] == [(1, True), (2, False), (3, False), (4, False)]
@@ -88,7 +88,7 @@ async def test_past_one_outbox_of_motion_a_joiner_asks_for_a_keyframe() -> None:
     for _ in range(20):  # more than an outbox holds (15 pictures)
         feed.publish(picture())
     late = Outbox()
-    feed.add(watch(late, 2, []))
+    feed.add(viewer(late, 2, []))
     assert asked == [1] and await drain(late) == []
     feed.publish(picture(key=True))
     assert [unpack_video_header(m).keyframe for m in await drain(late) if isinstance(m, bytes)] == [True]
@@ -100,7 +100,7 @@ async def test_a_new_encoder_forgets_the_old_pictures() -> None:
     feed.publish(picture(key=True))
     feed.restarted()
     late = Outbox()
-    feed.add(watch(late, 2, []))
+    feed.add(viewer(late, 2, []))
     assert asked == [1] and await drain(late) == []
 
 

@@ -1,7 +1,7 @@
 """Fan-out: one frame's pictures to every viewer, without the producer ever waiting.
 
 `FrameFeed.publish` runs on the event loop once per encoded picture: it numbers the picture (the sequence is
-the frame's, shared by every viewer) and offers it to each `Watch`. A watch whose connection is behind (its
+the frame's, shared by every viewer) and offers it to each `Viewer`. A viewer whose connection is behind (its
 `Outbox` is over budget) drops the picture and every delta after it, asks the frame for a keyframe and
 resumes only at one, so a stalled viewer costs the others nothing.
 
@@ -9,6 +9,8 @@ A new watcher starts from the frame's last keyframe and the pictures since, when
 budget (a still or slowly changing page): it sees the picture at once, without waiting for a fresh keyframe
 (at most one a second per frame) and without making every other viewer receive one. Past that budget (motion),
 it asks for a keyframe as before.
+
+Below both the frames and the server: a frame owns its feed, a connection owns its outbox and its viewers.
 """
 
 from __future__ import annotations
@@ -17,9 +19,13 @@ import asyncio
 import collections
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, pack_video_header
 from framestream.media.picture import Picture
+
+if TYPE_CHECKING:
+    from framestream.frames.events import FrameEvent
 
 # A viewer may fall this far behind before it skips to the next keyframe: about half a second of motion.
 OUTBOX_MAX_BYTES = 2 * 1024 * 1024
@@ -81,13 +87,17 @@ class Outbox:
 
 
 @dataclass(eq=False)
-class Watch:
-    """One connection watching one frame, under its connection-local `slot`."""
+class Viewer:
+    """One connection watching one frame, under its connection-local `slot`.
+
+    Pictures go straight to its `outbox`; what happens to the frame (state, control) reaches it as events
+    through `on_event`, which its connection turns into wire messages."""
 
     frame_id: str
     slot: int
     outbox: Outbox
-    send_config: Callable[[Watch], None]
+    send_config: Callable[[Viewer], None]
+    on_event: Callable[[FrameEvent], None]
     waiting_keyframe: bool = True
     configured: bool = False
     skipped: int = 0
@@ -112,7 +122,7 @@ class Watch:
 
 @dataclass(eq=False)
 class FrameFeed:
-    """Numbers one frame's pictures and hands them to its watches."""
+    """Numbers one frame's pictures and hands them to its viewers."""
 
     request_keyframe: Callable[[], None]
     sequence: int = 0
@@ -122,30 +132,33 @@ class FrameFeed:
     keyframes: int = 0
     bytes_encoded: int = 0
     dropped: int = 0  # pictures not delivered to a viewer that was behind
-    watches: set[Watch] = field(default_factory=set)
+    viewers: set[Viewer] = field(default_factory=set)
     # The last keyframe and every picture after it, with their sequence numbers, while they fit one outbox.
     _since_keyframe: list[tuple[Picture, int]] = field(default_factory=list)
     _since_keyframe_bytes: int = 0
     _change_waiters: list[tuple[int, asyncio.Future[int]]] = field(default_factory=list)
 
-    def add(self, watch: Watch) -> None:
-        self.watches.add(watch)
-        watch.waiting_keyframe = True
+    def add(self, viewer: Viewer) -> None:
+        self.viewers.add(viewer)
+        viewer.waiting_keyframe = True
         if not self._since_keyframe:
             self.request_keyframe()
             return
         for picture, sequence in self._since_keyframe:
-            if not watch.offer(picture, sequence, self.request_keyframe):
+            if not viewer.offer(picture, sequence, self.request_keyframe):
                 return  # its outbox is full: it waits for the keyframe the offer asked for
 
-    def remove(self, watch: Watch) -> None:
-        self.watches.discard(watch)
+    def remove(self, viewer: Viewer) -> None:
+        self.viewers.discard(viewer)
+
+    def remove_all(self) -> None:
+        self.viewers.clear()
 
     def restarted(self) -> None:
-        """A new encoder starts: every watch waits for its first keyframe and gets a fresh video-config."""
-        for watch in self.watches:
-            watch.waiting_keyframe = True
-            watch.configured = False
+        """A new encoder starts: every viewer waits for its first keyframe and gets a fresh video-config."""
+        for viewer in self.viewers:
+            viewer.waiting_keyframe = True
+            viewer.configured = False
         self.forget()
 
     def forget(self) -> None:
@@ -161,8 +174,8 @@ class FrameFeed:
         self.keyframes += picture.keyframe
         self.bytes_encoded += len(picture.data)
         self._keep_since_keyframe(picture)
-        for watch in list(self.watches):
-            if not watch.offer(picture, self.sequence, self.request_keyframe):
+        for viewer in list(self.viewers):
+            if not viewer.offer(picture, self.sequence, self.request_keyframe):
                 self.dropped += 1
         if self._change_waiters and picture.changed:
             keep = []

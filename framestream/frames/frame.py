@@ -1,0 +1,350 @@
+"""A frame: one shared page, its state, its viewers, who drives it, and the runtime it has while it runs.
+
+While its browser runs a frame owns one `Runtime` (Xvfb, Chromium, pipeline: frames/runtime.py); its `FrameFeed`
+outlives them, so sequence numbers and viewers survive a reopen. Every change of what runs goes through the
+frame's lock, so concurrent watches, input and deletes never start two browsers for one frame; every input step
+goes through its step lock (`apply_step`). What viewers must hear leaves as events (frames/events.py), never as
+wire messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from framestream.config import FrameSize
+from framestream.core.control import FrameControl
+from framestream.core.lifecycle import FrameState, FrameView, pause_deadline
+from framestream.core.tokens import Claims
+from framestream.core.wire import InputEvent
+from framestream.errors import BrowserError, CaptureError, CDPError, FrameGone, ProtocolError
+from framestream.feed import FrameFeed, Viewer
+from framestream.frames.events import ControlChanged, FrameEvent, StateChanged
+from framestream.frames.runtime import RestartBudget, Runtime, RuntimeHooks
+from framestream.media.picture import Picture
+
+if TYPE_CHECKING:
+    from framestream.frames.manager import FrameManager
+
+log = logging.getLogger("framestream.frames")  # one logger for a frame's whole story
+
+
+class Frame:
+    def __init__(self, manager: FrameManager, frame_id: str, url: str, size: FrameSize, *,
+                 last_viewed: float | None = None, launching: bool = False) -> None:
+        self.manager = manager
+        self.id = frame_id
+        self.url = url
+        self.size = size
+        # A new frame is `launching` from the start (its browser starts at once); one from the registry, `closed`.
+        self.state = FrameState.LAUNCHING if launching else FrameState.CLOSED
+        self.message: str | None = None
+        self.control = FrameControl()
+        self.feed = FrameFeed(request_keyframe=self.request_keyframe)
+        self.last_viewed = time.monotonic() if last_viewed is None else last_viewed
+        self.idle_since: float | None = None
+        self.deleted = False
+        self._lock = asyncio.Lock()  # what runs: launch, pause, resume, close, recovery
+        # One step at a time, from admission until its last event is applied: a newer grant presented while
+        # another step is still being applied is admitted after it, so the held input it releases includes it.
+        self._step_lock = asyncio.Lock()
+        self._runtime: Runtime | None = None
+        self._pause_timer: asyncio.TimerHandle | None = None
+        self._restarts = RestartBudget()
+        self._encode_seconds_before = 0.0  # by runtimes that have ended
+        self._published = 0  # pictures of the current pipeline handed out on the loop
+
+    # -- what others read --------------------------------------------------------------------------------
+
+    @property
+    def viewers(self) -> int:
+        return len(self.feed.viewers)
+
+    @property
+    def browser_running(self) -> bool:
+        return self._runtime is not None or self.state is FrameState.LAUNCHING
+
+    def view(self) -> FrameView:
+        return FrameView(self.id, self.state, self.viewers, self.last_viewed, self.browser_running)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "url": self.url,
+            "state": self.state.value,
+            "width": self.size.css_width,
+            "height": self.size.css_height,
+            "dpr": self.size.dpr,
+            "encoded_width": self.size.width,
+            "encoded_height": self.size.height,
+            "viewers": self.viewers,
+            "driver": self.control.driver,
+            "message": self.message,
+        }
+
+    def state_event(self) -> StateChanged:
+        return StateChanged(self.id, self.state, self.url, self.viewers, self.control.driver, self.message)
+
+    @property
+    def encode_seconds(self) -> float:
+        return self._encode_seconds_before + (self._runtime.encode_seconds if self._runtime else 0.0)
+
+    def snapshot(self) -> tuple[Any, int, int] | None:
+        return self._runtime.snapshot() if self._runtime is not None else None
+
+    # -- viewers and what they hear ----------------------------------------------------------------------
+
+    def add_viewer(self, viewer: Viewer) -> None:
+        self.feed.add(viewer)
+        self.last_viewed = time.monotonic()
+        self.idle_since = None
+        self._cancel_pause_timer()
+        self._emit(self.state_event())
+
+    def remove_viewer(self, viewer: Viewer) -> None:
+        if viewer not in self.feed.viewers:
+            return
+        self.feed.remove(viewer)
+        self.last_viewed = time.monotonic()
+        if self.viewers == 0:
+            self.idle_since = time.monotonic()
+            self._schedule_pause()
+        self._emit(self.state_event())
+        self.manager.save_soon()
+
+    def _emit(self, event: FrameEvent) -> None:
+        for viewer in list(self.feed.viewers):
+            viewer.on_event(event)
+
+    def _set_state(self, state: FrameState, message: str | None = None) -> None:
+        changed = state is not self.state or message != self.message
+        self.state = state
+        self.message = message
+        if state is FrameState.LIVE and self.viewers == 0:
+            self.idle_since = time.monotonic()
+            self._schedule_pause()
+        if changed:
+            log.info("%s%s", state.value, f" ({message})" if message else "", extra={"frame": self.id})
+            self._emit(self.state_event())
+            self.manager.save_soon()
+
+    # -- transitions the manager asks for ----------------------------------------------------------------
+
+    def reserve_launch(self) -> None:
+        """Count against the cap from now on (`launching`); the manager decides this under its room lock."""
+        self._set_state(FrameState.LAUNCHING)
+
+    async def delete(self) -> None:
+        """Close for good: viewers hear `closed` ("deleted") and are let go; watching it again will not reopen it."""
+        self.deleted = True
+        await self.close_browser()
+        self.state, self.message = FrameState.CLOSED, "deleted"
+        self._emit(self.state_event())
+        self.feed.remove_all()
+
+    # -- pictures ----------------------------------------------------------------------------------------
+
+    def request_keyframe(self) -> None:
+        if self._runtime is not None:
+            self._runtime.request_keyframe(self._published)
+
+    def _on_picture(self, pipeline: object, picture: Picture) -> None:
+        runtime = self._runtime
+        if runtime is None or pipeline is not runtime.pipeline:
+            return  # posted by a pipeline stopped since (perhaps still stopping): not the page as it is
+        self._published += 1
+        self.feed.publish(picture)
+
+    # -- running, pausing, closing (callers hold no lock; each takes the frame's) -------------------------
+
+    async def ensure_running(self) -> None:
+        """Make the frame live: resume it when paused, reopen it (within the cap) when closed or failed."""
+        async with self._lock:
+            if self.deleted or self.manager.closing:
+                raise FrameGone(self.id)
+            if self.state is FrameState.PAUSED:
+                self._resume_locked()
+                return
+            if self._runtime is not None:
+                return
+        await self.manager.make_room_for(self)
+        async with self._lock:
+            if self.deleted or self.manager.closing:
+                raise FrameGone(self.id)
+            if self._runtime is None:
+                await self._launch_locked()
+
+    async def start(self) -> None:
+        """Launch the browser of a frame whose place under the cap is already reserved (`launching`)."""
+        async with self._lock:
+            if not self.deleted and self._runtime is None:
+                await self._launch_locked()
+
+    async def _launch_locked(self) -> None:
+        # Keep the reason a recovery gave (viewers see why the frame is launching again).
+        self._set_state(FrameState.LAUNCHING, self.message if self.state is FrameState.LAUNCHING else None)
+        hooks = RuntimeHooks(on_picture=self._on_picture, on_fault=self._on_fault,
+                             on_navigated=self._on_navigated, on_crashed=self._on_crashed)
+        runtime = self._runtime = self.manager.new_runtime(self.id, self.size, hooks)
+        self.feed.restarted()
+        self._published = 0
+        try:
+            error = await runtime.start(self.url)
+        except (BrowserError, CaptureError, OSError) as exc:
+            await self._teardown_locked()
+            self._set_state(FrameState.ERROR, str(exc))
+            return
+        except BaseException:
+            # Cancelled mid-launch (shutdown): end whatever already started before passing it on.
+            await asyncio.shield(self._teardown_locked())
+            raise
+        self.control.reset()
+        if error:
+            # The browser runs and shows Chrome's error page; the frame says why.
+            self._set_state(FrameState.ERROR, f"could not load {self.url}: {error}")
+        else:
+            self._set_state(FrameState.LIVE)
+
+    def _on_navigated(self, url: str) -> None:
+        if url == self.url:
+            return
+        self.url = url
+        if self.state is FrameState.ERROR and self._runtime is not None:
+            self._set_state(FrameState.LIVE)
+        else:
+            self._emit(self.state_event())
+        self.manager.save_soon()
+
+    def _resume_locked(self) -> None:
+        if self._runtime is not None:
+            self._runtime.thaw()
+        self._set_state(FrameState.LIVE)
+
+    async def pause(self) -> None:
+        async with self._lock:
+            # Eligibility only, not the time: the timer may fire a hair before the deadline.
+            if self._runtime is None or self._pause_deadline() is None:
+                return
+            await self._runtime.freeze()
+            self._set_state(FrameState.PAUSED)
+
+    async def close_browser(self, *, state: FrameState = FrameState.CLOSED) -> None:
+        """Close the browser gracefully (its profile flushed and kept); the frame stays, `closed`."""
+        async with self._lock:
+            await self._teardown_locked()
+            if not self.deleted:
+                self._set_state(state)
+
+    async def _teardown_locked(self) -> None:
+        self._cancel_pause_timer()
+        runtime, self._runtime = self._runtime, None  # from here on its late pictures are dropped
+        self.feed.forget()
+        if runtime is not None:
+            await runtime.stop()
+            self._encode_seconds_before += runtime.encode_seconds
+
+    # -- faults ------------------------------------------------------------------------------------------
+
+    def _on_fault(self, reason: str) -> None:
+        """The runtime cannot go on (its pipeline failed, or its browser or display died or hangs)."""
+        self.manager.note_restart()
+        self.manager.spawn(self._recover(reason), f"recover-{self.id}")
+
+    async def _recover(self, reason: str) -> None:
+        async with self._lock:
+            if self.deleted or self._runtime is None:
+                return
+            log.warning("%s; relaunching", reason, extra={"frame": self.id})
+            self._set_state(FrameState.LAUNCHING, reason)  # viewers hear it now, not after the teardown
+            await self._teardown_locked()
+            if not self._restarts.spend(time.monotonic()):
+                limit = self._restarts.per_minute
+                self._set_state(FrameState.ERROR, f"{reason}; gave up after {limit} restarts a minute")
+                return
+            await self._launch_locked()
+
+    def _on_crashed(self) -> None:
+        self.manager.note_restart()
+        self.manager.spawn(self._reload_after_crash(), f"reload-{self.id}")
+
+    async def _reload_after_crash(self) -> None:
+        """The page's renderer died (the browser lives on, showing a crash page): load the last URL again."""
+        async with self._lock:
+            runtime = self._runtime
+            if runtime is None or self.deleted:
+                return
+            log.warning("the page crashed; reloading it", extra={"frame": self.id})
+            self._set_state(FrameState.LAUNCHING, "the page crashed; reloading")
+            try:
+                error = await runtime.reload(self.url)
+            except CDPError as exc:
+                self._set_state(FrameState.ERROR, f"reload after a crash failed: {exc}")
+                return
+            self.control.reset()
+            self.request_keyframe()
+            if error:
+                self._set_state(FrameState.ERROR, f"could not load {self.url}: {error}")
+            else:
+                self._set_state(FrameState.LIVE)
+
+    # -- input -------------------------------------------------------------------------------------------
+
+    async def apply_step(self, claims: Claims, seq: int, events: Sequence[InputEvent], *,
+                         presenter: int | None = None) -> int:
+        """Apply one step of input under verified `claims`: admission (newest grant drives), release of what the
+        previous driver held, `ControlChanged` to every viewer when the grant changed, then the events in
+        order. Returns the wall clock (µs) when its first event went to the browser.
+
+        Raises ProtocolError when the grant is refused (`superseded`), and CapacityError, FrameGone or
+        BrowserError when the frame cannot be brought up or the browser fails (errors.protocol_error)."""
+        async with self._step_lock:
+            admission = self.control.admit(claims, time.time())
+            if not admission.accepted:
+                raise ProtocolError(admission.code or "superseded",
+                                    f"a newer drive grant holds this frame (driver: {admission.driver})",
+                                    seq=seq, frame=self.id)
+            if admission.release:
+                await self._apply_input(admission.release)
+            if admission.driver_changed:
+                log.info("driven by %s", admission.driver, extra={"frame": self.id})
+            if admission.driver_changed or admission.grant_changed:
+                self._emit(ControlChanged(self.id, admission.driver, presenter))
+                self._emit(self.state_event())
+            started_us = time.time_ns() // 1000
+            await self._apply_input(events)
+            return started_us
+
+    async def _apply_input(self, events: Sequence[InputEvent]) -> None:
+        if self.state is not FrameState.LIVE or self._runtime is None:
+            await self.ensure_running()
+        runtime = self._runtime
+        if runtime is None:
+            raise BrowserError(f"frame {self.id} has no running browser ({self.state.value})")
+        await runtime.dispatch(events)
+        self.control.record(events)
+
+    # -- the pause timer ---------------------------------------------------------------------------------
+
+    def _pause_deadline(self) -> float | None:
+        return pause_deadline(self.state, self.viewers, self.idle_since, self.manager.settings.idle_pause_s)
+
+    def _schedule_pause(self) -> None:
+        self._cancel_pause_timer()
+        deadline = self._pause_deadline()
+        if deadline is None:
+            return
+        delay = max(0.0, deadline - time.monotonic())
+        self._pause_timer = asyncio.get_running_loop().call_later(
+            delay, lambda: self.manager.spawn(self.pause(), f"pause-{self.id}")
+        )
+
+    def _cancel_pause_timer(self) -> None:
+        if self._pause_timer is not None:
+            self._pause_timer.cancel()
+            self._pause_timer = None
+
+
+__all__ = ["Frame"]

@@ -1,0 +1,150 @@
+"""The frame manager: every frame, the cap on running browsers, the registry on disk, every background task.
+
+It decides who gets a browser (core/lifecycle's rules, one decision at a time), asks frames to change through
+their own methods, and ends everything in order on shutdown: tasks, browsers (profiles flushed), the last save.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import shutil
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from framestream.config import FrameSize, Settings
+from framestream.core.lifecycle import choose_browser_to_close
+from framestream.frames.frame import Frame
+from framestream.frames.registry import Registry, SavedFrame
+from framestream.frames.runtime import FrameRuntime, Runtime, RuntimeFactory, RuntimeHooks, end_leftover_browsers
+from framestream.frames.urls import check_url
+
+log = logging.getLogger("framestream.frames")  # one logger for a frame's whole story
+
+
+class FrameManager:
+    """Owns every frame, the cap on running browsers, the registry on disk and every background task.
+
+    `new_runtime` makes the processes of one launch (a fake in tests; FrameRuntime by default)."""
+
+    def __init__(self, settings: Settings, *, new_runtime: RuntimeFactory | None = None) -> None:
+        self.settings = settings
+        self.frames: dict[str, Frame] = {}
+        self._new_runtime = new_runtime or self._real_runtime
+        self._room = asyncio.Lock()  # one capacity decision (and the close it may need) at a time
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.registry = Registry(settings.state_dir / "frames.json", self._saved_frames, self.spawn)
+        self.closing = False
+        self.restarts = 0  # browsers relaunched after a crash or hang (for /metrics)
+
+    # -- tasks -------------------------------------------------------------------------------------------
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any] | None:
+        if self.closing:
+            coro.close()
+            return None
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("task %s failed", task.get_name(), exc_info=task.exception())
+
+    # -- what frames ask of the manager ------------------------------------------------------------------
+
+    def new_runtime(self, frame_id: str, size: FrameSize, hooks: RuntimeHooks) -> Runtime:
+        return self._new_runtime(frame_id, size, hooks)
+
+    def _real_runtime(self, frame_id: str, size: FrameSize, hooks: RuntimeHooks) -> Runtime:
+        return FrameRuntime(self.settings, size, self.profile_dir(frame_id), hooks, name=frame_id)
+
+    def profile_dir(self, frame_id: str) -> Path:
+        return self.settings.state_dir / "profiles" / frame_id
+
+    def note_restart(self) -> None:
+        self.restarts += 1
+
+    def save_soon(self) -> None:
+        if not self.closing:
+            self.registry.save_soon()
+
+    async def make_room_for(self, frame: Frame) -> None:
+        """Reserve a browser for `frame` (closing the least recently viewed unwatched one if at the cap).
+
+        The reservation (state `launching`) is taken inside the same lock as the decision, so two frames
+        reopening at once can never both pass the cap."""
+        async with self._room:
+            if frame.browser_running:
+                return
+            victim = choose_browser_to_close((f.view() for f in self.frames.values()),
+                                             self.settings.max_browsers, starting=frame.id)
+            if victim is not None:
+                await self.frames[victim].close_browser()
+            frame.reserve_launch()
+
+    # -- the registry ------------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Frames from the last run come back `closed`; each reopens at its last URL when watched."""
+        self.settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ended = end_leftover_browsers(self.settings.state_dir / "profiles")
+        if ended:
+            log.warning("ended %d browser processes left by a previous run: %s", len(ended), ended)
+        for saved in self.registry.load():
+            self.frames[saved.id] = Frame(self, saved.id, saved.url, saved.size, last_viewed=saved.last_viewed)
+
+    def _saved_frames(self) -> list[SavedFrame]:
+        return [SavedFrame(f.id, f.url, f.size, f.last_viewed) for f in self.frames.values()]
+
+    # -- frames ------------------------------------------------------------------------------------------
+
+    def get(self, frame_id: str) -> Frame | None:
+        return self.frames.get(frame_id)
+
+    async def create(self, url: str, size: FrameSize) -> Frame:
+        """Make a new frame live; raises CapacityError when every running browser is watched."""
+        check_url(url, self.settings.allowed_url_hosts)
+        frame = Frame(self, secrets.token_hex(4), url, size, launching=True)  # counts against the cap once listed
+        async with self._room:
+            victim = choose_browser_to_close((f.view() for f in self.frames.values()), self.settings.max_browsers)
+            self.frames[frame.id] = frame
+        log.info("created at %dx%d dpr %d, page on %s", size.css_width, size.css_height, size.dpr,
+                 urlsplit(url).hostname, extra={"frame": frame.id})
+        if victim is not None:
+            await self.frames[victim].close_browser()
+        self.save_soon()
+        self.spawn(frame.start(), f"start-{frame.id}")
+        return frame
+
+    async def delete(self, frame_id: str, *, purge: bool = False) -> bool:
+        frame = self.frames.pop(frame_id, None)
+        if frame is None:
+            return False
+        await frame.delete()
+        log.info("deleted%s", " with its profile" if purge else "", extra={"frame": frame_id})
+        await self.registry.save_in_background()
+        if purge:
+            await asyncio.get_running_loop().run_in_executor(
+                None, lambda: shutil.rmtree(self.profile_dir(frame_id), ignore_errors=True))
+        return True
+
+    async def shutdown(self) -> None:
+        """Close every browser gracefully (profiles flushed), end every task, save the registry."""
+        self.closing = True
+        self.registry.close()
+        async with self.registry.lock:  # a save under way lands first, so the final one below is the last word
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*(f.close_browser() for f in self.frames.values()), return_exceptions=True)
+            self.registry.save()
+
+
+__all__ = ["FrameManager"]

@@ -1,0 +1,277 @@
+"""One launch of a frame's processes: Xvfb, Chromium and the capture/encode pipeline, and their watchdog.
+
+A `FrameRuntime` lives from one launch to its teardown; a relaunch makes a new one. `start()` brings the parts up
+in order (display, browser, pipeline) and loads the page; `stop()` ends whatever of them started. What happens to
+them reaches the frame on the event loop through `RuntimeHooks`: each picture tagged with the pipeline that made
+it (so one posted by a pipeline stopped since is known and dropped), a failed pipeline, a navigation, a crashed
+renderer, and a fault: the pipeline failed, or its watchdog found the browser or the display dead or hung. The
+frame decides whether to relaunch (`RestartBudget`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import os
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from framestream.browser.chrome import ChromeBrowser
+from framestream.browser.proctable import mentioning
+from framestream.browser.xvfb import XvfbDisplay
+from framestream.config import FrameSize, Settings
+from framestream.core.keys import cdp_calls
+from framestream.core.wire import InputEvent
+from framestream.errors import BrowserError, CDPError
+from framestream.media.picture import Picture
+
+if TYPE_CHECKING:
+    from framestream.media.pipeline import FramePipeline, PipelineStats
+
+log = logging.getLogger("framestream.frames")  # one logger for a frame's whole story
+
+RESTARTS_PER_MINUTE = 3
+HEARTBEAT_INTERVAL_S = 5.0
+HEARTBEAT_TIMEOUT_S = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeHooks:
+    """What a runtime reports to its frame, always on the event loop."""
+
+    on_picture: Callable[[object, Picture], None]  # (the pipeline that made it, the picture)
+    on_fault: Callable[[str], None]  # why this runtime cannot go on: the frame relaunches or gives up
+    on_navigated: Callable[[str], None]  # the page's main frame is at this URL now
+    on_crashed: Callable[[], None]  # the page's renderer died (the browser lives on)
+
+
+class Runtime(Protocol):
+    """What a frame uses of its running processes: a `FrameRuntime`, or a fake in tests."""
+
+    @property
+    def pipeline(self) -> object | None: ...
+
+    @property
+    def encode_seconds(self) -> float: ...
+
+    async def start(self, url: str) -> str | None: ...
+
+    async def stop(self) -> None: ...
+
+    async def reload(self, url: str) -> str | None: ...
+
+    async def freeze(self) -> None: ...
+
+    def thaw(self) -> None: ...
+
+    async def dispatch(self, events: Sequence[InputEvent]) -> None: ...
+
+    def request_keyframe(self, published: int) -> None: ...
+
+    def snapshot(self) -> tuple[Any, int, int] | None: ...
+
+
+RuntimeFactory = Callable[[str, FrameSize, RuntimeHooks], Runtime]  # (frame id, size, hooks)
+
+
+class RestartBudget:
+    """At most `per_minute` relaunches after faults in any minute; past that the frame stays in `error`."""
+
+    def __init__(self, per_minute: int = RESTARTS_PER_MINUTE) -> None:
+        self.per_minute = per_minute
+        self._times: list[float] = []
+
+    def spend(self, now: float) -> bool:
+        """Count a relaunch at `now` (monotonic seconds); False when it is one too many."""
+        self._times = [t for t in self._times if now - t < 60] + [now]
+        return len(self._times) <= self.per_minute
+
+
+class FrameRuntime:
+    def __init__(self, settings: Settings, size: FrameSize, profile_dir: Path, hooks: RuntimeHooks, *,
+                 name: str) -> None:
+        self._settings = settings
+        self._size = size
+        self._profile_dir = profile_dir
+        self._hooks = hooks
+        self._name = name  # the frame id, for the pipeline's thread and logs
+        self._display: XvfbDisplay | None = None
+        self._browser: ChromeBrowser | None = None
+        self.pipeline: FramePipeline | None = None
+        self._stats: PipelineStats | None = None
+        self._unsubscribe: list[Callable[[], None]] = []
+        self._watchdog: asyncio.Task[None] | None = None
+
+    async def start(self, url: str) -> str | None:
+        """Start the display, the browser and the pipeline, then load `url`. Returns None, or why the page did
+        not load (the browser then shows Chrome's error page). Raises BrowserError, CaptureError or OSError;
+        `stop()` ends whatever had started. Once it returns, the watchdog runs until `stop()`."""
+        settings, size = self._settings, self._size
+        self._display = await XvfbDisplay.start(size.width, size.height, xvfb_path=settings.xvfb_path,
+                                                refresh_hz=settings.fps)
+        self._browser = await ChromeBrowser.launch(chrome_path=settings.chrome_path, display=self._display.name,
+                                                   profile_dir=self._profile_dir, width=size.width,
+                                                   height=size.height, dpr=size.dpr)
+        self._unsubscribe = [
+            self._browser.cdp.on("Page.frameNavigated", self._on_navigated),
+            self._browser.cdp.on("Page.navigatedWithinDocument", self._on_navigated),
+            self._browser.cdp.on("Inspector.targetCrashed", self._on_crashed),
+        ]
+        # The media stack (numpy, PyAV, libx264) loads with the first frame, so an idle service stays small;
+        # in a thread, since importing it takes ~0.3 s that the event loop owes to everyone else.
+        await asyncio.to_thread(importlib.import_module, "framestream.media.pipeline")
+        from framestream.media.encoder import EncoderSettings
+        from framestream.media.pipeline import FramePipeline
+
+        loop, hooks = asyncio.get_running_loop(), self._hooks
+        # Every picture names its pipeline: after a stop whose join timed out, the old worker may still post one.
+        pipeline = FramePipeline(
+            self._display.name, size.width, size.height,
+            on_picture=lambda picture: _post(loop, hooks.on_picture, pipeline, picture),
+            on_failure=lambda exc: _post(loop, hooks.on_fault, f"capture failed: {exc}"),
+            settings=EncoderSettings(fps=settings.fps), name=self._name,
+        )
+        self.pipeline, self._stats = pipeline, pipeline.stats
+        pipeline.start()
+        error = await self._browser.navigate(url)
+        self._watchdog = asyncio.create_task(self._watch(), name=f"monitor-{self._name}")
+        return error
+
+    async def stop(self) -> None:
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None and watchdog is not asyncio.current_task():
+            watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watchdog
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe = []
+        pipeline, self.pipeline = self.pipeline, None
+        if pipeline is not None:
+            await asyncio.get_running_loop().run_in_executor(None, pipeline.stop)
+        browser, self._browser = self._browser, None
+        if browser is not None:
+            # The frame's URL already follows every navigation, so no call into a renderer that may be stopped
+            # (paused) or hung is needed here.
+            await browser.close()
+        display, self._display = self._display, None
+        if display is not None:
+            await display.stop()
+
+    @property
+    def encode_seconds(self) -> float:
+        """Converting and encoding time of this runtime's pipeline (kept after it stopped)."""
+        return self._stats.encode_seconds if self._stats is not None else 0.0
+
+    async def _watch(self) -> None:
+        """Until the browser or its display exits, or the browser stops answering: then report the fault.
+
+        The heartbeat asks the browser process (not the page, which may be paused on purpose) for its version;
+        two missed answers in a row mean it hangs."""
+        browser, display = self._browser, self._display
+        assert browser is not None and display is not None
+        waits = [asyncio.ensure_future(browser.proc.wait()), asyncio.ensure_future(display.proc.wait()),
+                 asyncio.ensure_future(browser.cdp.wait_closed())]
+        reason = "the browser or its display exited"
+        misses = 0
+        try:
+            while True:
+                done, _ = await asyncio.wait(waits, timeout=HEARTBEAT_INTERVAL_S, return_when=asyncio.FIRST_COMPLETED)
+                if done:
+                    break
+                try:
+                    await browser.cdp.call("Browser.getVersion", timeout=HEARTBEAT_TIMEOUT_S)
+                    misses = 0
+                except CDPError:
+                    misses += 1
+                    if misses >= 2:
+                        reason = "the browser stopped answering"
+                        break
+        finally:
+            for w in waits:
+                w.cancel()
+        self._watchdog = None
+        self._hooks.on_fault(reason)
+
+    async def reload(self, url: str) -> str | None:
+        """Load `url` again (after a renderer crash): None, or Chrome's error text. Raises CDPError."""
+        return await self._running_browser().navigate(url)
+
+    async def freeze(self) -> None:
+        """Stop capturing, ask Chrome to give memory back (a critical pressure signal makes it drop caches), then
+        stop the page's processes."""
+        browser = self._running_browser()
+        if self.pipeline is not None:
+            self.pipeline.set_paused(True)
+        with contextlib.suppress(CDPError):
+            await browser.call("Memory.simulatePressureNotification", {"level": "critical"}, timeout=2.0)
+        browser.freeze_page()
+
+    def thaw(self) -> None:
+        if self._browser is not None:
+            self._browser.thaw_page()
+        if self.pipeline is not None:
+            self.pipeline.set_paused(False)
+
+    async def dispatch(self, events: Sequence[InputEvent]) -> None:
+        """Send input events to the page as CDP Input.* calls, in order. Raises BrowserError (CDPError)."""
+        browser = self._running_browser()
+        for event in events:
+            for method, params in cdp_calls(event):
+                await browser.call(method, params, timeout=5.0)
+
+    def request_keyframe(self, published: int) -> None:
+        if self.pipeline is not None:
+            self.pipeline.request_keyframe(published)
+
+    def snapshot(self) -> tuple[Any, int, int] | None:
+        return self.pipeline.snapshot() if self.pipeline is not None else None
+
+    def _running_browser(self) -> ChromeBrowser:
+        if self._browser is None:
+            raise BrowserError(f"frame {self._name} has no running browser")
+        return self._browser
+
+    def _on_navigated(self, params: dict[str, Any]) -> None:
+        if self._browser is None or params.get("sessionId") != self._browser.session_id:
+            return
+        frame = params.get("frame")
+        if isinstance(frame, dict):
+            if frame.get("parentId"):
+                return
+            url = frame.get("url")
+        else:
+            url = params.get("url")
+        if isinstance(url, str) and url and not url.startswith("chrome-error:"):
+            self._hooks.on_navigated(url)
+
+    def _on_crashed(self, params: dict[str, Any]) -> None:
+        if self._browser is not None and params.get("sessionId") == self._browser.session_id:
+            self._hooks.on_crashed()
+
+
+def _post(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:
+    """Hand a result from the worker thread to the loop; dropped once the loop is closed (shutdown)."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(callback, *args)
+
+
+def end_leftover_browsers(profiles_dir: Path) -> list[int]:
+    """SIGKILL processes still using one of our profiles (a previous run killed with SIGKILL can leave
+    Chromium helpers behind). Matched by our own profile path in their command line, ended by pid."""
+    ended = []
+    for info in mentioning(f"--user-data-dir={profiles_dir}/".encode()):
+        if info.pid == os.getpid():
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(info.pid, signal.SIGKILL)
+            ended.append(info.pid)
+    return ended
+
+
+__all__ = ["FrameRuntime", "RestartBudget", "Runtime", "RuntimeFactory", "RuntimeHooks", "end_leftover_browsers"]

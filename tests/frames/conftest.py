@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from framestream.frames import FrameManager
+from tests.frames.fakes import Launches, manager
+
+
+@pytest.fixture
+def launches() -> Launches:
+    return Launches()
+
+
+@pytest.fixture
+async def frames(state_dir: Path, launches: Launches) -> AsyncIterator[FrameManager]:
+    """A manager whose frames launch fake runtimes (cap 2, no idle pause within a test)."""
+    m = manager(state_dir, launches)
+    yield m
+    await m.shutdown()

@@ -1,0 +1,144 @@
+"""Stand-ins for a frame's processes: the frame's logic runs for real, nothing is launched."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from framestream.config import FrameSize, Settings
+from framestream.core.lifecycle import FrameState
+from framestream.core.wire import InputEvent
+from framestream.errors import BrowserError
+from framestream.feed import Outbox, Viewer
+from framestream.frames import Frame, FrameEvent, FrameManager, RuntimeHooks, StateChanged
+from framestream.media.picture import Picture
+from framestream.statefile import write_json_atomically
+
+SIZE = FrameSize(320, 200, 1)
+
+
+class FakeRuntime:
+    """One launch: `start` makes a fresh pipeline identity (as FrameRuntime makes a FramePipeline)."""
+
+    def __init__(self, frame_id: str, hooks: RuntimeHooks, *, start_error: Exception | None = None,
+                 load_error: str | None = None) -> None:
+        self.frame_id = frame_id
+        self.hooks = hooks
+        self.start_error = start_error
+        self.load_error = load_error
+        self.pipeline: object | None = None
+        self.encode_seconds = 0.0
+        self.started = self.stopped = self.frozen = False
+        self.froze = asyncio.Event()  # set by every freeze (a pause)
+        self.dispatched: list[InputEvent] = []
+        self.dispatch_error: Exception | None = None
+        self.dispatch_gate: asyncio.Event | None = None  # when set, dispatch waits for it
+        self.keyframe_requests: list[int] = []
+
+    async def start(self, url: str) -> str | None:
+        self.started = True
+        if self.start_error is not None:
+            raise self.start_error
+        self.pipeline = object()
+        return self.load_error
+
+    async def stop(self) -> None:
+        # Like a FramePipeline whose join timed out, the worker may still be alive: the identity stays.
+        self.stopped = True
+
+    async def reload(self, url: str) -> str | None:
+        return None
+
+    async def freeze(self) -> None:
+        self.frozen = True
+        self.froze.set()
+
+    def thaw(self) -> None:
+        self.frozen = False
+
+    async def dispatch(self, events: Sequence[InputEvent]) -> None:
+        if self.dispatch_gate is not None:
+            await self.dispatch_gate.wait()
+        if self.dispatch_error is not None:
+            raise self.dispatch_error
+        self.dispatched.extend(events)
+
+    def request_keyframe(self, published: int) -> None:
+        self.keyframe_requests.append(published)
+
+    def snapshot(self) -> tuple[Any, int, int] | None:
+        return None
+
+    def post(self, picture: Picture) -> None:
+        """What the worker thread's picture becomes on the loop: tagged with the pipeline that made it."""
+        self.hooks.on_picture(self.pipeline, picture)
+
+
+class Launches:
+    """The runtime factory: every launch, in order; `next_*` shape the next one."""
+
+    def __init__(self) -> None:
+        self.runtimes: list[FakeRuntime] = []
+        self.next_start_error: Exception | None = None
+        self.next_load_error: str | None = None
+
+    def __call__(self, frame_id: str, size: FrameSize, hooks: RuntimeHooks) -> FakeRuntime:
+        runtime = FakeRuntime(frame_id, hooks, start_error=self.next_start_error, load_error=self.next_load_error)
+        self.next_start_error, self.next_load_error = None, None
+        self.runtimes.append(runtime)
+        return runtime
+
+    @property
+    def last(self) -> FakeRuntime:
+        return self.runtimes[-1]
+
+
+def settings(state_dir: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {"secret": b"s" * 32, "insecure_dev": False, "sandbox_id": "test",
+                              "state_dir": state_dir, "idle_pause_s": 3600.0, "max_browsers": 2}
+    return Settings(**{**values, **overrides})
+
+
+class Watcher:
+    """A viewer as a connection makes one: what the frame emits queues here."""
+
+    def __init__(self, frame: Frame, slot: int = 1) -> None:
+        self.events: asyncio.Queue[FrameEvent] = asyncio.Queue()
+        self.viewer = Viewer(frame.id, slot, Outbox(), send_config=lambda _: None, on_event=self.events.put_nowait)
+
+    def drain(self) -> list[FrameEvent]:
+        out = []
+        while not self.events.empty():
+            out.append(self.events.get_nowait())
+        return out
+
+    async def until_state(self, state: FrameState, timeout: float = 5.0) -> StateChanged:
+        """The first StateChanged in `state` from now on (earlier ones are consumed)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                event = await self.events.get()
+                if isinstance(event, StateChanged) and event.state is state:
+                    return event
+
+
+def picture(keyframe: bool = True) -> Picture:
+    return Picture(data=b"x" * 10, keyframe=keyframe, refinement=False, capture_us=1, encoded_us=2, codec="avc1")
+
+
+def manager(state_dir: Path, launches: Launches, **overrides: Any) -> FrameManager:
+    return FrameManager(settings(state_dir, **overrides), new_runtime=launches)
+
+
+def restored(frames: FrameManager, *urls: str) -> list[Frame]:
+    """Frames as a restart brings them back from frames.json: `closed`, no browser, nothing launching."""
+    ids = [f"f{n}" for n in range(len(urls))]
+    entries = [{"id": frame_id, "url": url, "width": SIZE.css_width, "height": SIZE.css_height, "dpr": SIZE.dpr}
+               for frame_id, url in zip(ids, urls, strict=True)]
+    write_json_atomically(frames.registry.path, {"version": 1, "frames": entries})
+    frames.load()
+    return [frames.frames[frame_id] for frame_id in ids]
+
+
+__all__ = ["SIZE", "BrowserError", "FakeRuntime", "Launches", "Watcher", "manager", "picture", "restored", "settings"]

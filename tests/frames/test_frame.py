@@ -1,0 +1,178 @@
+"""A frame's states and what its viewers hear, with fake runtimes standing in for Xvfb, Chromium and the pipeline."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from framestream.core.lifecycle import FrameState
+from framestream.errors import BrowserError, CapacityError, FrameGone
+from framestream.frames import FrameManager, StateChanged
+from framestream.frames.runtime import RESTARTS_PER_MINUTE, RestartBudget
+from tests.frames.fakes import SIZE, Launches, Watcher, manager, picture
+
+URL = "http://pages.test/a"
+LAUNCHING, LIVE, PAUSED, CLOSED, ERROR = (FrameState.LAUNCHING, FrameState.LIVE, FrameState.PAUSED,
+                                          FrameState.CLOSED, FrameState.ERROR)
+
+
+def states(watcher: Watcher) -> list[tuple[FrameState, str | None]]:
+    return [(e.state, e.message) for e in watcher.drain() if isinstance(e, StateChanged)]
+
+
+async def test_a_watched_frame_goes_live_and_its_viewers_hear_each_state(frames: FrameManager,
+                                                                       launches: Launches) -> None:
+    frame = await frames.create(URL, SIZE)
+    watcher = Watcher(frame)
+    frame.add_viewer(watcher.viewer)
+    await frame.ensure_running()
+    assert states(watcher) == [(LAUNCHING, None), (LIVE, None)]
+    assert frame.state_event() == StateChanged(frame.id, LIVE, URL, 1, None, None)
+    assert len(launches.runtimes) == 1 and frame.browser_running
+
+
+async def test_a_page_that_does_not_load_is_an_error_until_the_page_goes_somewhere(
+        frames: FrameManager, launches: Launches) -> None:
+    launches.next_load_error = "net::ERR_NAME_NOT_RESOLVED"
+    frame = await frames.create(URL, SIZE)
+    await frame.ensure_running()
+    assert (frame.state, frame.message) == (ERROR, f"could not load {URL}: net::ERR_NAME_NOT_RESOLVED")
+    assert frame.browser_running, "the browser runs on, showing Chrome's error page"
+    watcher = Watcher(frame)
+    frame.add_viewer(watcher.viewer)
+    watcher.drain()
+    launches.last.hooks.on_navigated("http://pages.test/b")
+    assert (frame.state, frame.url) == (LIVE, "http://pages.test/b")
+    assert states(watcher) == [(LIVE, None)]
+
+
+async def test_a_failed_launch_is_torn_down_says_why_and_is_tried_again_when_asked(
+        frames: FrameManager, launches: Launches) -> None:
+    launches.next_start_error = BrowserError("Chromium did not come up")
+    frame = await frames.create(URL, SIZE)
+    await frame.ensure_running()
+    assert (frame.state, frame.message) == (ERROR, "Chromium did not come up")
+    assert launches.last.stopped and not frame.browser_running
+    await frame.ensure_running()
+    assert frame.state is LIVE and len(launches.runtimes) == 2
+
+
+async def test_an_unwatched_frame_pauses_and_resumes_with_the_same_browser(frames: FrameManager,
+                                                                         launches: Launches) -> None:
+    frame = await frames.create(URL, SIZE)
+    watcher = Watcher(frame)
+    frame.add_viewer(watcher.viewer)
+    await frame.ensure_running()
+    await frame.pause()
+    assert frame.state is LIVE and not launches.last.frozen, "a watched frame never pauses"
+    frame.remove_viewer(watcher.viewer)
+    await frame.pause()
+    assert frame.state is PAUSED and launches.last.frozen
+    frame.add_viewer(watcher.viewer)
+    await frame.ensure_running()
+    assert frame.state is LIVE and not launches.last.frozen and len(launches.runtimes) == 1
+
+
+async def test_the_last_viewer_leaving_starts_the_pause_timer(state_dir: Path, launches: Launches) -> None:
+    frames = manager(state_dir, launches, idle_pause_s=0.05)
+    try:
+        frame = await frames.create(URL, SIZE)
+        watcher = Watcher(frame)
+        frame.add_viewer(watcher.viewer)
+        await frame.ensure_running()
+        frame.remove_viewer(watcher.viewer)
+        await asyncio.wait_for(launches.last.froze.wait(), 5.0)
+        assert frame.state is PAUSED
+    finally:
+        await frames.shutdown()
+
+
+async def test_a_deleted_frame_tells_its_viewers_lets_them_go_and_cannot_come_back(
+        frames: FrameManager, launches: Launches) -> None:
+    frame = await frames.create(URL, SIZE)
+    watcher = Watcher(frame)
+    frame.add_viewer(watcher.viewer)
+    await frame.ensure_running()
+    watcher.drain()
+    assert await frames.delete(frame.id)
+    assert states(watcher) == [(CLOSED, "deleted")]
+    assert frame.viewers == 0 and launches.last.stopped and frames.get(frame.id) is None
+    with pytest.raises(FrameGone):
+        await frame.ensure_running()
+    assert frame.id not in frames.registry.path.read_text()
+
+
+async def test_at_the_cap_the_least_recently_viewed_unwatched_browser_closes(
+        state_dir: Path, launches: Launches) -> None:
+    frames = manager(state_dir, launches, max_browsers=1)
+    try:
+        first = await frames.create(URL, SIZE)
+        await first.ensure_running()
+        second = await frames.create("http://pages.test/b", SIZE)
+        assert first.state is CLOSED and launches.runtimes[0].stopped
+        watcher = Watcher(second)
+        second.add_viewer(watcher.viewer)
+        await second.ensure_running()
+        with pytest.raises(CapacityError):
+            await first.ensure_running()  # the only browser is watched
+        assert first.state is CLOSED and second.state is LIVE
+    finally:
+        await frames.shutdown()
+
+
+async def test_a_fault_relaunches_the_frame_until_the_budget_is_spent(frames: FrameManager,
+                                                                     launches: Launches) -> None:
+    frame = await frames.create(URL, SIZE)
+    watcher = Watcher(frame)
+    frame.add_viewer(watcher.viewer)
+    await frame.ensure_running()
+    watcher.drain()
+    reason = "the browser or its display exited"
+    for n in range(1, RESTARTS_PER_MINUTE + 1):
+        launches.last.hooks.on_fault(reason)
+        told = await watcher.until_state(LAUNCHING)
+        assert told.message == reason, "viewers hear why before the teardown"
+        await watcher.until_state(LIVE)
+        assert len(launches.runtimes) == n + 1 and launches.runtimes[-2].stopped
+    launches.last.hooks.on_fault(reason)
+    gave_up = await watcher.until_state(ERROR)
+    assert gave_up.message == f"{reason}; gave up after {RESTARTS_PER_MINUTE} restarts a minute"
+    assert frames.restarts == RESTARTS_PER_MINUTE + 1 and not frame.browser_running
+
+
+async def test_a_crashed_page_is_reloaded_in_the_same_browser(frames: FrameManager, launches: Launches) -> None:
+    frame = await frames.create(URL, SIZE)
+    watcher = Watcher(frame)
+    frame.add_viewer(watcher.viewer)
+    await frame.ensure_running()
+    watcher.drain()
+    launches.last.hooks.on_crashed()
+    assert (await watcher.until_state(LAUNCHING)).message == "the page crashed; reloading"
+    await watcher.until_state(LIVE)
+    assert len(launches.runtimes) == 1 and launches.last.keyframe_requests
+
+
+async def test_a_picture_of_a_stopped_pipeline_never_reaches_the_next_ones_viewers(
+        frames: FrameManager, launches: Launches) -> None:
+    frame = await frames.create(URL, SIZE)
+    await frame.ensure_running()
+    old = launches.last
+    old.post(picture())
+    assert frame.feed.pictures == 1
+    await frame.close_browser()
+    await frame.ensure_running()
+    new = launches.last
+    assert new is not old and new.pipeline is not old.pipeline
+    # The old worker outlived its stop (a join that timed out) and posts once more, after the new one started.
+    old.post(picture())
+    assert frame.feed.pictures == 1
+    new.post(picture())
+    assert frame.feed.pictures == 2
+
+
+def test_the_restart_budget_is_per_minute() -> None:
+    budget = RestartBudget(per_minute=3)
+    assert [budget.spend(t) for t in (0.0, 10.0, 20.0, 30.0)] == [True, True, True, False]
+    assert budget.spend(75.0), "the two oldest are over a minute old by now"
