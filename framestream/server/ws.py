@@ -1,7 +1,9 @@
-"""One viewer connection: `hello`, then any number of watched frames multiplexed by slot, and input.
+"""The viewer WebSocket in aiohttp: reads messages into a `ViewerSession` and carries out what it returns.
 
-The connection owns two tasks: this reader (the handler itself) and a writer draining its `Outbox`; both end
-when the socket closes or the service shuts down (close code 1001).
+Everything the protocol decides (hello, slots, limits, step order, every text sent) is in server/session.py;
+this module only does the I/O. A connection owns its tasks: this reader (the handler itself), a writer
+draining its `Outbox`, the bring-up of each frame it starts watching and the input step being applied. All of
+them end when the socket closes or the service shuts down (close code 1001).
 """
 
 from __future__ import annotations
@@ -10,38 +12,30 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from framestream.core.lifecycle import CapacityError
-from framestream.core.ratelimit import TokenBucket
-from framestream.core.tokens import Claims
-from framestream.core.wire import (
-    CLOSE_FORBIDDEN,
-    CLOSE_GOING_AWAY,
-    CLOSE_HELLO_TIMEOUT,
-    CLOSE_PROTOCOL,
-    CLOSE_TOO_MANY,
-    CLOSE_UNAUTHORIZED,
-    Hello,
-    Input,
-    KeyframeRequest,
-    Unwatch,
-    Watch,
-    control_message,
-    error_message,
-    input_ack,
-    parse_client_message,
-    video_config,
-    welcome,
-)
-from framestream.errors import ProtocolError, TokenError
-from framestream.frames import Frame, FrameGone
+from framestream.core.wire import CLOSE_GOING_AWAY, CLOSE_TOO_MANY, Input
+from framestream.errors import CapacityError, FrameGone, ProtocolError, protocol_error
+from framestream.feed import Outbox, Viewer
+from framestream.frames import Frame
+from framestream.frames.events import ControlChanged, StateChanged
 from framestream.server.context import ServiceContext
-from framestream.server.feed import Outbox
-from framestream.server.feed import Watch as FeedWatch
 from framestream.server.inputs import apply_step
+from framestream.server.session import (
+    Action,
+    ApplyStep,
+    BringUp,
+    Close,
+    RequestKeyframe,
+    Send,
+    StartWatching,
+    StopWatching,
+    ViewerSession,
+    config_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,29 +44,21 @@ class ViewerConnection:
     def __init__(self, ctx: ServiceContext, ws: web.WebSocketResponse, peer: str | None = None) -> None:
         self.ctx = ctx
         self.ws = ws
-        self.number = next(ctx.connection_numbers)  # names the connection in logs
-        self.peer = peer
         self.opened = time.monotonic()
         self.outbox = Outbox()
-        self.claims: Claims | None = None
-        self.watches: dict[str, FeedWatch] = {}
-        self._next_slot = 1
-        self._input_bucket = TokenBucket(ctx.settings.input_rate_per_s, ctx.settings.input_rate_per_s)
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._last_input: asyncio.Task[Any] | None = None  # steps apply in order, each after the previous
-
-    def _log(self, level: int, message: str, *args: object, **fields: object) -> None:
-        log.log(level, message, *args, extra={"conn": self.number, **fields})
+        self.session: ViewerSession[Frame] = ViewerSession(
+            ctx.settings, verify=ctx.verify, lookup=ctx.manager.get, now=self.opened,
+            number=next(ctx.connection_numbers), peer=peer,
+        )
+        self.viewers: dict[str, Viewer] = {}  # what this connection added to each frame it watches
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
         writer = asyncio.create_task(self._write(), name="ws-writer")
         try:
-            if await self._hello():
-                await self._read()
-                self._log(logging.INFO, "viewer left after %.0f s", time.monotonic() - self.opened)
+            await self._read()
         finally:
-            for frame_id in list(self.watches):
-                self._unwatch(frame_id)
+            await self._perform(self.session.connection_lost())
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -80,148 +66,89 @@ class ViewerConnection:
             with contextlib.suppress(asyncio.CancelledError):
                 await writer
 
-    async def _refuse(self, code: int, message: str) -> None:
-        """Close before `welcome`; the reason is ours (never the token's text)."""
-        self._log(logging.INFO, "hello refused: %s", message, code=code, peer=self.peer)
-        await self.close(code, message)
-
     async def close(self, code: int, message: str) -> None:
         self.outbox.close()
         await self.ws.close(code=code, message=message.encode()[:120])
 
-    # -- handshake ---------------------------------------------------------------------------------------
-
-    async def _hello(self) -> bool:
-        try:
-            msg = await self.ws.receive(timeout=self.ctx.settings.hello_timeout_s)
-        except TimeoutError:
-            await self._refuse(CLOSE_HELLO_TIMEOUT, "no hello in time")
-            return False
-        if msg.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
-            return False
-        try:
-            parsed = parse_client_message(msg.data, max_bytes=self.ctx.settings.max_message_bytes)
-        except ProtocolError as exc:
-            await self._refuse(CLOSE_UNAUTHORIZED, f"hello expected: {exc.message}")
-            return False
-        if not isinstance(parsed, Hello):
-            await self._refuse(CLOSE_UNAUTHORIZED, "hello expected first")
-            return False
-        try:
-            self.claims = self.ctx.verify(parsed.token)
-        except TokenError as exc:
-            await self._refuse(CLOSE_UNAUTHORIZED, exc.message)
-            return False
-        if not self.claims.allows("view", None):
-            await self._refuse(CLOSE_FORBIDDEN, "this token may not view frames")
-            return False
-        self._log(logging.INFO, "viewer joined as %s (%s)", self.claims.sub, self.claims.role, peer=self.peer)
-        self.outbox.push_text(welcome(self.ctx.settings.sandbox_id, self.ctx.settings.shared_frames))
-        return True
-
     # -- reading -----------------------------------------------------------------------------------------
 
     async def _read(self) -> None:
-        async for msg in self.ws:
-            if msg.type == WSMsgType.BINARY:
-                await self.close(CLOSE_PROTOCOL, "binary messages are not part of the protocol")
-                return
-            if msg.type != WSMsgType.TEXT:
+        while not self.session.closed:
+            deadline = self.session.deadline
+            timeout = None if deadline is None else deadline - time.monotonic()
+            if timeout is not None and timeout <= 0:  # (aiohttp reads a timeout of 0 as none at all)
+                await self._perform(self.session.check_time(time.monotonic()))
                 continue
             try:
-                parsed = parse_client_message(msg.data, max_bytes=self.ctx.settings.max_message_bytes)
-                if isinstance(parsed, Watch):
-                    self._watch(parsed.frame)
-                elif isinstance(parsed, Unwatch):
-                    self._unwatch(parsed.frame)
-                elif isinstance(parsed, KeyframeRequest):
-                    self._frame(parsed.frame).request_keyframe()
-                elif isinstance(parsed, Input):
-                    self._input(parsed)
-                elif isinstance(parsed, Hello):
-                    raise ProtocolError("bad-message", "hello was already accepted")
-            except ProtocolError as exc:
-                self.outbox.push_text(error_message(exc.code, exc.message, exc.frame, exc.seq))
+                msg = await self.ws.receive(timeout=timeout)
+            except TimeoutError:
+                await self._perform(self.session.check_time(time.monotonic()))
+                continue
+            if msg.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+                break  # closed by the peer, by us (shutdown) or by an error
+            await self._perform(self.session.receive(msg.data, time.monotonic()))
+        if self.session.claims is not None:
+            log.info("viewer left after %.0f s", time.monotonic() - self.opened, extra={"conn": self.session.number})
 
-    def _frame(self, frame_id: str) -> Frame:
-        frame = self.ctx.manager.get(frame_id)
-        if frame is None:
-            raise ProtocolError("unknown-frame", f"no frame {frame_id!r}", frame=frame_id)
-        assert self.claims is not None
-        if not self.claims.allows("view", frame_id):
-            raise ProtocolError("forbidden", "this token may not view this frame", frame=frame_id)
-        return frame
+    # -- carrying out the session's actions ----------------------------------------------------------------
 
-    def _watch(self, frame_id: str) -> None:
-        frame = self._frame(frame_id)
-        if frame_id in self.watches:
-            frame.request_keyframe()
-            return
-        if len(self.watches) >= self.ctx.settings.max_watch_per_connection:
-            raise ProtocolError("capacity", f"a connection may watch at most "
-                                f"{self.ctx.settings.max_watch_per_connection} frames", frame=frame_id)
-        slot = self._next_slot
-        self._next_slot = self._next_slot % 0xFFFF + 1
-        watch = FeedWatch(frame_id, slot, self.outbox, send_config=lambda w: self._send_config(frame, w))
-        self.watches[frame_id] = watch
-        if frame.feed.codec is not None and frame.state.value == "live":
-            self._send_config(frame, watch)
-            watch.configured = True
-        self.outbox.push_text(frame.state_message())
-        frame.add_watch(watch)
-        self._log(logging.INFO, "watching", frame=frame_id)
-        self._spawn(self._bring_up(frame), f"watch-{frame_id}")
+    async def _perform(self, actions: list[Action[Frame]]) -> None:
+        for action in actions:
+            if isinstance(action, Send):
+                self.outbox.push_text(action.text)
+            elif isinstance(action, Close):
+                await self.close(action.code, action.reason)
+            elif isinstance(action, StartWatching):
+                self._start_watching(action.frame, action.slot, action.configured)
+            elif isinstance(action, StopWatching):
+                viewer = self.viewers.pop(action.frame.id, None)
+                if viewer is not None:
+                    action.frame.remove_viewer(viewer)
+            elif isinstance(action, RequestKeyframe):
+                action.frame.request_keyframe()
+            elif isinstance(action, BringUp):
+                self._spawn(self._bring_up(action.frame), f"watch-{action.frame.id}")
+            elif isinstance(action, ApplyStep):
+                self._spawn(self._apply(action.frame, action.message), f"input-{action.frame.id}")
+
+    def _start_watching(self, frame: Frame, slot: int, configured: bool) -> None:
+        viewer = Viewer(
+            frame_id=frame.id,
+            slot=slot,
+            outbox=self.outbox,
+            send_config=lambda v: self.outbox.push_text(config_text(frame, v.slot)),
+            on_event=self._on_event,
+            configured=configured,
+        )
+        self.viewers[frame.id] = viewer
+        frame.add_viewer(viewer)
+
+    def _on_event(self, event: StateChanged | ControlChanged) -> None:
+        self.outbox.push_text(self.session.event_text(event))
 
     async def _bring_up(self, frame: Frame) -> None:
         try:
             await frame.ensure_running()
-        except CapacityError as exc:
-            self._unwatch(frame.id)  # not a viewer of a frame it cannot see
-            self.outbox.push_text(error_message("capacity", str(exc), frame.id))
-        except FrameGone:
-            self.outbox.push_text(error_message("unknown-frame", f"frame {frame.id} was deleted", frame.id))
+        except (CapacityError, FrameGone) as exc:
+            await self._perform(self.session.bring_up_failed(frame, protocol_error(exc, frame=frame.id)))
 
-    def _send_config(self, frame: Frame, watch: FeedWatch) -> None:
-        self.outbox.push_text(video_config(
-            frame.id, watch.slot, frame.feed.codec or "avc1.42C01F", frame.size.width, frame.size.height,
-            frame.size.css_width, frame.size.css_height,
-        ))
-
-    def _unwatch(self, frame_id: str) -> None:
-        watch = self.watches.pop(frame_id, None)
-        frame = self.ctx.manager.get(frame_id)
-        if watch is not None and frame is not None:
-            frame.remove_watch(watch)
-            self._log(logging.INFO, "stopped watching", frame=frame_id)
-
-    def _input(self, message: Input) -> None:
-        frame = self._frame(message.frame)
-        if not self._input_bucket.take(time.monotonic(), len(message.events)):
-            raise ProtocolError("rate-limited", f"at most {self.ctx.settings.input_rate_per_s:g} input events "
-                                "a second per connection", seq=message.seq, frame=frame.id)
-        # Steps apply in order: each waits for the previous one of this connection.
-        previous = self._last_input
-        self._last_input = self._spawn(self._apply(frame, message, previous), f"input-{frame.id}")
-
-    async def _apply(self, frame: Frame, message: Input, previous: asyncio.Task[Any] | None) -> None:
-        if previous is not None:
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await previous
+    async def _apply(self, frame: Frame, message: Input) -> None:
         try:
-            await apply_step(self.ctx, frame, message.grant, message.seq, message.events, presenter=id(self.outbox))
+            await apply_step(self.ctx, frame, message.grant, message.seq, message.events,
+                             presenter=self.session.presenter)
         except ProtocolError as exc:
-            self.outbox.push_text(error_message(exc.code, exc.message, frame.id, message.seq))
-            if exc.code == "superseded" and frame.id not in self.watches:
-                # Watchers heard of the change already; a holder that does not watch hears it here.
-                self.outbox.push_text(control_message(frame.id, frame.control.driver, False))
-            return
-        self.outbox.push_text(input_ack(frame.id, message.seq))
+            outcome: ProtocolError | None = exc
+        except Exception as exc:  # a bug: say so to the client and go on with its next step
+            log.exception("input step failed", extra={"conn": self.session.number, "frame": frame.id})
+            outcome = ProtocolError("internal", f"input could not be applied: {type(exc).__name__}")
+        else:
+            outcome = None
+        await self._perform(self.session.step_done(outcome))
 
-    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return task
 
     # -- writing -----------------------------------------------------------------------------------------
 

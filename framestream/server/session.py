@@ -1,0 +1,366 @@
+"""One viewer connection's protocol, without I/O: messages and the time in, what to send and do out.
+
+As in python-websockets' sans-I/O layer, the session never reads a socket, awaits, starts a task or reads a
+clock. The glue (server/ws.py) feeds it each received message with `now` (monotonic seconds) and performs the
+actions it returns, in order: texts go to the connection's outbox, a close ends the connection, the frame
+actions (watch, unwatch, keyframe, bring-up, input step) are carried out on the real frame. What a frame emits
+to its viewers comes back through `event_text`; what a step or a bring-up ended with, through `step_done` and
+`bring_up_failed`. So hello, slots, the watch and input limits, step order and every error text are tested
+in-process with fake frames (tests/server/test_session.py).
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from framestream.config import FrameSize, Settings
+from framestream.core.ratelimit import TokenBucket
+from framestream.core.tokens import Claims
+from framestream.core.wire import (
+    CLOSE_FORBIDDEN,
+    CLOSE_HELLO_TIMEOUT,
+    CLOSE_PROTOCOL,
+    CLOSE_UNAUTHORIZED,
+    ClientMessage,
+    Hello,
+    Input,
+    KeyframeRequest,
+    Unwatch,
+    Watch,
+    control_message,
+    error_message,
+    frame_state,
+    input_ack,
+    parse_client_message,
+    video_config,
+    welcome,
+)
+from framestream.errors import ProtocolError, TokenError
+from framestream.frames.events import ControlChanged, StateChanged
+
+log = logging.getLogger(__name__)
+
+MAX_SLOT = 0xFFFF  # slots are 16 bits in the video header; 0 is never handed out
+DEFAULT_CODEC = "avc1.42C01F"  # named in a video-config sent before the encoder said its level
+
+
+class _Codec(Protocol):
+    @property
+    def codec(self) -> str | None: ...
+
+
+class SessionFrame(Protocol):
+    """What the session reads of a frame (framestream.frames' Frame, or a fake in tests)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def size(self) -> FrameSize: ...
+
+    @property
+    def feed(self) -> _Codec: ...
+
+    def state_event(self) -> StateChanged: ...
+
+
+F = TypeVar("F", bound=SessionFrame)
+
+
+# -- actions for the glue ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Queue this text on the connection's outbox."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """Close the connection with this code and reason (nothing after it is sent)."""
+
+    code: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartWatching(Generic[F]):
+    """Add a viewer of `frame` under `slot`; `configured`: its video-config was sent already."""
+
+    frame: F
+    slot: int
+    configured: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StopWatching(Generic[F]):
+    frame: F
+
+
+@dataclass(frozen=True, slots=True)
+class RequestKeyframe(Generic[F]):
+    frame: F
+
+
+@dataclass(frozen=True, slots=True)
+class BringUp(Generic[F]):
+    """Make the frame live (resume or reopen it); report a failure through `bring_up_failed`."""
+
+    frame: F
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyStep(Generic[F]):
+    """Apply this input step; report how it ended through `step_done` before the next one is given out."""
+
+    frame: F
+    message: Input
+
+
+Action = Send | Close | StartWatching[F] | StopWatching[F] | RequestKeyframe[F] | BringUp[F] | ApplyStep[F]
+
+
+def config_text(frame: SessionFrame, slot: int) -> str:
+    """The `video-config` of `frame` for the viewer on `slot`, with the codec as the encoder last said."""
+    size = frame.size
+    return video_config(frame.id, slot, frame.feed.codec or DEFAULT_CODEC, size.width, size.height,
+                        size.css_width, size.css_height)
+
+
+class Phase(enum.Enum):
+    HELLO = "hello"  # waiting for `hello`
+    OPEN = "open"  # welcomed
+    CLOSED = "closed"  # closed by the session or gone: nothing more comes out
+
+
+class ViewerSession(Generic[F]):
+    """The protocol state of one viewer connection."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        verify: Callable[[str], Claims],
+        lookup: Callable[[str], F | None],
+        now: float,
+        number: int = 0,
+        peer: str | None = None,
+    ) -> None:
+        """`verify` raises TokenError for a refused token; `lookup` finds a frame by id; `now` is when the
+        connection opened (the hello deadline counts from it); `number` names the connection in logs and in
+        `control` messages' `you`."""
+        self._settings = settings
+        self._verify = verify
+        self._lookup = lookup
+        self.number = number
+        self.peer = peer
+        self.phase = Phase.HELLO
+        self.hello_deadline = now + settings.hello_timeout_s
+        self.claims: Claims | None = None
+        self.watching: dict[str, int] = {}  # frame id -> slot
+        self._next_slot = 1
+        self._input_bucket = TokenBucket(settings.input_rate_per_s, settings.input_rate_per_s)
+        self._steps: collections.deque[ApplyStep[F]] = collections.deque()  # the first one is being applied
+
+    @property
+    def presenter(self) -> int:
+        """Who this connection is to `apply_step` (its `presenter`), and so in the frame's ControlChanged."""
+        return self.number
+
+    @property
+    def closed(self) -> bool:
+        return self.phase is Phase.CLOSED
+
+    @property
+    def deadline(self) -> float | None:
+        """When `check_time` must be called if nothing arrives before; None: no timer runs."""
+        return self.hello_deadline if self.phase is Phase.HELLO else None
+
+    def _log(self, level: int, message: str, *args: object, **fields: object) -> None:
+        log.log(level, message, *args, extra={"conn": self.number, **fields})
+
+    # -- input from the glue --------------------------------------------------------------------------------
+
+    def check_time(self, now: float) -> list[Action[F]]:
+        """Time passed without a message: silence past the hello deadline closes with 4408."""
+        return self._refuse(CLOSE_HELLO_TIMEOUT, "no hello in time") if self._too_late(now) else []
+
+    def _too_late(self, now: float) -> bool:
+        return self.phase is Phase.HELLO and now >= self.hello_deadline
+
+    def receive(self, data: str | bytes, now: float) -> list[Action[F]]:
+        """One message from the client as received, text (str) or binary (bytes), at `now`."""
+        if self.phase is Phase.CLOSED:
+            return []
+        if self._too_late(now):
+            return self._refuse(CLOSE_HELLO_TIMEOUT, "no hello in time")
+        if self.phase is Phase.OPEN and isinstance(data, bytes):
+            self.phase = Phase.CLOSED
+            return [Close(CLOSE_PROTOCOL, "binary messages are not part of the protocol")]
+        try:
+            message = parse_client_message(data, max_bytes=self._settings.max_message_bytes)
+        except ProtocolError as exc:
+            if self.phase is Phase.HELLO:
+                return self._refuse(CLOSE_UNAUTHORIZED, f"hello expected: {exc.message}")
+            return [Send(error_message(exc.code, exc.message, exc.frame, exc.seq))]
+        return self.receive_message(message, now)
+
+    def receive_message(self, message: ClientMessage, now: float) -> list[Action[F]]:
+        """One message from the client, parsed already, at `now`."""
+        if self.phase is Phase.CLOSED:
+            return []
+        if self._too_late(now):
+            return self._refuse(CLOSE_HELLO_TIMEOUT, "no hello in time")
+        if self.phase is Phase.HELLO:
+            return self._hello(message)
+        try:
+            return self._handle(message, now)
+        except ProtocolError as exc:
+            return [Send(error_message(exc.code, exc.message, exc.frame, exc.seq))]
+
+    def event_text(self, event: StateChanged | ControlChanged) -> str:
+        """The message that tells this connection what a frame it watches emitted."""
+        if isinstance(event, StateChanged):
+            return frame_state(event.frame_id, event.state, event.url, event.viewers, event.driver, event.message)
+        you = event.presenter is not None and event.presenter == self.presenter
+        return control_message(event.frame_id, event.driver, you)
+
+    def step_done(self, error: ProtocolError | None) -> list[Action[F]]:
+        """The step given out last ended (None: applied); answer it and give out the next one."""
+        if self.phase is Phase.CLOSED or not self._steps:
+            return []
+        step = self._steps.popleft()
+        frame_id, seq = step.frame.id, step.message.seq
+        actions: list[Action[F]] = []
+        if error is None:
+            actions.append(Send(input_ack(frame_id, seq)))
+        else:
+            actions.append(Send(error_message(error.code, error.message, frame_id, seq)))
+            if error.code == "superseded" and frame_id not in self.watching:
+                # Watchers heard of the change already; a holder that does not watch hears it here.
+                actions.append(Send(control_message(frame_id, step.frame.state_event().driver, False)))
+        if self._steps:
+            actions.append(self._steps[0])
+        return actions
+
+    def bring_up_failed(self, frame: F, error: ProtocolError) -> list[Action[F]]:
+        """The frame could not be made live for this watch: `capacity` (not a viewer of a frame it cannot see)
+        or `unknown-frame` (deleted meanwhile)."""
+        if self.phase is Phase.CLOSED:
+            return []
+        actions = self._unwatch(frame.id) if error.code == "capacity" else []
+        return [*actions, Send(error_message(error.code, error.message, frame.id))]
+
+    def connection_lost(self) -> list[Action[F]]:
+        """The socket is gone (or closed by us): stop watching everything; steps not yet applied are dropped."""
+        actions = [action for frame_id in list(self.watching) for action in self._unwatch(frame_id)]
+        self.phase = Phase.CLOSED
+        self._steps.clear()
+        return actions
+
+    # -- hello --------------------------------------------------------------------------------------------
+
+    def _refuse(self, code: int, reason: str) -> list[Action[F]]:
+        """Close before `welcome`; the reason is ours (never the token's text)."""
+        self._log(logging.INFO, "hello refused: %s", reason, code=code, peer=self.peer)
+        self.phase = Phase.CLOSED
+        return [Close(code, reason)]
+
+    def _hello(self, parsed: ClientMessage) -> list[Action[F]]:
+        if not isinstance(parsed, Hello):
+            return self._refuse(CLOSE_UNAUTHORIZED, "hello expected first")
+        try:
+            claims = self._verify(parsed.token)
+        except TokenError as exc:
+            return self._refuse(CLOSE_UNAUTHORIZED, exc.message)
+        if not claims.allows("view", None):
+            return self._refuse(CLOSE_FORBIDDEN, "this token may not view frames")
+        self.claims = claims
+        self.phase = Phase.OPEN
+        self._log(logging.INFO, "viewer joined as %s (%s)", claims.sub, claims.role, peer=self.peer)
+        return [Send(welcome(self._settings.sandbox_id, self._settings.shared_frames))]
+
+    # -- after welcome --------------------------------------------------------------------------------------
+
+    def _handle(self, message: ClientMessage, now: float) -> list[Action[F]]:
+        if isinstance(message, Watch):
+            return self._watch(message.frame)
+        if isinstance(message, Unwatch):
+            return self._unwatch(message.frame)
+        if isinstance(message, KeyframeRequest):
+            return [RequestKeyframe(self._viewable(message.frame))]
+        if isinstance(message, Input):
+            return self._input(message, now)
+        raise ProtocolError("bad-message", "hello was already accepted")
+
+    def _viewable(self, frame_id: str) -> F:
+        frame = self._lookup(frame_id)
+        if frame is None:
+            raise ProtocolError("unknown-frame", f"no frame {frame_id!r}", frame=frame_id)
+        assert self.claims is not None
+        if not self.claims.allows("view", frame_id):
+            raise ProtocolError("forbidden", "this token may not view this frame", frame=frame_id)
+        return frame
+
+    def _watch(self, frame_id: str) -> list[Action[F]]:
+        frame = self._viewable(frame_id)
+        if frame_id in self.watching:
+            return [RequestKeyframe(frame)]
+        limit = self._settings.max_watch_per_connection
+        if len(self.watching) >= limit:
+            raise ProtocolError("capacity", f"a connection may watch at most {limit} frames", frame=frame_id)
+        slot = self._next_slot
+        self._next_slot = self._next_slot % MAX_SLOT + 1
+        self.watching[frame_id] = slot
+        state = frame.state_event()
+        # A live frame whose codec is known is configured now; otherwise with its first keyframe.
+        configured = frame.feed.codec is not None and state.state == "live"
+        actions: list[Action[F]] = [Send(config_text(frame, slot))] if configured else []
+        actions += [
+            Send(frame_state(state.frame_id, state.state, state.url, state.viewers, state.driver, state.message)),
+            StartWatching(frame, slot, configured),
+            BringUp(frame),
+        ]
+        self._log(logging.INFO, "watching", frame=frame_id)
+        return actions
+
+    def _unwatch(self, frame_id: str) -> list[Action[F]]:
+        slot = self.watching.pop(frame_id, None)
+        frame = self._lookup(frame_id)
+        if slot is None or frame is None:
+            return []
+        self._log(logging.INFO, "stopped watching", frame=frame_id)
+        return [StopWatching(frame)]
+
+    def _input(self, message: Input, now: float) -> list[Action[F]]:
+        frame = self._viewable(message.frame)
+        if not self._input_bucket.take(now, len(message.events)):
+            raise ProtocolError("rate-limited", f"at most {self._settings.input_rate_per_s:g} input events "
+                                "a second per connection", seq=message.seq, frame=frame.id)
+        # Steps apply in order: one at a time, the next given out when the previous is done.
+        step = ApplyStep(frame, message)
+        self._steps.append(step)
+        return [step] if len(self._steps) == 1 else []
+
+
+__all__ = [
+    "Action",
+    "ApplyStep",
+    "BringUp",
+    "Close",
+    "Phase",
+    "RequestKeyframe",
+    "Send",
+    "SessionFrame",
+    "StartWatching",
+    "StopWatching",
+    "ViewerSession",
+    "config_text",
+]

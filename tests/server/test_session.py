@@ -1,0 +1,462 @@
+"""The viewer session in-process: hello, watching, limits, step order and every text it sends, with fake frames.
+
+No aiohttp, no browser, no clock: each message is given with the time it arrived, and the actions returned are
+compared with what the glue (server/ws.py) must do, texts byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from framestream.config import FrameSize, Settings
+from framestream.core.lifecycle import FrameState
+from framestream.core.tokens import Claims
+from framestream.core.wire import Hello, Unwatch, Watch
+from framestream.errors import ProtocolError, TokenError
+from framestream.frames.events import ControlChanged, StateChanged
+from framestream.server.session import (
+    Action,
+    ApplyStep,
+    BringUp,
+    Close,
+    RequestKeyframe,
+    Send,
+    StartWatching,
+    StopWatching,
+    ViewerSession,
+)
+
+CODEC = "avc1.42C020"
+GOOD = "good-token"
+
+
+@dataclass
+class FakeFeed:
+    codec: str | None = CODEC
+
+
+@dataclass(eq=False)
+class FakeFrame:
+    id: str
+    state: FrameState = FrameState.LIVE
+    size: FrameSize = field(default_factory=lambda: FrameSize(320, 200, 2))
+    feed: FakeFeed = field(default_factory=FakeFeed)
+    viewers: int = 0
+    driver: str | None = None
+
+    def state_event(self) -> StateChanged:
+        return StateChanged(self.id, self.state, f"http://pages.test/{self.id}", self.viewers, self.driver, None)
+
+
+def claims(role: str = "view", frm: str = "*", sub: str = "ann") -> Claims:
+    return Claims(v=1, sbx="test", frm=frm, role=role, sub=sub, iat=0.0, exp=600.0, jti="j")
+
+
+class Tokens:
+    """verify(): GOOD gives `self.claims`; anything else is refused as a forged token would be."""
+
+    def __init__(self, granted: Claims) -> None:
+        self.claims = granted
+        self.seen: list[str] = []
+
+    def verify(self, token: str) -> Claims:
+        self.seen.append(token)
+        if token == "expired-token":
+            raise TokenError("expired", "token expired 12 s ago")
+        if token != GOOD:
+            raise TokenError("unauthorized", "bad signature")
+        return self.claims
+
+
+def settings(**changes: Any) -> Settings:
+    return Settings(**{"secret": b"s" * 32, "insecure_dev": False, "sandbox_id": "test", **changes})
+
+
+Session = ViewerSession[FakeFrame]
+
+
+def session(*frames: FakeFrame, granted: Claims | None = None, opened: float = 100.0, **limits: Any) -> Session:
+    tokens = Tokens(granted or claims())
+    by_id = {f.id: f for f in frames}
+    return ViewerSession(settings(**limits), verify=tokens.verify, lookup=by_id.get, now=opened, number=7)
+
+
+def welcomed(*frames: FakeFrame, granted: Claims | None = None, **limits: Any) -> Session:
+    s = session(*frames, granted=granted, **limits)
+    assert s.receive(hello(), 100.0) == [Send('{"type":"welcome","protocol":1,"sandbox":"test","shared_frames":true}')]
+    return s
+
+
+def message(kind: str, **fields: Any) -> str:
+    return json.dumps({"type": kind, **fields})
+
+
+def hello(token: str = GOOD) -> str:
+    return message("hello", token=token)
+
+
+def watch(frame_id: str) -> str:
+    return message("watch", frame=frame_id)
+
+
+def unwatch(frame_id: str) -> str:
+    return message("unwatch", frame=frame_id)
+
+
+def keyframe(frame_id: str) -> str:
+    return message("keyframe", frame=frame_id)
+
+
+def move(frame_id: str, seq: int, count: int = 1, grant: str = "drive-grant") -> str:
+    events = [{"kind": "mouse", "action": "move", "x": 10, "y": 10}] * count
+    return message("input", frame=frame_id, grant=grant, seq=seq, events=events)
+
+
+def texts(actions: list[Action[FakeFrame]]) -> list[dict[str, Any]]:
+    """The JSON of every Send, and nothing else may be in `actions`."""
+    assert all(isinstance(a, Send) for a in actions), actions
+    return [json.loads(a.text) for a in actions if isinstance(a, Send)]
+
+
+def error(actions: list[Action[FakeFrame]]) -> dict[str, Any]:
+    (only,) = texts(actions)
+    assert only["type"] == "error", only
+    return only
+
+
+# -- hello --------------------------------------------------------------------------------------------------
+
+
+def test_a_valid_hello_is_welcomed_and_keeps_the_claims() -> None:
+    s = session()
+    assert s.deadline == 105.0  # hello_timeout_s after it opened
+    assert s.receive(hello(), 101.0) == [
+        Send('{"type":"welcome","protocol":1,"sandbox":"test","shared_frames":true}')
+    ]
+    assert s.claims == claims() and not s.closed
+    assert s.deadline is None  # no timer after welcome
+    assert s.check_time(10_000.0) == []
+
+
+def test_welcome_says_when_shared_frames_are_off() -> None:
+    s = ViewerSession[FakeFrame](settings(shared_frames=False, sandbox_id="sb"), verify=Tokens(claims()).verify,
+                                 lookup=lambda _: None, now=0.0)
+    assert s.receive(hello(), 1.0) == [Send('{"type":"welcome","protocol":1,"sandbox":"sb","shared_frames":false}')]
+
+
+@pytest.mark.parametrize(("first", "code", "reason"), [
+    (hello("forged"), 4401, "bad signature"),
+    (hello("expired-token"), 4401, "token expired 12 s ago"),
+    (watch("f1"), 4401, "hello expected first"),
+    ('{"type":"hello"}', 4401, "hello expected: hello: missing 'token'"),
+    ("not json", 4401, "hello expected: message is not valid JSON"),
+    ('{"type":"nope"}', 4401, "hello expected: unknown message type 'nope'; expected hello, watch, unwatch, "
+                              "keyframe or input"),
+    (b'{"type":"hello","token":"good-token"}', 4401,
+     "hello expected: binary messages are not accepted; send JSON text"),
+])
+def test_anything_but_a_good_hello_first_closes_with_4401(first: str | bytes, code: int, reason: str) -> None:
+    s = session(FakeFrame("f1"))
+    assert s.receive(first, 101.0) == [Close(code, reason)]
+    assert s.closed and s.claims is None
+    assert s.receive(hello(), 101.5) == []  # nothing after the close
+    assert s.check_time(200.0) == []
+
+
+def test_a_token_that_may_not_view_closes_with_4403() -> None:
+    s = session(granted=claims(role="nobody"))
+    assert s.receive(hello(), 101.0) == [Close(4403, "this token may not view frames")]
+    assert s.closed
+
+
+def test_a_refused_token_is_never_in_the_close_reason() -> None:
+    token = "x" * 40
+    (close,) = session().receive(hello(token), 101.0)
+    assert isinstance(close, Close) and token not in close.reason
+
+
+def test_no_hello_by_the_deadline_closes_with_4408() -> None:
+    s = session(opened=100.0, hello_timeout_s=2.5)
+    assert s.deadline == 102.5
+    assert s.check_time(102.4) == []  # not yet
+    assert not s.closed
+    assert s.check_time(102.5) == [Close(4408, "no hello in time")]
+    assert s.closed and s.deadline is None
+
+
+def test_a_hello_that_arrives_after_the_deadline_is_too_late() -> None:
+    s = session(opened=100.0, hello_timeout_s=2.5)
+    assert s.receive(hello(), 102.6) == [Close(4408, "no hello in time")]
+
+
+def test_a_hello_just_before_the_deadline_is_in_time() -> None:
+    s = session(opened=100.0, hello_timeout_s=2.5)
+    assert texts(s.receive(hello(), 102.49))[0]["type"] == "welcome"
+
+
+def test_hello_twice_is_answered_with_bad_message_and_the_connection_stays() -> None:
+    s = welcomed()
+    assert error(s.receive(hello(), 101.0)) == {"type": "error", "code": "bad-message",
+                                               "message": "hello was already accepted"}
+    assert not s.closed
+
+
+def test_binary_after_welcome_closes_with_4400() -> None:
+    s = welcomed(FakeFrame("f1"))
+    assert s.receive(b"\x01\x02", 101.0) == [Close(4400, "binary messages are not part of the protocol")]
+    assert s.closed
+    assert s.receive(watch("f1"), 101.5) == []
+
+
+# -- bad messages after welcome: one error each, the connection goes on ---------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("{", {"code": "bad-message", "message": "message is not valid JSON"}),
+    ("[1]", {"code": "bad-message", "message": "message must be a JSON object"}),
+    ('{"type":"watch"}', {"code": "bad-message", "message": "watch: missing 'frame'"}),
+    ('{"type":"dance","frame":"f1"}', {"code": "bad-message", "message": "unknown message type 'dance'; "
+                                       "expected hello, watch, unwatch, keyframe or input"}),
+    ('{"type":"input","frame":"f1","grant":"g","seq":4,"event":{"kind":"mouse","action":"fly","x":1,"y":1}}',
+     {"code": "bad-input", "message": "event: 'action' must be one of move, down, up", "frame": "f1", "seq": 4}),
+])
+def test_a_bad_message_gets_one_error(text: str, expected: dict[str, Any]) -> None:
+    s = welcomed(FakeFrame("f1"))
+    assert error(s.receive(text, 101.0)) == {"type": "error", **expected}
+    assert not s.closed
+
+
+def test_a_message_over_the_size_limit_is_bad_message() -> None:
+    s = welcomed(FakeFrame("f1"), max_message_bytes=1024)
+    big = json.dumps({"type": "watch", "frame": "f1", "pad": "x" * 1100})
+    assert error(s.receive(big, 101.0))["message"] == "message larger than 1024 bytes"
+
+
+# -- watching -----------------------------------------------------------------------------------------------
+
+
+def test_watching_a_live_frame_sends_its_config_then_its_state_then_watches_and_brings_it_up() -> None:
+    frame = FakeFrame("f1", viewers=2, driver="bob")
+    s = welcomed(frame)
+    assert s.receive(watch("f1"), 101.0) == [
+        Send('{"type":"video-config","frame":"f1","slot":1,"codec":"avc1.42C020","width":640,"height":400,'
+             '"css_width":320,"css_height":200}'),
+        Send('{"type":"frame-state","frame":"f1","state":"live","url":"http://pages.test/f1","viewers":2,'
+             '"driver":"bob"}'),
+        StartWatching(frame, 1, configured=True),
+        BringUp(frame),
+    ]
+    assert s.watching == {"f1": 1}
+
+
+@pytest.mark.parametrize("frame", [
+    FakeFrame("f1", state=FrameState.PAUSED),
+    FakeFrame("f1", state=FrameState.CLOSED),
+    FakeFrame("f1", state=FrameState.LAUNCHING),
+    FakeFrame("f1", feed=FakeFeed(codec=None)),  # live, but no picture encoded yet
+])
+def test_a_frame_not_live_or_without_a_codec_is_configured_by_its_first_keyframe(frame: FakeFrame) -> None:
+    s = welcomed(frame)
+    actions = s.receive(watch("f1"), 101.0)
+    assert [type(a) for a in actions] == [Send, StartWatching, BringUp]
+    assert texts(actions[:1])[0]["type"] == "frame-state"
+    assert actions[1] == StartWatching(frame, 1, configured=False)
+
+
+def test_watching_a_frame_again_asks_for_a_keyframe_and_nothing_else() -> None:
+    frame = FakeFrame("f1")
+    s = welcomed(frame)
+    s.receive(watch("f1"), 101.0)
+    assert s.receive(watch("f1"), 101.1) == [RequestKeyframe(frame)]
+    assert s.watching == {"f1": 1}
+
+
+def test_watching_an_unknown_frame_is_unknown_frame() -> None:
+    s = welcomed(FakeFrame("f1"))
+    assert error(s.receive(watch("nope"), 101.0)) == {"type": "error", "code": "unknown-frame",
+                                                     "message": "no frame 'nope'", "frame": "nope"}
+    assert s.watching == {}
+
+
+def test_watching_a_frame_the_token_does_not_cover_is_forbidden() -> None:
+    s = welcomed(FakeFrame("f1"), FakeFrame("f2"), granted=claims(frm="f1"))
+    assert error(s.receive(watch("f2"), 101.0)) == {"type": "error", "code": "forbidden",
+                                                   "message": "this token may not view this frame", "frame": "f2"}
+    assert [type(a) for a in s.receive(watch("f1"), 101.1)][-1] is BringUp
+
+
+def test_a_connection_watches_at_most_its_limit_and_an_unwatch_frees_a_place() -> None:
+    frames = [FakeFrame(f"f{i}") for i in range(4)]
+    s = welcomed(*frames, max_watch_per_connection=3)
+    for f in frames[:3]:
+        assert BringUp(f) in s.receive(watch(f.id), 101.0)
+    assert error(s.receive(watch("f3"), 101.0)) == {"type": "error", "code": "capacity",
+                                                   "message": "a connection may watch at most 3 frames",
+                                                   "frame": "f3"}
+    assert s.receive(unwatch("f0"), 101.0) == [StopWatching(frames[0])]
+    assert StartWatching(frames[3], 4, configured=True) in s.receive(watch("f3"), 101.0)
+
+
+def test_slots_count_up_are_not_reused_by_rewatching_and_wrap_after_65535() -> None:
+    a, b = FakeFrame("a"), FakeFrame("b", state=FrameState.PAUSED)
+    s = welcomed(a, b)
+    assert StartWatching(a, 1, configured=True) in s.receive(watch("a"), 101.0)
+    slots = []
+    for _ in range(65535):  # parsed messages: the loop tests slots, not JSON
+        started = [x for x in s.receive_message(Watch("b"), 101.0) if isinstance(x, StartWatching)]
+        slots.append(started[0].slot)
+        assert s.receive_message(Unwatch("b"), 101.0) == [StopWatching(b)]
+    assert slots[:3] == [2, 3, 4]
+    assert slots[-2:] == [65535, 1]  # 16 bits, 0 never handed out
+    assert s.watching == {"a": 1}
+
+
+def test_parsed_messages_go_the_same_way_as_text() -> None:
+    frame = FakeFrame("f1")
+    assert session(frame).receive_message(Watch("f1"), 101.0) == [Close(4401, "hello expected first")]
+    as_text, parsed = welcomed(frame), welcomed(frame)
+    assert parsed.receive_message(Watch("f1"), 101.0) == as_text.receive(watch("f1"), 101.0)
+    assert parsed.receive_message(Watch("f1"), 101.0) == [RequestKeyframe(frame)]
+    assert error(parsed.receive_message(Hello(GOOD), 101.0))["message"] == "hello was already accepted"
+
+
+def test_unwatching_a_frame_not_watched_or_unknown_says_nothing() -> None:
+    s = welcomed(FakeFrame("f1"))
+    assert s.receive(unwatch("f1"), 101.0) == []
+    assert s.receive(unwatch("nope"), 101.0) == []
+
+
+def test_a_keyframe_request_is_passed_on_for_a_frame_the_token_may_view() -> None:
+    frame = FakeFrame("f1")
+    s = welcomed(frame, FakeFrame("f2"), granted=claims(frm="f1"))
+    assert s.receive(keyframe("f1"), 101.0) == [RequestKeyframe(frame)]
+    assert error(s.receive(keyframe("f2"), 101.0))["code"] == "forbidden"
+    assert error(s.receive(keyframe("f9"), 101.0))["code"] == "unknown-frame"
+
+
+def test_a_frame_that_cannot_be_brought_up_for_capacity_is_unwatched_with_an_error() -> None:
+    frame = FakeFrame("f1", state=FrameState.CLOSED)
+    s = welcomed(frame)
+    s.receive(watch("f1"), 101.0)
+    failed = ProtocolError("capacity", "all 6 browsers are in use by viewers; close a frame or wait")
+    assert s.bring_up_failed(frame, failed) == [
+        StopWatching(frame),
+        Send('{"type":"error","code":"capacity","message":"all 6 browsers are in use by viewers; close a frame or '
+             'wait","frame":"f1"}'),
+    ]
+    assert s.watching == {}
+
+
+def test_a_frame_deleted_while_coming_up_is_unknown_frame() -> None:
+    frame = FakeFrame("f1", state=FrameState.CLOSED)
+    s = welcomed(frame)
+    s.receive(watch("f1"), 101.0)
+    gone = ProtocolError("unknown-frame", "frame f1 was deleted")
+    assert s.bring_up_failed(frame, gone) == [
+        Send('{"type":"error","code":"unknown-frame","message":"frame f1 was deleted","frame":"f1"}')
+    ]
+
+
+def test_losing_the_connection_stops_every_watch() -> None:
+    a, b = FakeFrame("a"), FakeFrame("b")
+    s = welcomed(a, b)
+    s.receive(watch("a"), 101.0)
+    s.receive(watch("b"), 101.0)
+    assert s.connection_lost() == [StopWatching(a), StopWatching(b)]
+    assert s.closed and s.watching == {}
+    assert s.receive(watch("a"), 102.0) == []
+
+
+# -- what frames emit ---------------------------------------------------------------------------------------
+
+
+def test_frame_events_become_this_connections_messages() -> None:
+    s = welcomed()
+    changed = StateChanged("f1", FrameState.LAUNCHING, "http://pages.test/", 3, None, "the page crashed; reloading")
+    assert s.event_text(changed) == ('{"type":"frame-state","frame":"f1","state":"launching",'
+                                     '"url":"http://pages.test/","viewers":3,"driver":null,'
+                                     '"message":"the page crashed; reloading"}')
+    ours = ControlChanged("f1", "ann", presenter=s.presenter)
+    assert s.event_text(ours) == '{"type":"control","frame":"f1","driver":"ann","you":true}'
+    assert json.loads(s.event_text(ControlChanged("f1", "bob", presenter=s.presenter + 1)))["you"] is False
+    assert json.loads(s.event_text(ControlChanged("f1", "bob", presenter=None)))["you"] is False  # over HTTP
+
+
+# -- input ----------------------------------------------------------------------------------------------------
+
+
+def test_steps_are_given_out_one_at_a_time_and_answered_in_order() -> None:
+    frame = FakeFrame("f1", driver="carl")
+    s = welcomed(frame)
+    (first,) = s.receive(move("f1", 1), 101.0)
+    assert isinstance(first, ApplyStep) and first.frame is frame and first.message.seq == 1
+    assert s.receive(move("f1", 2), 101.0) == []  # waits for the first
+    assert s.receive(move("f1", 3), 101.0) == []
+    done = s.step_done(None)
+    assert done[0] == Send('{"type":"input-ack","frame":"f1","seq":1}')
+    assert isinstance(done[1], ApplyStep) and done[1].message.seq == 2 and len(done) == 2
+    superseded = ProtocolError("superseded", "a newer drive grant holds this frame (driver: carl)", seq=2)
+    done = s.step_done(superseded)
+    assert done[:2] == [
+        Send('{"type":"error","code":"superseded","message":"a newer drive grant holds this frame (driver: carl)",'
+             '"frame":"f1","seq":2}'),
+        # not watching f1: the holder hears who drives from this
+        Send('{"type":"control","frame":"f1","driver":"carl","you":false}'),
+    ]
+    assert isinstance(done[2], ApplyStep) and done[2].message.seq == 3 and len(done) == 3
+    assert s.step_done(None) == [Send('{"type":"input-ack","frame":"f1","seq":3}')]
+    assert s.step_done(None) == []  # nothing was given out
+    assert isinstance(s.receive(move("f1", 4), 101.0)[0], ApplyStep)  # idle again: given out at once
+
+
+def test_a_superseded_watcher_gets_only_the_error() -> None:
+    s = welcomed(FakeFrame("f1", driver="carl"))
+    s.receive(watch("f1"), 101.0)
+    s.receive(move("f1", 5), 101.0)
+    done = s.step_done(ProtocolError("superseded", "newer grant"))
+    assert texts(done) == [{"type": "error", "code": "superseded", "message": "newer grant", "frame": "f1",
+                            "seq": 5}]
+
+
+@pytest.mark.parametrize("code", ["unauthorized", "expired", "forbidden", "replayed", "bad-input", "capacity",
+                                  "unknown-frame", "internal"])
+def test_a_refused_step_is_answered_with_its_code_frame_and_seq(code: str) -> None:
+    s = welcomed(FakeFrame("f1"))
+    s.receive(move("f1", 9), 101.0)
+    assert error(s.step_done(ProtocolError(code, "why"))) == {"type": "error", "code": code, "message": "why",
+                                                               "frame": "f1", "seq": 9}
+
+
+def test_input_to_an_unknown_or_forbidden_frame_is_refused_before_it_is_queued() -> None:
+    s = welcomed(FakeFrame("f1"), FakeFrame("f2"), granted=claims(role="drive", frm="f1"))
+    assert error(s.receive(move("nope", 1), 101.0)) == {"type": "error", "code": "unknown-frame",
+                                                        "message": "no frame 'nope'", "frame": "nope"}
+    assert error(s.receive(move("f2", 2), 101.0)) == {"type": "error", "code": "forbidden",
+                                                      "message": "this token may not view this frame", "frame": "f2"}
+    assert isinstance(s.receive(move("f1", 3), 101.0)[0], ApplyStep)
+
+
+def test_input_is_limited_by_events_per_second_from_the_time_given() -> None:
+    s = welcomed(FakeFrame("f1"), input_rate_per_s=10.0)
+    assert isinstance(s.receive(move("f1", 1, count=10), 200.0)[0], ApplyStep)  # the whole burst
+    assert error(s.receive(move("f1", 2), 200.0)) == {
+        "type": "error", "code": "rate-limited", "message": "at most 10 input events a second per connection",
+        "frame": "f1", "seq": 2,
+    }
+    assert s.receive(move("f1", 3, count=2), 200.25) == []  # 2.5 events back a quarter second later (queued)
+    assert error(s.receive(move("f1", 4), 200.25))["code"] == "rate-limited"  # half an event left
+    assert s.receive(move("f1", 5, count=10), 202.0) == []  # a full bucket after a quiet second
+    acks = [s.step_done(None)[0] for _ in range(3)]
+    assert [json.loads(a.text)["seq"] for a in acks if isinstance(a, Send)] == [1, 3, 5]
+
+
+def test_steps_not_yet_applied_are_dropped_when_the_connection_is_lost() -> None:
+    s = welcomed(FakeFrame("f1"))
+    s.receive(move("f1", 1), 101.0)
+    s.receive(move("f1", 2), 101.0)
+    assert s.connection_lost() == []
+    assert s.step_done(None) == []
