@@ -10,13 +10,13 @@ from typing import Any
 from framestream.config import FrameSize, Settings
 from framestream.core.lifecycle import FrameState
 from framestream.core.wire import InputEvent
-from framestream.errors import BrowserError
 from framestream.feed import Outbox, Viewer
 from framestream.frames import Frame, FrameEvent, FrameManager, RuntimeHooks, StateChanged
 from framestream.media.picture import Picture
 from framestream.statefile import write_json_atomically
 
 SIZE = FrameSize(320, 200, 1)
+URL = "http://pages.test/a"
 
 
 class FakeRuntime:
@@ -131,6 +131,16 @@ def manager(state_dir: Path, launches: Launches, **overrides: Any) -> FrameManag
     return FrameManager(settings(state_dir, **overrides), new_runtime=launches)
 
 
+async def live_frame(frames: FrameManager, url: str = URL) -> tuple[Frame, Watcher]:
+    """A new frame, live and watched; what its watcher heard so far is consumed."""
+    frame = await frames.create(url, SIZE)
+    watcher = Watcher(frame)
+    frame.add_viewer(watcher.viewer)
+    await frame.ensure_running()
+    watcher.drain()
+    return frame, watcher
+
+
 def restored(frames: FrameManager, *urls: str) -> list[Frame]:
     """Frames as a restart brings them back from frames.json: `closed`, no browser, nothing launching."""
     ids = [f"f{n}" for n in range(len(urls))]
@@ -141,4 +151,5 @@ def restored(frames: FrameManager, *urls: str) -> list[Frame]:
     return [frames.frames[frame_id] for frame_id in ids]
 
 
-__all__ = ["SIZE", "BrowserError", "FakeRuntime", "Launches", "Watcher", "manager", "picture", "restored", "settings"]
+__all__ = ["SIZE", "URL", "FakeRuntime", "Launches", "Watcher", "live_frame", "manager", "picture",
+           "restored", "settings"]

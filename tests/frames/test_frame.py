@@ -11,9 +11,8 @@ from framestream.core.lifecycle import FrameState
 from framestream.errors import BrowserError, CapacityError, FrameGone
 from framestream.frames import FrameManager, StateChanged
 from framestream.frames.runtime import RESTARTS_PER_MINUTE, RestartBudget
-from tests.frames.fakes import SIZE, Launches, Watcher, manager, picture
+from tests.frames.fakes import SIZE, URL, Launches, Watcher, live_frame, manager, picture
 
-URL = "http://pages.test/a"
 LAUNCHING, LIVE, PAUSED, CLOSED, ERROR = (FrameState.LAUNCHING, FrameState.LIVE, FrameState.PAUSED,
                                           FrameState.CLOSED, FrameState.ERROR)
 
@@ -61,10 +60,7 @@ async def test_a_failed_launch_is_torn_down_says_why_and_is_tried_again_when_ask
 
 async def test_an_unwatched_frame_pauses_and_resumes_with_the_same_browser(frames: FrameManager,
                                                                          launches: Launches) -> None:
-    frame = await frames.create(URL, SIZE)
-    watcher = Watcher(frame)
-    frame.add_viewer(watcher.viewer)
-    await frame.ensure_running()
+    frame, watcher = await live_frame(frames)
     await frame.pause()
     assert frame.state is LIVE and not launches.last.frozen, "a watched frame never pauses"
     frame.remove_viewer(watcher.viewer)
@@ -78,10 +74,7 @@ async def test_an_unwatched_frame_pauses_and_resumes_with_the_same_browser(frame
 async def test_the_last_viewer_leaving_starts_the_pause_timer(state_dir: Path, launches: Launches) -> None:
     frames = manager(state_dir, launches, idle_pause_s=0.05)
     try:
-        frame = await frames.create(URL, SIZE)
-        watcher = Watcher(frame)
-        frame.add_viewer(watcher.viewer)
-        await frame.ensure_running()
+        frame, watcher = await live_frame(frames)
         frame.remove_viewer(watcher.viewer)
         await asyncio.wait_for(launches.last.froze.wait(), 5.0)
         assert frame.state is PAUSED
@@ -91,11 +84,7 @@ async def test_the_last_viewer_leaving_starts_the_pause_timer(state_dir: Path, l
 
 async def test_a_deleted_frame_tells_its_viewers_lets_them_go_and_cannot_come_back(
         frames: FrameManager, launches: Launches) -> None:
-    frame = await frames.create(URL, SIZE)
-    watcher = Watcher(frame)
-    frame.add_viewer(watcher.viewer)
-    await frame.ensure_running()
-    watcher.drain()
+    frame, watcher = await live_frame(frames)
     assert await frames.delete(frame.id)
     assert states(watcher) == [(CLOSED, "deleted")]
     assert frame.viewers == 0 and launches.last.stopped and frames.get(frame.id) is None
@@ -124,11 +113,7 @@ async def test_at_the_cap_the_least_recently_viewed_unwatched_browser_closes(
 
 async def test_a_fault_relaunches_the_frame_until_the_budget_is_spent(frames: FrameManager,
                                                                      launches: Launches) -> None:
-    frame = await frames.create(URL, SIZE)
-    watcher = Watcher(frame)
-    frame.add_viewer(watcher.viewer)
-    await frame.ensure_running()
-    watcher.drain()
+    frame, watcher = await live_frame(frames)
     reason = "the browser or its display exited"
     for n in range(1, RESTARTS_PER_MINUTE + 1):
         launches.last.hooks.on_fault(reason)
@@ -143,11 +128,7 @@ async def test_a_fault_relaunches_the_frame_until_the_budget_is_spent(frames: Fr
 
 
 async def test_a_crashed_page_is_reloaded_in_the_same_browser(frames: FrameManager, launches: Launches) -> None:
-    frame = await frames.create(URL, SIZE)
-    watcher = Watcher(frame)
-    frame.add_viewer(watcher.viewer)
-    await frame.ensure_running()
-    watcher.drain()
+    _, watcher = await live_frame(frames)
     launches.last.hooks.on_crashed()
     assert (await watcher.until_state(LAUNCHING)).message == "the page crashed; reloading"
     await watcher.until_state(LIVE)

@@ -12,12 +12,11 @@ import pytest
 from framestream.core.tokens import Claims, mint
 from framestream.core.wire import KeyEvent, MouseEvent
 from framestream.errors import CDPError, FrameGone, ProtocolError
-from framestream.frames import ControlChanged, Frame, FrameManager, StateChanged
+from framestream.frames import ControlChanged, FrameManager, StateChanged
 from framestream.server.context import ServiceContext
 from framestream.server.inputs import apply_step
-from tests.frames.fakes import SIZE, Launches, Watcher, restored
+from tests.frames.fakes import SIZE, URL, Launches, live_frame, restored
 
-URL = "http://pages.test/a"
 MOVE = MouseEvent("move", 5, 5)
 DOWN = MouseEvent("down", 5, 5, "left", 1, 1)
 
@@ -25,15 +24,6 @@ DOWN = MouseEvent("down", 5, 5, "left", 1, 1)
 def grant(sub: str, iat: float, jti: str | None = None) -> Claims:
     return Claims(v=1, sbx="test", frm="*", role="drive", sub=sub, iat=iat, exp=time.time() + 600,
                   jti=jti or f"{sub}-{iat}")
-
-
-async def live_frame(frames: FrameManager) -> tuple[Frame, Watcher]:
-    frame = await frames.create(URL, SIZE)
-    watcher = Watcher(frame)
-    frame.add_viewer(watcher.viewer)
-    await frame.ensure_running()
-    watcher.drain()
-    return frame, watcher
 
 
 async def test_the_first_driver_is_announced_and_its_events_applied(frames: FrameManager,
