@@ -2,8 +2,10 @@
 
 One public surface over private modules, one job each:
 
+- `_limits`: the contract's limits on client messages;
+- `_fields`: reading one field of a client message, with its type and bounds;
 - `_events`: the input events (mouse, wheel, key, text, touch) and their modifier bits;
-- `_client_messages`: every client message parsed into frozen dataclasses, with the contract's limits;
+- `_client_messages`: every client message parsed into frozen dataclasses;
 - `_server_messages`: the JSON the service sends, its error codes and close codes;
 - `_video_header`: the 16-byte header in front of each access unit.
 
@@ -12,18 +14,6 @@ Import from here (`from framestream.core.wire import Input`), never from the pri
 """
 
 from framestream.core.wire._client_messages import (
-    MAX_BUTTONS_MASK,
-    MAX_CLICKS,
-    MAX_EVENTS,
-    MAX_ID_CHARS,
-    MAX_KEY_CHARS,
-    MAX_MESSAGE_BYTES,
-    MAX_SEQ,
-    MAX_TEXT_CHARS,
-    MAX_TOKEN_CHARS,
-    MAX_TOUCH_ID,
-    MAX_TOUCH_POINTS,
-    MAX_WHEEL_DELTA,
     ClientMessage,
     Hello,
     Input,
@@ -56,6 +46,20 @@ from framestream.core.wire._events import (
     TouchEvent,
     TouchPoint,
     WheelEvent,
+)
+from framestream.core.wire._limits import (
+    MAX_BUTTONS_MASK,
+    MAX_CLICKS,
+    MAX_EVENTS,
+    MAX_ID_CHARS,
+    MAX_KEY_CHARS,
+    MAX_MESSAGE_BYTES,
+    MAX_SEQ,
+    MAX_TEXT_CHARS,
+    MAX_TOKEN_CHARS,
+    MAX_TOUCH_ID,
+    MAX_TOUCH_POINTS,
+    MAX_WHEEL_DELTA,
 )
 from framestream.core.wire._server_messages import (
     CLOSE_FORBIDDEN,
