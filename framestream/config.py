@@ -117,6 +117,15 @@ class Settings:
     hello_timeout_s: float = 5.0
     allowed_origins: tuple[str, ...] = ()
     allowed_url_hosts: tuple[str, ...] = ()  # empty: any host
+    # A frame is a whole tab (docs/protocol.md): what pages are granted without a prompt (CDP permission names),
+    # how long a dialog waits for its answer, and the limits on files going in and out.
+    permissions: tuple[str, ...] = ()
+    dialog_timeout_s: float = 60.0
+    upload_max_bytes: int = 64 * 1024 * 1024
+    download_max_bytes: int = 256 * 1024 * 1024
+    download_max_count: int = 32
+    clipboard_to_viewers: bool = False  # copied text also to view-only viewers
+    webgl: bool = True  # WebGL through SwiftShader (CPU); off: no GPU process work at all
     frames: tuple[tuple[str, FrameSize], ...] = field(default_factory=tuple)
 
 
@@ -129,6 +138,15 @@ _ENV_NUMBERS: Final[Mapping[str, tuple[str, type[int] | type[float], float, floa
     "max_connections": ("FRAMESTREAM_MAX_CONNECTIONS", int, 1, 100_000),
     "input_rate_per_s": ("FRAMESTREAM_INPUT_RATE", float, 1.0, 100_000.0),
     "hello_timeout_s": ("FRAMESTREAM_HELLO_TIMEOUT_S", float, 0.5, 60.0),
+    "dialog_timeout_s": ("FRAMESTREAM_DIALOG_TIMEOUT_S", float, 0.5, 86400),
+    "upload_max_bytes": ("FRAMESTREAM_UPLOAD_MAX_BYTES", int, 1, 4 * 1024**3),
+    "download_max_bytes": ("FRAMESTREAM_DOWNLOAD_MAX_BYTES", int, 1, 64 * 1024**3),
+    "download_max_count": ("FRAMESTREAM_DOWNLOAD_MAX_COUNT", int, 1, 10_000),
+}
+# Switches that one environment variable each may set: field -> variable.
+_ENV_SWITCHES: Final[Mapping[str, str]] = {
+    "clipboard_to_viewers": "FRAMESTREAM_CLIPBOARD_TO_VIEWERS",
+    "webgl": "FRAMESTREAM_WEBGL",
 }
 
 
@@ -150,6 +168,17 @@ def _env_list(env: Mapping[str, str], name: str) -> tuple[str, ...] | None:
     """A comma-separated variable as a tuple of its non-empty items; None when it is unset."""
     raw = env.get(name)
     return None if raw is None else tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def _env_switch(env: Mapping[str, str], name: str) -> bool | None:
+    """An on/off variable; None when it is unset."""
+    raw = env.get(name)
+    if raw is None:
+        return None
+    value = raw.strip().lower()
+    if value not in ("on", "off", "true", "false", "1", "0"):
+        raise ConfigError(f"{name}={value!r} must be on or off")
+    return value in ("on", "true", "1")
 
 
 def _secret(env: Mapping[str, str], insecure_dev: bool) -> bytes:
@@ -181,11 +210,11 @@ def load_settings(
     env = os.environ if env is None else env
     secret = _secret(env, insecure_dev)
     given: dict[str, Any] = {}
-    if (shared_raw := env.get("SHARED_FRAMES")) is not None:
-        shared_raw = shared_raw.strip().lower()
-        if shared_raw not in ("on", "off", "true", "false", "1", "0"):
-            raise ConfigError(f"SHARED_FRAMES={shared_raw!r} must be on or off")
-        given["shared_frames"] = shared_raw in ("on", "true", "1")
+    for name, variable in {"shared_frames": "SHARED_FRAMES", **_ENV_SWITCHES}.items():
+        if (switch := _env_switch(env, variable)) is not None:
+            given[name] = switch
+    if (permissions := _env_list(env, "FRAMESTREAM_PERMISSIONS")) is not None:
+        given["permissions"] = permissions
     for name, (variable, kind, low, high) in _ENV_NUMBERS.items():
         if (value := _env_number(env, variable, low, high)) is not None:
             given[name] = kind(value)

@@ -194,7 +194,7 @@ class Tabs:
         await self.cdp.call("Target.setDiscoverTargets", {"discover": True})
         await self.cdp.call("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": True,
                                                       "flatten": True})
-        self._spawn(self._probe_forever(), "page-probes")
+        self.spawn(self._probe_forever(), "page-probes")
         try:
             return await asyncio.wait_for(asyncio.shield(self._first_page), timeout)
         except TimeoutError as exc:
@@ -213,7 +213,8 @@ class Tabs:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _spawn(self, coro: Any, name: str) -> None:
+    def spawn(self, coro: Any, name: str) -> None:
+        """Run `coro` as a task this page set owns (ended by `close()`)."""
         if self.closed:
             coro.close()
             return
@@ -251,9 +252,9 @@ class Tabs:
         session_id = str(params.get("sessionId", ""))
         if info.get("type") != "page":
             # Browser UI and workers are not ours to drive: let them run and leave them alone.
-            self._spawn(self._release_other(session_id, bool(params.get("waitingForDebugger"))), "detach-other")
+            self.spawn(self._release_other(session_id, bool(params.get("waitingForDebugger"))), "detach-other")
             return
-        self._spawn(self._adopt(info, session_id), f"adopt-{str(info.get('targetId', ''))[:8]}")
+        self.spawn(self._adopt(info, session_id), f"adopt-{str(info.get('targetId', ''))[:8]}")
 
     async def _release_other(self, session_id: str, waiting: bool) -> None:
         with contextlib.suppress(CDPError):
@@ -343,7 +344,7 @@ class Tabs:
         log.info("page %s closed", page.id)
         if was_active and self.pages.active is not None:
             # The page below (a popup's opener) takes the screen and the input back at once.
-            self._spawn(self._raise(self.pages.active), "raise-page")
+            self.spawn(self._raise(self.pages.active), "raise-page")
         self._changed()
 
     async def _raise(self, page: Page) -> None:
@@ -486,7 +487,7 @@ class Tabs:
                         time.monotonic())
         self.dialogs[dialog.id] = dialog
         self._dialog_timers[dialog.id] = asyncio.get_running_loop().call_later(
-            self.settings.dialog_timeout_s, lambda: self._spawn(self._expire(dialog.id), "dialog-timeout"))
+            self.settings.dialog_timeout_s, lambda: self.spawn(self._expire(dialog.id), "dialog-timeout"))
         event = self._dialog_opened.get(page.session_id)
         if event is not None:
             event.set()
@@ -531,7 +532,7 @@ class Tabs:
     def _on_file_chooser(self, params: dict[str, Any]) -> None:
         page = self.pages.by_session(params.get("sessionId"))
         if page is not None:
-            self._spawn(self._tell_chooser(page, params), "file-chooser")
+            self.spawn(self._tell_chooser(page, params), "file-chooser")
 
     async def _tell_chooser(self, page: Page, params: dict[str, Any]) -> None:
         node = params.get("backendNodeId")

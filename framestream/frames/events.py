@@ -7,6 +7,7 @@ connection that made the viewer decides what to send (for `ControlChanged`, whet
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from framestream.core.lifecycle import FrameState
 
@@ -21,6 +22,7 @@ class StateChanged:
     viewers: int
     driver: str | None
     message: str | None
+    pages: list[dict[str, Any]] | None = None  # while a browser runs: its pages (core/pages.Page.describe)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,69 @@ class ControlChanged:
     presenter: int | None
 
 
-FrameEvent = StateChanged | ControlChanged
+@dataclass(frozen=True, slots=True)
+class DialogShown:
+    frame_id: str
+    id: str
+    page: str
+    kind: str
+    message: str
+    default: str
 
-__all__ = ["ControlChanged", "FrameEvent", "StateChanged"]
+
+@dataclass(frozen=True, slots=True)
+class DialogGone:
+    frame_id: str
+    id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileChooserShown:
+    """Told only to viewers that may drive the frame."""
+
+    frame_id: str
+    id: str
+    page: str
+    multiple: bool
+    accept: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FileChooserGone:
+    frame_id: str
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DownloadChanged:
+    """Told only to viewers that may drive the frame."""
+
+    frame_id: str
+    id: str
+    name: str
+    size: int
+    state: str  # "started", "done", "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ClipboardCopied:
+    """Text a page copied: for viewers that may drive the frame (and others only when configured). Never logged."""
+
+    frame_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class PageRefused:
+    frame_id: str
+    message: str
+
+
+FrameEvent = (StateChanged | ControlChanged | DialogShown | DialogGone | FileChooserShown | FileChooserGone
+              | DownloadChanged | ClipboardCopied | PageRefused)
+# Events only viewers whose token may drive the frame receive (what goes in and out of it).
+DRIVER_EVENTS = (FileChooserShown, DownloadChanged, ClipboardCopied)
+
+__all__ = ["DRIVER_EVENTS", "ClipboardCopied", "ControlChanged", "DialogGone", "DialogShown", "DownloadChanged",
+           "FileChooserGone", "FileChooserShown", "FrameEvent", "PageRefused", "StateChanged"]

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from framestream.browser.tabs import TabEvent
 from framestream.config import FrameSize
 from framestream.core.control import FrameControl
 from framestream.core.lifecycle import FrameState, FrameView, pause_deadline
@@ -22,7 +23,9 @@ from framestream.core.tokens import Claims
 from framestream.core.wire import InputEvent
 from framestream.errors import BrowserError, CaptureError, CDPError, FrameGone, ProtocolError
 from framestream.feed import FrameFeed, Viewer
+from framestream.frames.browsing import Browsing, FrameAction
 from framestream.frames.events import ControlChanged, FrameEvent, StateChanged
+from framestream.frames.files import FrameFiles
 from framestream.frames.runtime import RestartBudget, Runtime, RuntimeHooks
 from framestream.media.picture import Picture
 
@@ -56,6 +59,11 @@ class Frame:
         self._restarts = RestartBudget()
         self._encode_seconds_before = 0.0  # by runtimes that have ended
         self._published = 0  # pictures of the current pipeline handed out on the loop
+        settings = manager.settings
+        self.files = FrameFiles(manager.files_dir(frame_id), max_download_bytes=settings.download_max_bytes,
+                                max_downloads=settings.download_max_count)
+        self.files.load()
+        self.browsing = Browsing(frame_id, self.files, self._emit, manager.spawn, settings.allowed_url_hosts)
 
     # -- what others read --------------------------------------------------------------------------------
 
@@ -86,7 +94,8 @@ class Frame:
         }
 
     def state_event(self) -> StateChanged:
-        return StateChanged(self.id, self.state, self.url, self.viewers, self.control.driver, self.message)
+        return StateChanged(self.id, self.state, self.url, self.viewers, self.control.driver, self.message,
+                            self.browsing.pages)
 
     @property
     def encode_seconds(self) -> float:
@@ -103,6 +112,8 @@ class Frame:
         self.idle_since = None
         self._cancel_pause_timer()
         self._emit(self.state_event())
+        for question in self.browsing.open_questions():  # what the others were told while it was away
+            viewer.on_event(question)
 
     def remove_viewer(self, viewer: Viewer) -> None:
         if viewer not in self.feed.viewers:
@@ -187,7 +198,8 @@ class Frame:
         # Keep the reason a recovery gave (viewers see why the frame is launching again).
         self._set_state(FrameState.LAUNCHING, self.message if self.state is FrameState.LAUNCHING else None)
         hooks = RuntimeHooks(on_picture=self._on_picture, on_fault=self._on_fault,
-                             on_navigated=self._on_navigated, on_crashed=self._on_crashed)
+                             on_navigated=self._on_navigated, on_crashed=self._on_crashed,
+                             on_tab_event=self._on_tab_event)
         runtime = self._runtime = self.manager.new_runtime(self.id, self.size, hooks)
         self.feed.restarted()
         self._published = 0
@@ -201,6 +213,7 @@ class Frame:
             # Cancelled mid-launch (shutdown): end whatever already started before passing it on.
             await asyncio.shield(self._teardown_locked())
             raise
+        self.browsing.tabs = runtime.tabs
         self.control.reset()
         if error:
             # The browser runs and shows Chrome's error page; the frame says why.
@@ -208,8 +221,18 @@ class Frame:
         else:
             self._set_state(FrameState.LIVE)
 
+    def _on_tab_event(self, event: TabEvent) -> None:
+        if self.browsing.on_tab_event(event):
+            url = self.browsing.active_url()
+            if url and url != self.url and self.browsing.recordable(url):
+                self.url = url
+                self.manager.save_soon()
+            self._emit(self.state_event())
+
     def _on_navigated(self, url: str) -> None:
-        if url == self.url:
+        # Only a page the frame may be created at becomes its URL: about:, data:, chrome: pages or a host not
+        # allowed show, but never replace the last good one (a frame always reopens somewhere it may load).
+        if url == self.url or not self.browsing.recordable(url):
             return
         self.url = url
         if self.state is FrameState.ERROR and self._runtime is not None:
@@ -242,6 +265,7 @@ class Frame:
         self._cancel_pause_timer()
         runtime, self._runtime = self._runtime, None  # from here on its late pictures are dropped
         self.feed.forget()
+        self.browsing.browser_gone()
         if runtime is not None:
             await runtime.stop()
             self._encode_seconds_before += runtime.encode_seconds
@@ -300,6 +324,16 @@ class Frame:
 
         Raises ProtocolError when the grant is refused (`superseded`), and CapacityError, FrameGone or
         BrowserError when the frame cannot be brought up or the browser fails (errors.protocol_error)."""
+        return await self._admitted(claims, seq, presenter, lambda: self._apply_input(events))
+
+    async def apply_action(self, claims: Claims, seq: int, action: FrameAction, *,
+                           presenter: int | None = None) -> int:
+        """Apply one driver action (navigate, page, dialog-answer, a file chooser's answer) under the same
+        arbitration as input."""
+        return await self._admitted(claims, seq, presenter, lambda: self._apply_action(action))
+
+    async def _admitted(self, claims: Claims, seq: int, presenter: int | None,
+                        apply: Callable[[], Awaitable[None]]) -> int:
         async with self._step_lock:
             admission = self.control.admit(claims, time.time())
             if not admission.accepted:
@@ -314,8 +348,13 @@ class Frame:
                 self._emit(ControlChanged(self.id, admission.driver, presenter))
                 self._emit(self.state_event())
             started_us = time.time_ns() // 1000
-            await self._apply_input(events)
+            await apply()
             return started_us
+
+    async def _apply_action(self, action: FrameAction) -> None:
+        if self.state is not FrameState.LIVE or self._runtime is None:
+            await self.ensure_running()
+        await self.browsing.apply(action)
 
     async def _apply_input(self, events: Sequence[InputEvent]) -> None:
         if self.state is not FrameState.LIVE or self._runtime is None:

@@ -62,10 +62,15 @@ class FrameManager:
         return self._new_runtime(frame_id, size, hooks)
 
     def _real_runtime(self, frame_id: str, size: FrameSize, hooks: RuntimeHooks) -> Runtime:
-        return FrameRuntime(self.settings, size, self.profile_dir(frame_id), hooks, name=frame_id)
+        return FrameRuntime(self.settings, size, self.profile_dir(frame_id), hooks, name=frame_id,
+                            downloads_dir=self.files_dir(frame_id) / "downloads")
 
     def profile_dir(self, frame_id: str) -> Path:
         return self.settings.state_dir / "profiles" / frame_id
+
+    def files_dir(self, frame_id: str) -> Path:
+        """The frame's downloads and uploads (frames/files.py): in the state dir, never $HOME."""
+        return self.settings.state_dir / "files" / frame_id
 
     def note_restart(self) -> None:
         self.restarts += 1
@@ -127,11 +132,14 @@ class FrameManager:
         if frame is None:
             return False
         await frame.delete()
-        log.info("deleted%s", " with its profile" if purge else "", extra={"frame": frame_id})
+        log.info("deleted%s", " with its profile and files" if purge else "", extra={"frame": frame_id})
         await self.registry.save_in_background()
         if purge:
-            await asyncio.get_running_loop().run_in_executor(
-                None, lambda: shutil.rmtree(self.profile_dir(frame_id), ignore_errors=True))
+            def remove() -> None:
+                shutil.rmtree(self.profile_dir(frame_id), ignore_errors=True)
+                frame.files.purge()
+
+            await asyncio.get_running_loop().run_in_executor(None, remove)
         return True
 
     async def shutdown(self) -> None:

@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from framestream.browser.chrome import ChromeBrowser
 from framestream.browser.proctable import mentioning
+from framestream.browser.tabs import PageCrashed, PageNavigated, TabEvent, Tabs, TabSettings
+from framestream.browser.xinput import DisplayInput
 from framestream.browser.xvfb import XvfbDisplay
 from framestream.config import FrameSize, Settings
 from framestream.core.keys import cdp_calls
-from framestream.core.wire import InputEvent
-from framestream.errors import BrowserError, CDPError
+from framestream.core.wire import InputEvent, MouseEvent, PasteEvent, WheelEvent
+from framestream.errors import BrowserError, CDPError, ProtocolError
 from framestream.media.picture import Picture
 
 if TYPE_CHECKING:
@@ -46,8 +48,9 @@ class RuntimeHooks:
 
     on_picture: Callable[[object, Picture], None]  # (the pipeline that made it, the picture)
     on_fault: Callable[[str], None]  # why this runtime cannot go on: the frame relaunches or gives up
-    on_navigated: Callable[[str], None]  # the page's main frame is at this URL now
-    on_crashed: Callable[[], None]  # the page's renderer died (the browser lives on)
+    on_navigated: Callable[[str], None]  # the active page is at this URL now
+    on_crashed: Callable[[], None]  # the active page's renderer died (the browser lives on)
+    on_tab_event: Callable[[TabEvent], None] = lambda event: None  # pages, dialogs, files, clipboard
 
 
 class Runtime(Protocol):
@@ -75,6 +78,9 @@ class Runtime(Protocol):
 
     def snapshot(self) -> tuple[Any, int, int] | None: ...
 
+    @property
+    def tabs(self) -> Tabs | None: ...
+
 
 RuntimeFactory = Callable[[str, FrameSize, RuntimeHooks], Runtime]  # (frame id, size, hooks)
 
@@ -94,10 +100,12 @@ class RestartBudget:
 
 class FrameRuntime:
     def __init__(self, settings: Settings, size: FrameSize, profile_dir: Path, hooks: RuntimeHooks, *,
-                 name: str) -> None:
+                 name: str, downloads_dir: Path | None = None) -> None:
         self._settings = settings
         self._size = size
         self._profile_dir = profile_dir
+        self._downloads_dir = downloads_dir or profile_dir.parent / f"{profile_dir.name}.downloads"
+        self._x_input: DisplayInput | None = None
         self._hooks = hooks
         self._name = name  # the frame id, for the pipeline's thread and logs
         self._display: XvfbDisplay | None = None
@@ -114,14 +122,14 @@ class FrameRuntime:
         settings, size = self._settings, self._size
         self._display = await XvfbDisplay.start(size.width, size.height, xvfb_path=settings.xvfb_path,
                                                 refresh_hz=settings.fps)
+        tab_settings = TabSettings(size.width, size.height, size.dpr, self._downloads_dir,
+                                   grant_permissions=settings.permissions,
+                                   dialog_timeout_s=settings.dialog_timeout_s)
         self._browser = await ChromeBrowser.launch(chrome_path=settings.chrome_path, display=self._display.name,
                                                    profile_dir=self._profile_dir, width=size.width,
-                                                   height=size.height, dpr=size.dpr)
-        self._unsubscribe = [
-            self._browser.cdp.on("Page.frameNavigated", self._on_navigated),
-            self._browser.cdp.on("Page.navigatedWithinDocument", self._on_navigated),
-            self._browser.cdp.on("Inspector.targetCrashed", self._on_crashed),
-        ]
+                                                   height=size.height, dpr=size.dpr, tab_settings=tab_settings,
+                                                   on_event=self._on_tab_event, webgl=settings.webgl)
+        self._x_input = DisplayInput(self._display.name, size.width, size.height)
         # The media stack (numpy, PyAV, libx264) loads with the first frame, so an idle service stays small;
         # in a thread, since importing it takes ~0.3 s that the event loop owes to everyone else.
         await asyncio.to_thread(importlib.import_module, "framestream.media.pipeline")
@@ -139,6 +147,8 @@ class FrameRuntime:
         self.pipeline, self._stats = pipeline, pipeline.stats
         pipeline.start()
         error = await self._browser.navigate(url)
+        if error is None:
+            await self._browser.tabs.forget_history()  # Back from the first page stays on it
         self._watchdog = asyncio.create_task(self._watch(), name=f"monitor-{self._name}")
         return error
 
@@ -154,6 +164,9 @@ class FrameRuntime:
         pipeline, self.pipeline = self.pipeline, None
         if pipeline is not None:
             await asyncio.get_running_loop().run_in_executor(None, pipeline.stop)
+        x_input, self._x_input = self._x_input, None
+        if x_input is not None:
+            await x_input.aclose()
         browser, self._browser = self._browser, None
         if browser is not None:
             # The frame's URL already follows every navigation, so no call into a renderer that may be stopped
@@ -208,6 +221,7 @@ class FrameRuntime:
         browser = self._running_browser()
         if self.pipeline is not None:
             self.pipeline.set_paused(True)
+        browser.tabs.paused = True  # a stopped page is not a hung one
         with contextlib.suppress(CDPError):
             await browser.call("Memory.simulatePressureNotification", {"level": "critical"}, timeout=2.0)
         browser.freeze_page()
@@ -215,15 +229,45 @@ class FrameRuntime:
     def thaw(self) -> None:
         if self._browser is not None:
             self._browser.thaw_page()
+            self._browser.tabs.paused = False
         if self.pipeline is not None:
             self.pipeline.set_paused(False)
 
     async def dispatch(self, events: Sequence[InputEvent]) -> None:
-        """Send input events to the page as CDP Input.* calls, in order. Raises BrowserError (CDPError)."""
+        """Apply input events in order to what is on top of the frame's screen: the browser's own popups (select
+        lists, pickers) through X input, everything else to the active page over CDP. Raises BrowserError
+        (CDPError), or ProtocolError `dialog-open` / `unresponsive` at once when the page cannot take input."""
         browser = self._running_browser()
+        tabs = browser.tabs
         for event in events:
+            dialog = tabs.open_dialog()
+            if dialog is not None:
+                raise ProtocolError("dialog-open", f"page {dialog.page_id} shows a {dialog.kind} dialog "
+                                    f"({dialog.id}): answer it with dialog-answer first")
+            if isinstance(event, PasteEvent):
+                await tabs.paste(event.text)
+                continue
+            if isinstance(event, MouseEvent | WheelEvent) and await self._to_popup(event):
+                continue
             for method, params in cdp_calls(event):
-                await browser.call(method, params, timeout=5.0)
+                await tabs.dispatch(method, params, timeout=5.0)
+
+    async def _to_popup(self, event: MouseEvent | WheelEvent) -> bool:
+        """Send a pointer event as X input when a browser popup is on screen; False when there is none."""
+        x_input = self._x_input
+        if x_input is None or not await x_input.popups():
+            return False
+        dpr = self._size.dpr
+        x, y = round(event.x * dpr), round(event.y * dpr)
+        if isinstance(event, WheelEvent):
+            await x_input.send_wheel(x, y, event.dx, event.dy)
+        else:
+            await x_input.send_pointer(event.action, x, y, event.button)
+        return True
+
+    @property
+    def tabs(self) -> Tabs | None:
+        return self._browser.tabs if self._browser is not None else None
 
     def request_keyframe(self, published: int) -> None:
         if self.pipeline is not None:
@@ -237,22 +281,18 @@ class FrameRuntime:
             raise BrowserError(f"frame {self._name} has no running browser")
         return self._browser
 
-    def _on_navigated(self, params: dict[str, Any]) -> None:
-        if self._browser is None or params.get("sessionId") != self._browser.session_id:
-            return
-        frame = params.get("frame")
-        if isinstance(frame, dict):
-            if frame.get("parentId"):
-                return
-            url = frame.get("url")
-        else:
-            url = params.get("url")
-        if isinstance(url, str) and url and not url.startswith("chrome-error:"):
-            self._hooks.on_navigated(url)
-
-    def _on_crashed(self, params: dict[str, Any]) -> None:
-        if self._browser is not None and params.get("sessionId") == self._browser.session_id:
-            self._hooks.on_crashed()
+    def _on_tab_event(self, event: TabEvent) -> None:
+        browser = self._browser
+        if isinstance(event, PageNavigated):
+            if event.active and not event.url.startswith("chrome-error:"):
+                self._hooks.on_navigated(event.url)
+        elif isinstance(event, PageCrashed):
+            if browser is not None and browser.tabs.pages.active is not None \
+                    and browser.tabs.pages.active.id == event.page_id:
+                self._hooks.on_crashed()
+            elif browser is not None:  # a page below the active one: reload it where it is
+                browser.tabs.spawn(browser.tabs.reload(event.page_id), "reload-crashed-page")
+        self._hooks.on_tab_event(event)
 
 
 def _post(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from framestream.config import Settings
 from framestream.core.control import ReplayGuard
 from framestream.core.tokens import Claims, derive_key, verify
+from framestream.errors import ProtocolError, TokenError
 from framestream.frames import FrameManager
 
 
@@ -28,6 +29,16 @@ class ServiceContext:
 
     def __post_init__(self) -> None:
         self.key = derive_key(self.settings.secret, self.settings.sandbox_id)
+
+    def verify_drive(self, grant: str, frame_id: str) -> Claims:
+        """Claims of a grant that may drive `frame_id`; ProtocolError (`unauthorized`, `expired`, `forbidden`)."""
+        try:
+            claims = self.verify(grant)
+        except TokenError as exc:
+            raise ProtocolError(exc.code, exc.message, frame=frame_id) from exc
+        if not claims.allows("drive", frame_id):
+            raise ProtocolError("forbidden", "this grant may not drive this frame", frame=frame_id)
+        return claims
 
     def verify(self, token: str) -> Claims:
         """Claims of a valid token for this sandbox; raises TokenError (`unauthorized` or `expired`)."""

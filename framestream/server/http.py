@@ -13,11 +13,20 @@ from typing import Any
 from aiohttp import web
 
 from framestream.config import DEFAULT_CSS_SIZE, DEFAULT_DPR, frame_size
-from framestream.core.tokens import Claims
 from framestream.core.wire import parse_input_body
-from framestream.errors import FRAME_ERRORS, ConfigError, ProtocolError, TokenError, protocol_error
-from framestream.frames import Frame, check_url
+from framestream.errors import FRAME_ERRORS, ConfigError, ProtocolError, protocol_error
+from framestream.frames import check_url
+from framestream.server import tab_routes
 from framestream.server.context import ServiceContext
+from framestream.server.http_common import (
+    _ctx,
+    _frame,
+    _json_body,
+    _require,
+    bearer,
+    error,
+    errors_middleware,
+)
 from framestream.server.inputs import apply_step
 from framestream.server.metrics import metrics
 from framestream.server.ws import handle_ws
@@ -37,68 +46,6 @@ def _web_dir() -> Path:
 
 WEB_DIR = _web_dir()
 CHANGE_WINDOW_S = 0.25
-_STATUS = {"unauthorized": 401, "expired": 401, "forbidden": 403, "shared-frames-off": 403, "unknown-frame": 404,
-           "capacity": 409, "bad-message": 400, "bad-input": 400, "superseded": 409, "replayed": 409,
-           "rate-limited": 429, "internal": 500}
-
-
-def error(code: str, message: str, status: int | None = None) -> web.Response:
-    return web.json_response({"error": code, "message": message}, status=status or _STATUS.get(code, 400))
-
-
-def _ctx(request: web.Request) -> ServiceContext:
-    ctx: ServiceContext = request.app["ctx"]
-    return ctx
-
-
-def _claims(request: web.Request) -> Claims:
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise ProtocolError("unauthorized", "missing token: send Authorization: Bearer <token>")
-    try:
-        return _ctx(request).verify(token.strip())
-    except TokenError as exc:
-        raise ProtocolError(exc.code, exc.message) from exc
-
-
-def _require(request: web.Request, *roles: str, frame_id: str | None = None) -> Claims:
-    claims = _claims(request)
-    if not any(claims.allows(role, frame_id) for role in roles):
-        raise ProtocolError("forbidden", f"this token may not do this (needs {' or '.join(roles)})")
-    return claims
-
-
-def _frame(request: web.Request) -> Frame:
-    frame = _ctx(request).manager.get(request.match_info["id"])
-    if frame is None:
-        raise ProtocolError("unknown-frame", f"no frame {request.match_info['id']!r}")
-    return frame
-
-
-async def _json_body(request: web.Request) -> Any:
-    try:
-        return await request.json()
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ProtocolError("bad-message", "the body must be JSON") from exc
-
-
-@web.middleware
-async def errors_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    try:
-        response: web.StreamResponse = await handler(request)
-        return response
-    except ProtocolError as exc:
-        return error(exc.code, exc.message)
-    except web.HTTPRequestEntityTooLarge:
-        return error("bad-message", "the request body is too large", 413)
-    except web.HTTPException as exc:
-        if exc.status >= 400 and exc.content_type != "application/json":
-            code = {404: "unknown-frame", 405: "bad-message"}.get(exc.status, "bad-message")
-            return error(code, exc.reason, exc.status)
-        raise
-
-
 async def healthz(request: web.Request) -> web.Response:
     # Still 200 when the state dir cannot be written: frames keep streaming, so the pod must not be restarted.
     body: dict[str, object] = {"ok": True}
@@ -188,12 +135,9 @@ def encode_png(bgrx: Any) -> bytes:
 async def post_input(request: web.Request) -> web.Response:
     ctx = _ctx(request)
     frame = _frame(request)
-    header = request.headers.get("Authorization", "")
-    scheme, _, grant = header.partition(" ")
-    if scheme.lower() != "bearer" or not grant.strip():
-        raise ProtocolError("unauthorized", "missing grant: send Authorization: Bearer <drive grant>")
+    grant = bearer(request)
     seq, events = parse_input_body(await _json_body(request))
-    applied = await apply_step(ctx, frame, grant.strip(), seq, events)
+    applied = await apply_step(ctx, frame, grant, seq, events)
     picture_us = await frame.feed.wait_change(applied.started_us, CHANGE_WINDOW_S)
     if picture_us is None:
         # Nothing changed on the display for the whole window: the picture as of now is the one to trust.
@@ -219,6 +163,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     app.router.add_delete("/frames/{id}", delete_frame)
     app.router.add_get("/frames/{id}/screenshot", screenshot)
     app.router.add_post("/frames/{id}/input", post_input)
+    tab_routes.add_routes(app)
     app.router.add_get("/", index)
     if WEB_DIR.is_dir():
         app.router.add_static("/web/", WEB_DIR, show_index=False, follow_symlinks=False)

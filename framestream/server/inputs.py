@@ -16,6 +16,7 @@ from framestream.core.tokens import Claims
 from framestream.core.wire import InputEvent, check_bounds
 from framestream.errors import FRAME_ERRORS, ProtocolError, TokenError, protocol_error
 from framestream.frames import Frame
+from framestream.frames.browsing import FrameAction
 from framestream.server.context import ServiceContext
 
 log = logging.getLogger(__name__)
@@ -31,11 +32,12 @@ async def apply_step(
     frame: Frame,
     grant: str,
     seq: int,
-    events: Sequence[InputEvent],
+    events: Sequence[InputEvent] | FrameAction,
     *,
     presenter: int | None = None,
 ) -> Applied:
-    """Apply one step under `grant`, or raise ProtocolError with the contract's code (and `seq`).
+    """Apply one step under `grant`, or raise ProtocolError with the contract's code (and `seq`). A step is input
+    events, or one driver action (navigate, page, dialog-answer, a file chooser's answer) under the same rules.
 
     `presenter` identifies the connection that sent it (for `control` messages' `you`), None over HTTP.
     """
@@ -50,7 +52,8 @@ async def apply_step(
 
 
 async def _apply_step(
-    ctx: ServiceContext, frame: Frame, grant: str, seq: int, events: Sequence[InputEvent], *, presenter: int | None
+    ctx: ServiceContext, frame: Frame, grant: str, seq: int, events: Sequence[InputEvent] | FrameAction, *,
+    presenter: int | None
 ) -> Applied:
     try:
         claims: Claims = ctx.verify(grant)
@@ -58,12 +61,20 @@ async def _apply_step(
         raise ProtocolError(exc.code, exc.message, seq=seq, frame=frame.id) from exc
     if not claims.allows("drive", frame.id):
         raise ProtocolError("forbidden", "this grant may not drive this frame", seq=seq, frame=frame.id)
-    check_bounds(events, frame.size.css_width, frame.size.css_height, seq)
+    if isinstance(events, Sequence):
+        check_bounds(events, frame.size.css_width, frame.size.css_height, seq)
     # A step grant is spent by presenting it, whatever happens next: a replay never reaches arbitration.
     if claims.step and not ctx.replay.check_and_mark(claims, time.time()):
         raise ProtocolError("replayed", "this step grant was already used", seq=seq, frame=frame.id)
     try:
-        started_us = await frame.apply_step(claims, seq, events, presenter=presenter)
+        if isinstance(events, Sequence):
+            started_us = await frame.apply_step(claims, seq, events, presenter=presenter)
+        else:
+            started_us = await frame.apply_action(claims, seq, events, presenter=presenter)
+    except ProtocolError as exc:
+        if exc.seq is None:  # raised by the page layer, which knows no step
+            raise ProtocolError(exc.code, exc.message, seq=seq, frame=frame.id) from exc
+        raise
     except FRAME_ERRORS as exc:
         raise protocol_error(exc, frame=frame.id, seq=seq) from exc
     return Applied(started_us)

@@ -27,13 +27,22 @@ from framestream.core.wire import (
     CLOSE_PROTOCOL,
     CLOSE_UNAUTHORIZED,
     ClientMessage,
+    DialogAnswer,
     Hello,
     Input,
     KeyframeRequest,
+    Navigate,
+    PageRequest,
     Unwatch,
     Watch,
+    clipboard_message,
     control_message,
+    dialog_closed,
+    dialog_message,
+    download_message,
     error_message,
+    file_chooser_closed,
+    file_chooser_message,
     frame_state,
     input_ack,
     parse_client_message,
@@ -41,7 +50,19 @@ from framestream.core.wire import (
     welcome,
 )
 from framestream.errors import ProtocolError, TokenError
-from framestream.frames.events import ControlChanged, StateChanged
+from framestream.frames.events import (
+    DRIVER_EVENTS,
+    ClipboardCopied,
+    ControlChanged,
+    DialogGone,
+    DialogShown,
+    DownloadChanged,
+    FileChooserGone,
+    FileChooserShown,
+    FrameEvent,
+    PageRefused,
+    StateChanged,
+)
 
 log = logging.getLogger(__name__)
 
@@ -121,10 +142,32 @@ class ApplyStep(Generic[F]):
     """Apply this input step; report how it ended through `step_done` before the next one is given out."""
 
     frame: F
-    message: Input
+    message: Step
 
 
 Action = Send | Close | StartWatching[F] | StopWatching[F] | RequestKeyframe[F] | BringUp[F] | ApplyStep[F]
+
+
+Step = Input | PageRequest | Navigate | DialogAnswer  # what a driver sends under a grant, in order
+
+
+def tab_event_text(event: FrameEvent) -> str | None:
+    """The wire message for what a frame's pages asked or gave (docs/protocol.md, "A frame is a whole tab")."""
+    if isinstance(event, DialogShown):
+        return dialog_message(event.frame_id, event.id, event.page, event.kind, event.message, event.default)
+    if isinstance(event, DialogGone):
+        return dialog_closed(event.frame_id, event.id, event.reason)
+    if isinstance(event, FileChooserShown):
+        return file_chooser_message(event.frame_id, event.id, event.page, event.multiple, event.accept)
+    if isinstance(event, FileChooserGone):
+        return file_chooser_closed(event.frame_id, event.id)
+    if isinstance(event, DownloadChanged):
+        return download_message(event.frame_id, event.id, event.name, event.size, event.state)
+    if isinstance(event, ClipboardCopied):
+        return clipboard_message(event.frame_id, event.text)
+    if isinstance(event, PageRefused):
+        return error_message("page-limit", event.message, event.frame_id)
+    return None
 
 
 def config_text(frame: SessionFrame, slot: int) -> str:
@@ -225,12 +268,22 @@ class ViewerSession(Generic[F]):
         except ProtocolError as exc:
             return [Send(error_message(exc.code, exc.message, exc.frame, exc.seq))]
 
-    def event_text(self, event: StateChanged | ControlChanged) -> str:
-        """The message that tells this connection what a frame it watches emitted."""
+    def event_text(self, event: FrameEvent) -> str | None:
+        """The message that tells this connection what a frame it watches emitted (None: not for it: what goes in
+        and out of a frame is for viewers that may drive it, unless configured otherwise)."""
         if isinstance(event, StateChanged):
-            return frame_state(event.frame_id, event.state, event.url, event.viewers, event.driver, event.message)
-        you = event.presenter is not None and event.presenter == self.presenter
-        return control_message(event.frame_id, event.driver, you)
+            return frame_state(event.frame_id, event.state, event.url, event.viewers, event.driver, event.message,
+                               event.pages)
+        if isinstance(event, ControlChanged):
+            you = event.presenter is not None and event.presenter == self.presenter
+            return control_message(event.frame_id, event.driver, you)
+        to_viewers = isinstance(event, ClipboardCopied) and self._settings.clipboard_to_viewers
+        if isinstance(event, DRIVER_EVENTS) and not to_viewers and not self._may_drive(event.frame_id):
+            return None
+        return tab_event_text(event)
+
+    def _may_drive(self, frame_id: str) -> bool:
+        return self.claims is not None and self.claims.allows("drive", frame_id)
 
     def step_done(self, error: ProtocolError | None) -> list[Action[F]]:
         """The step given out last ended (None: applied); answer it and give out the next one."""
@@ -296,7 +349,7 @@ class ViewerSession(Generic[F]):
             return self._unwatch(message.frame)
         if isinstance(message, KeyframeRequest):
             return [RequestKeyframe(self._viewable(message.frame))]
-        if isinstance(message, Input):
+        if isinstance(message, Input | PageRequest | Navigate | DialogAnswer):
             return self._input(message, now)
         raise ProtocolError("bad-message", "hello was already accepted")
 
@@ -324,7 +377,8 @@ class ViewerSession(Generic[F]):
         configured = frame.feed.codec is not None and state.state == "live"
         actions: list[Action[F]] = [Send(config_text(frame, slot))] if configured else []
         actions += [
-            Send(frame_state(state.frame_id, state.state, state.url, state.viewers, state.driver, state.message)),
+            Send(frame_state(state.frame_id, state.state, state.url, state.viewers, state.driver, state.message,
+                             state.pages)),
             StartWatching(frame, slot, configured),
             BringUp(frame),
         ]
@@ -339,9 +393,10 @@ class ViewerSession(Generic[F]):
         self._log(logging.INFO, "stopped watching", frame=frame_id)
         return [StopWatching(frame)]
 
-    def _input(self, message: Input, now: float) -> list[Action[F]]:
+    def _input(self, message: Step, now: float) -> list[Action[F]]:
         frame = self._viewable(message.frame)
-        if not self._input_bucket.take(now, len(message.events)):
+        cost = len(message.events) if isinstance(message, Input) else 1
+        if not self._input_bucket.take(now, cost):
             raise ProtocolError("rate-limited", f"at most {self._settings.input_rate_per_s:g} input events "
                                 "a second per connection", seq=message.seq, frame=frame.id)
         # Steps apply in order: one at a time, the next given out when the previous is done.
@@ -360,6 +415,7 @@ __all__ = [
     "Send",
     "SessionFrame",
     "StartWatching",
+    "Step",
     "StopWatching",
     "ViewerSession",
     "config_text",

@@ -21,7 +21,7 @@ from framestream.core.wire import CLOSE_GOING_AWAY, CLOSE_TOO_MANY, Input
 from framestream.errors import CapacityError, FrameGone, ProtocolError, protocol_error
 from framestream.feed import Outbox, Viewer
 from framestream.frames import Frame
-from framestream.frames.events import ControlChanged, StateChanged
+from framestream.frames.events import FrameEvent
 from framestream.server.context import ServiceContext
 from framestream.server.inputs import apply_step
 from framestream.server.session import (
@@ -32,6 +32,7 @@ from framestream.server.session import (
     RequestKeyframe,
     Send,
     StartWatching,
+    Step,
     StopWatching,
     ViewerSession,
     config_text,
@@ -123,8 +124,10 @@ class ViewerConnection:
         self.viewers[frame.id] = viewer
         frame.add_viewer(viewer)
 
-    def _on_event(self, event: StateChanged | ControlChanged) -> None:
-        self.outbox.push_text(self.session.event_text(event))
+    def _on_event(self, event: FrameEvent) -> None:
+        text = self.session.event_text(event)
+        if text is not None:
+            self.outbox.push_text(text)
 
     async def _bring_up(self, frame: Frame) -> None:
         try:
@@ -132,10 +135,10 @@ class ViewerConnection:
         except (CapacityError, FrameGone) as exc:
             await self._perform(self.session.bring_up_failed(frame, protocol_error(exc, frame=frame.id)))
 
-    async def _apply(self, frame: Frame, message: Input) -> None:
+    async def _apply(self, frame: Frame, message: Step) -> None:
         try:
-            await apply_step(self.ctx, frame, message.grant, message.seq, message.events,
-                             presenter=self.session.presenter)
+            step = message.events if isinstance(message, Input) else message
+            await apply_step(self.ctx, frame, message.grant, message.seq, step, presenter=self.session.presenter)
         except ProtocolError as exc:
             outcome: ProtocolError | None = exc
         except Exception as exc:  # a bug: say so to the client and go on with its next step

@@ -36,6 +36,7 @@ class FakeRuntime:
         self.dispatch_error: Exception | None = None
         self.dispatch_gate: asyncio.Event | None = None  # when set, dispatch waits for it
         self.keyframe_requests: list[int] = []
+        self.tabs = None  # no browser pages: what Browsing does with real ones is proven by integration tests
 
     async def start(self, url: str) -> str | None:
         self.started = True

@@ -155,7 +155,7 @@ def test_welcome_says_when_shared_frames_are_off() -> None:
     ('{"type":"hello"}', 4401, "hello expected: hello: missing 'token'"),
     ("not json", 4401, "hello expected: message is not valid JSON"),
     ('{"type":"nope"}', 4401, "hello expected: unknown message type 'nope'; expected hello, watch, unwatch, "
-                              "keyframe or input"),
+                              "keyframe, input, page, navigate or dialog-answer"),
     (b'{"type":"hello","token":"good-token"}', 4401,
      "hello expected: binary messages are not accepted; send JSON text"),
 ])
@@ -220,7 +220,8 @@ def test_binary_after_welcome_closes_with_4400() -> None:
     ("[1]", {"code": "bad-message", "message": "message must be a JSON object"}),
     ('{"type":"watch"}', {"code": "bad-message", "message": "watch: missing 'frame'"}),
     ('{"type":"dance","frame":"f1"}', {"code": "bad-message", "message": "unknown message type 'dance'; "
-                                       "expected hello, watch, unwatch, keyframe or input"}),
+                                       "expected hello, watch, unwatch, keyframe, input, page, navigate or "
+                                       "dialog-answer"}),
     ('{"type":"input","frame":"f1","grant":"g","seq":4,"event":{"kind":"mouse","action":"fly","x":1,"y":1}}',
      {"code": "bad-input", "message": "event: 'action' must be one of move, down, up", "frame": "f1", "seq": 4}),
 ])

@@ -1,0 +1,198 @@
+"""What a frame's browser shows and asks, as the frame keeps it for its viewers: pages, dialogs, file choosers,
+downloads and copied text; and the driver's actions on them (navigate, page, dialog-answer, files).
+
+The browser layer (browser/tabs.py) reports `TabEvent`s; `Browsing` keeps what a joining viewer must be told
+(the pages, the open dialogs and file choosers), keeps the frame's downloads within their limits, and turns it all
+into frame events (frames/events.py). It outlives the browser, like the frame's feed: a relaunch starts it afresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from framestream.browser.tabs import (
+    Copied,
+    DialogClosed,
+    DialogOpened,
+    DownloadProgress,
+    FileChooserClosed,
+    FileChooserOpened,
+    PageRefused,
+    PagesChanged,
+    TabEvent,
+    Tabs,
+)
+from framestream.core.wire import DialogAnswer, Navigate, PageRequest
+from framestream.errors import ProtocolError
+from framestream.frames.events import (
+    ClipboardCopied,
+    DialogGone,
+    DialogShown,
+    DownloadChanged,
+    FileChooserGone,
+    FileChooserShown,
+    FrameEvent,
+)
+from framestream.frames.events import PageRefused as PageRefusedEvent
+from framestream.frames.files import FrameFiles
+from framestream.frames.urls import check_url
+
+log = logging.getLogger("framestream.frames")
+
+CLIPBOARD_MAX_CHARS = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ChooseFiles:
+    """The driver's answer to a file chooser: files already saved in the frame's uploads folder."""
+
+    id: str
+    paths: tuple[Path, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CancelFileChooser:
+    id: str
+
+
+FrameAction = Navigate | PageRequest | DialogAnswer | ChooseFiles | CancelFileChooser
+
+
+class Browsing:
+    def __init__(self, frame_id: str, files: FrameFiles, emit: Callable[[FrameEvent], None],
+                 spawn: Callable[[Any, str], object], allowed_hosts: Sequence[str]) -> None:
+        self.frame_id = frame_id
+        self.files = files
+        self._emit = emit
+        self._spawn = spawn
+        self._allowed_hosts = allowed_hosts
+        self.pages: list[dict[str, Any]] | None = None
+        self.dialogs: dict[str, DialogShown] = {}
+        self.choosers: dict[str, FileChooserShown] = {}
+        self.tabs: Tabs | None = None  # the running browser's pages, set by the frame
+
+    # -- what a viewer is told ---------------------------------------------------------------------------
+
+    def open_questions(self) -> list[FrameEvent]:
+        """What a viewer that joins now must hear besides the frame's state: open dialogs and file choosers."""
+        return [*self.dialogs.values(), *self.choosers.values()]
+
+    def recordable(self, url: str) -> bool:
+        """Whether a page's URL may become the frame's URL (kept in the registry, reopened after a restart)."""
+        try:
+            check_url(url, self._allowed_hosts)
+        except ValueError:
+            return False
+        return True
+
+    def active_url(self) -> str | None:
+        for page in self.pages or ():
+            if page.get("active"):
+                return str(page.get("url", ""))
+        return None
+
+    # -- from the browser --------------------------------------------------------------------------------
+
+    def on_tab_event(self, event: TabEvent) -> bool:
+        """Take one report of the browser; True when the frame's state (its pages) changed."""
+        fid = self.frame_id
+        if isinstance(event, PagesChanged):
+            self.pages = event.pages
+            return True
+        if isinstance(event, DialogOpened):
+            d = event.dialog
+            shown = DialogShown(fid, d.id, d.page_id, d.kind, d.message, d.default)
+            self.dialogs[d.id] = shown
+            self._emit(shown)
+        elif isinstance(event, DialogClosed):
+            if self.dialogs.pop(event.id, None) is not None:
+                self._emit(DialogGone(fid, event.id, event.reason))
+        elif isinstance(event, FileChooserOpened):
+            c = event.chooser
+            chooser = FileChooserShown(fid, c.id, c.page_id, c.multiple, c.accept)
+            self.choosers[c.id] = chooser
+            self._emit(chooser)
+        elif isinstance(event, FileChooserClosed):
+            if self.choosers.pop(event.id, None) is not None:
+                self._emit(FileChooserGone(fid, event.id))
+        elif isinstance(event, DownloadProgress):
+            self._download(event)
+        elif isinstance(event, Copied):
+            self._emit(ClipboardCopied(fid, event.text[:CLIPBOARD_MAX_CHARS]))
+        elif isinstance(event, PageRefused):
+            self._emit(PageRefusedEvent(fid, f"a page tried to open {event.url[:200]}: {event.reason}"))
+        return False
+
+    def _download(self, event: DownloadProgress) -> None:
+        files = self.files
+        if event.state == "started":
+            download, evicted = files.started(event.guid, event.name)
+            log.info("download %s started", download.id, extra={"frame": self.frame_id})
+            if evicted:
+                self._spawn(asyncio.to_thread(files.remove_download_files, evicted), "evict-downloads")
+        else:
+            changed, cancel = files.progressed(event.guid, event.received, event.state)
+            if changed is None:
+                return
+            download = changed
+            if cancel and self.tabs is not None:
+                log.warning("download %s is over the size limit; cancelled", download.id,
+                            extra={"frame": self.frame_id})
+                self._spawn(self.tabs.cancel_download(download.id), "cancel-download")
+        self._spawn(asyncio.to_thread(files.save_index), "save-downloads")
+        self._emit(DownloadChanged(self.frame_id, download.id, download.name, download.size, download.state))
+
+    def browser_gone(self) -> None:
+        """The browser closed: its pages, dialogs and choosers are gone with it."""
+        self.tabs = None
+        self.pages = None
+        for dialog_id in list(self.dialogs):
+            del self.dialogs[dialog_id]
+            self._emit(DialogGone(self.frame_id, dialog_id, "closed"))
+        for chooser_id in list(self.choosers):
+            del self.choosers[chooser_id]
+            self._emit(FileChooserGone(self.frame_id, chooser_id))
+
+    # -- the driver's actions ----------------------------------------------------------------------------
+
+    async def apply(self, action: FrameAction) -> None:
+        tabs = self.tabs
+        if tabs is None:
+            raise ProtocolError("internal", "the frame's browser is not running")
+        if isinstance(action, Navigate):
+            await self._navigate(tabs, action)
+        elif isinstance(action, PageRequest):
+            if action.action == "activate":
+                await tabs.activate(action.page)
+            elif action.action == "close":
+                await tabs.close_page(action.page)
+            else:
+                await tabs.reload(action.page)
+        elif isinstance(action, DialogAnswer):
+            await tabs.answer_dialog(action.id, action.accept, action.text)
+        elif isinstance(action, ChooseFiles):
+            await tabs.choose_files(action.id, action.paths)
+        else:
+            await tabs.cancel_chooser(action.id)
+
+    async def _navigate(self, tabs: Tabs, action: Navigate) -> None:
+        if action.url is not None:
+            try:
+                url = check_url(action.url, self._allowed_hosts)
+            except ValueError as exc:
+                raise ProtocolError("bad-input", str(exc)) from exc
+            error = await tabs.navigate(url)
+            if error:
+                raise ProtocolError("navigation-failed", f"could not load {url}: {error}")
+        elif action.action == "reload":
+            await tabs.reload()
+        else:
+            await tabs.go(-1 if action.action == "back" else 1)
+
+
+__all__ = ["Browsing", "CancelFileChooser", "ChooseFiles", "FrameAction"]
