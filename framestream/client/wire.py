@@ -11,18 +11,23 @@ from collections.abc import Mapping
 
 from framestream.core.wire import (
     ClientMessage,
+    DialogAnswer,
     Hello,
     InputEvent,
     KeyEvent,
     KeyframeRequest,
     MouseEvent,
+    Navigate,
+    NavigateAction,
+    PageRequest,
+    PasteEvent,
     TextEvent,
     Unwatch,
     Watch,
     WheelEvent,
 )
 
-__all__ = ["encode_client_message", "event_to_dict"]
+__all__ = ["encode_client_message", "event_to_dict", "navigate_body"]
 
 
 def _num_out(value: float) -> float | int:
@@ -65,6 +70,8 @@ def event_to_dict(event: InputEvent) -> dict[str, object]:
         return out
     if isinstance(event, TextEvent):
         return {"kind": "text", "text": event.text}
+    if isinstance(event, PasteEvent):
+        return {"kind": "paste", "text": event.text}
     return {
         "kind": "touch",
         "action": event.action,
@@ -87,14 +94,30 @@ def encode_client_message(message: ClientMessage) -> str:
         return _dumps({"type": "unwatch", "frame": message.frame})
     if isinstance(message, KeyframeRequest):
         return _dumps({"type": "keyframe", "frame": message.frame})
-    body: dict[str, object] = {
-        "type": "input",
-        "frame": message.frame,
-        "grant": message.grant,
-        "seq": message.seq,
-    }
+    envelope: dict[str, object] = {"frame": message.frame, "grant": message.grant, "seq": message.seq}
+    if isinstance(message, PageRequest):
+        return _dumps({"type": "page", **envelope, "action": message.action, "page": message.page})
+    if isinstance(message, Navigate):
+        return _dumps({"type": "navigate", **envelope, **_navigation(message.url, message.action)})
+    if isinstance(message, DialogAnswer):
+        answer: dict[str, object] = {"type": "dialog-answer", **envelope, "id": message.id, "accept": message.accept}
+        if message.text is not None:
+            answer["text"] = message.text
+        return _dumps(answer)
+    body: dict[str, object] = {"type": "input", **envelope}
     if len(message.events) == 1:
         body["event"] = event_to_dict(message.events[0])
     else:
         body["events"] = [event_to_dict(e) for e in message.events]
     return _dumps(body)
+
+
+def _navigation(url: str | None, action: NavigateAction | None) -> dict[str, object]:
+    return {"url": url} if url is not None else {"action": action}
+
+
+def navigate_body(seq: int, *, url: str | None = None, action: NavigateAction | None = None) -> dict[str, object]:
+    """The JSON body of POST /frames/{id}/navigate: go to `url`, or back, forward or reload (`action`)."""
+    if (url is None) == (action is None):
+        raise ValueError("navigate needs exactly one of url or action")
+    return {"seq": seq, **_navigation(url, action)}

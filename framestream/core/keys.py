@@ -20,6 +20,7 @@ from framestream.core.wire import (
     InputEvent,
     KeyEvent,
     MouseEvent,
+    PasteEvent,
     TextEvent,
     TouchEvent,
     WheelEvent,
@@ -202,7 +203,8 @@ _TOUCH_TYPES: Final = {"start": "touchStart", "move": "touchMove", "end": "touch
 
 
 def mouse_event_params(event: MouseEvent) -> dict[str, object]:
-    """`Input.dispatchMouseEvent` parameters; `buttons` is the DOM mask (left 1, right 2, middle 4)."""
+    """`Input.dispatchMouseEvent` parameters. CDP names the buttons as the contract does (left, middle, right,
+    back, forward, none) and takes the same DOM `buttons` mask (left 1, right 2, middle 4, back 8, forward 16)."""
     return {
         "type": _MOUSE_TYPES[event.action],
         "x": event.x,
@@ -252,4 +254,8 @@ def cdp_calls(event: InputEvent) -> list[tuple[str, dict[str, object]]]:
         return [("Input.dispatchTouchEvent", touch_event_params(event))]
     if isinstance(event, TextEvent):
         return [("Input.insertText", {"text": event.text})]
+    if isinstance(event, PasteEvent):
+        # No Input call gives a page a paste event with clipboardData: the frame fills its clipboard and runs
+        # the editing command itself (browser.tabs.Tabs.paste). Reaching here means a caller skipped that.
+        raise ValueError("a paste event is applied by the frame (its clipboard, then a paste), not as a CDP call")
     raise TypeError(f"not an input event: {event!r}")

@@ -9,7 +9,7 @@ from framestream.core.keys import (
     touch_event_params,
     wheel_event_params,
 )
-from framestream.core.wire import KeyEvent, MouseEvent, TextEvent, TouchEvent, TouchPoint, WheelEvent
+from framestream.core.wire import KeyEvent, MouseEvent, PasteEvent, TextEvent, TouchEvent, TouchPoint, WheelEvent
 
 CTRL, META, SHIFT, ALT = 2, 4, 8, 1
 
@@ -245,6 +245,25 @@ def test_cdp_calls() -> None:
         "Input.dispatchTouchEvent",
         {"type": "touchEnd", "touchPoints": []},
     )
+
+
+@pytest.mark.parametrize(("button", "bit"), [("back", 8), ("forward", 16)])
+def test_back_and_forward_buttons_use_cdps_names(button: str, bit: int) -> None:
+    # CDP's MouseButton names them as the contract does, and `buttons` is the same DOM mask.
+    assert cdp_calls(MouseEvent("down", 3, 4, button, bit, 1, 0)) == [  # type: ignore[arg-type]
+        (
+            "Input.dispatchMouseEvent",
+            {"type": "mousePressed", "x": 3, "y": 4, "button": button, "buttons": bit, "clickCount": 1, "modifiers": 0},
+        )
+    ]
+    assert mouse_event_params(MouseEvent("up", 3, 4, button, 0, 1, 0))["button"] == button  # type: ignore[arg-type]
+
+
+def test_paste_is_not_a_cdp_input_call() -> None:
+    # The frame applies a paste itself (clipboard, then the paste command); reaching cdp_calls is a caller's bug,
+    # refused loudly rather than typed as text or dropped.
+    with pytest.raises(ValueError, match="applied by the frame"):
+        cdp_calls(PasteEvent("pasted"))
 
 
 def test_altgr_from_windows_types_its_character_but_ctrl_alt_shortcuts_do_not() -> None:

@@ -15,6 +15,7 @@ from framestream.core.wire import (
     KeyEvent,
     KeyframeRequest,
     MouseEvent,
+    PasteEvent,
     TextEvent,
     TouchEvent,
     TouchPoint,
@@ -173,7 +174,7 @@ def test_mouse_defaults_for_the_short_form() -> None:
         ({"x": 1}, "'kind' must be one of"),
         ("move", "must be an object"),
         ({**MOVE, "action": "drag"}, "'action' must be one of move, down, up"),
-        ({**MOVE, "button": "back"}, "'button' must be one of"),
+        ({**MOVE, "button": "side"}, "'button' must be one of left, middle, right, back, forward, none"),
         ({**MOVE, "action": "down", "button": "none"}, "needs a button"),
         ({**MOVE, "x": "10"}, "'x' must be a number"),
         ({**MOVE, "x": True}, "'x' must be a number"),
@@ -381,6 +382,13 @@ def test_constants() -> None:
         "bad-input",
         "rate-limited",
         "internal",
+        "page-limit",
+        "unknown-page",
+        "unknown-dialog",
+        "unknown-file-chooser",
+        "dialog-open",
+        "unresponsive",
+        "navigation-failed",
     )
     assert (wire.CLOSE_PROTOCOL, wire.CLOSE_UNAUTHORIZED, wire.CLOSE_FORBIDDEN, wire.CLOSE_HELLO_TIMEOUT) == (
         4400,
@@ -401,7 +409,7 @@ events = st.one_of(
         st.just("move"),
         coords,
         coords,
-        st.sampled_from(["left", "middle", "right", "none"]),
+        st.sampled_from(["left", "middle", "right", "back", "forward", "none"]),
         st.integers(0, 31),
         st.integers(0, 16),
         mods,
@@ -411,7 +419,7 @@ events = st.one_of(
         st.sampled_from(["down", "up"]),
         coords,
         coords,
-        st.sampled_from(["left", "middle", "right"]),
+        st.sampled_from(["left", "middle", "right", "back", "forward"]),
         st.integers(0, 31),
         st.integers(0, 16),
         mods,
@@ -426,6 +434,7 @@ events = st.one_of(
         st.booleans(),
     ),
     st.builds(TextEvent, st.text(min_size=1, max_size=100)),
+    st.builds(PasteEvent, st.text(min_size=1, max_size=100)),
     st.builds(
         TouchEvent,
         st.sampled_from(["start", "move"]),
@@ -492,8 +501,14 @@ field = (
             "wheel",
             "key",
             "text",
+            "paste",
             "touch",
             "move",
+            "back",
+            "forward",
+            "reload",
+            "activate",
+            "close",
             "down",
             "up",
             "start",
@@ -533,7 +548,12 @@ event_like = st.dictionaries(
     max_size=10,
 )
 message_like = st.fixed_dictionaries(
-    {"type": st.sampled_from(["hello", "watch", "unwatch", "keyframe", "input", "other"]) | json_values},
+    {
+        "type": st.sampled_from(
+            ["hello", "watch", "unwatch", "keyframe", "input", "page", "navigate", "dialog-answer", "other"]
+        )
+        | json_values
+    },
     optional={
         "frame": st.just("f1") | json_values,
         "grant": st.just("G") | json_values,
@@ -541,6 +561,12 @@ message_like = st.fixed_dictionaries(
         "seq": st.integers(-2, 2**60) | json_values,
         "event": event_like | json_values,
         "events": st.lists(event_like, max_size=4) | json_values,
+        "action": field,
+        "page": st.just("p1") | json_values,
+        "url": st.just("http://a.test/") | json_values,
+        "id": st.just("d1") | json_values,
+        "accept": st.booleans() | json_values,
+        "text": field,
     },
 )
 

@@ -4,8 +4,9 @@ One public surface over private modules, one job each:
 
 - `_limits`: the contract's limits on client messages;
 - `_fields`: reading one field of a client message, with its type and bounds;
-- `_events`: the input events (mouse, wheel, key, text, touch) and their modifier bits;
+- `_events`: the input events (mouse, wheel, key, text, paste, touch) and their modifier bits;
 - `_client_messages`: every client message parsed into frozen dataclasses;
+- `_tab_messages`: a driver's `page`, `navigate` and `dialog-answer` (the tab rather than input);
 - `_server_messages`: the JSON the service sends, its error codes and close codes;
 - `_video_header`: the 16-byte header in front of each access unit.
 
@@ -41,6 +42,7 @@ from framestream.core.wire._events import (
     MouseAction,
     MouseButton,
     MouseEvent,
+    PasteEvent,
     TextEvent,
     TouchAction,
     TouchEvent,
@@ -59,6 +61,7 @@ from framestream.core.wire._limits import (
     MAX_TOKEN_CHARS,
     MAX_TOUCH_ID,
     MAX_TOUCH_POINTS,
+    MAX_URL_CHARS,
     MAX_WHEEL_DELTA,
 )
 from framestream.core.wire._server_messages import (
@@ -69,15 +72,35 @@ from framestream.core.wire._server_messages import (
     CLOSE_PROTOCOL,
     CLOSE_TOO_MANY,
     CLOSE_UNAUTHORIZED,
+    DIALOG_CLOSE_REASONS,
+    DIALOG_KINDS,
+    DOWNLOAD_STATES,
     ERROR_CODES,
     FRAME_STATES,
+    PAGE_FIELDS,
     PROTOCOL_VERSION,
+    clipboard_message,
     control_message,
+    dialog_closed,
+    dialog_message,
+    download_message,
     error_message,
+    file_chooser_closed,
+    file_chooser_message,
     frame_state,
     input_ack,
     video_config,
     welcome,
+)
+from framestream.core.wire._tab_messages import (
+    NAVIGATE_ACTIONS,
+    PAGE_ACTIONS,
+    DialogAnswer,
+    Navigate,
+    NavigateAction,
+    PageAction,
+    PageRequest,
+    parse_navigate_body,
 )
 from framestream.core.wire._video_header import (
     FLAG_KEYFRAME,
@@ -98,6 +121,9 @@ __all__ = [
     "CLOSE_PROTOCOL",
     "CLOSE_TOO_MANY",
     "CLOSE_UNAUTHORIZED",
+    "DIALOG_CLOSE_REASONS",
+    "DIALOG_KINDS",
+    "DOWNLOAD_STATES",
     "ERROR_CODES",
     "FLAG_KEYFRAME",
     "FLAG_REFINEMENT",
@@ -116,6 +142,7 @@ __all__ = [
     "MAX_TOKEN_CHARS",
     "MAX_TOUCH_ID",
     "MAX_TOUCH_POINTS",
+    "MAX_URL_CHARS",
     "MAX_WHEEL_DELTA",
     "MOD_ALT",
     "MOD_CTRL",
@@ -123,10 +150,14 @@ __all__ = [
     "MOD_SHIFT",
     "MOUSE_ACTIONS",
     "MOUSE_BUTTONS",
+    "NAVIGATE_ACTIONS",
+    "PAGE_ACTIONS",
+    "PAGE_FIELDS",
     "PROTOCOL_VERSION",
     "TOUCH_ACTIONS",
     "VIDEO_HEADER",
     "ClientMessage",
+    "DialogAnswer",
     "Hello",
     "Input",
     "InputEvent",
@@ -136,6 +167,11 @@ __all__ = [
     "MouseAction",
     "MouseButton",
     "MouseEvent",
+    "Navigate",
+    "NavigateAction",
+    "PageAction",
+    "PageRequest",
+    "PasteEvent",
     "TextEvent",
     "TouchAction",
     "TouchEvent",
@@ -145,13 +181,20 @@ __all__ = [
     "Watch",
     "WheelEvent",
     "check_bounds",
+    "clipboard_message",
     "control_message",
+    "dialog_closed",
+    "dialog_message",
+    "download_message",
     "error_message",
+    "file_chooser_closed",
+    "file_chooser_message",
     "frame_state",
     "input_ack",
     "pack_video_header",
     "parse_client_message",
     "parse_input_body",
+    "parse_navigate_body",
     "unpack_video_header",
     "video_config",
     "welcome",

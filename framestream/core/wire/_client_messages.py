@@ -1,9 +1,9 @@
 """Client messages: each WebSocket message (and input POST body) parsed into frozen dataclasses.
 
 Anything the contract does not allow raises one `ProtocolError` whose `code` is `bad-message` (the message
-itself) or `bad-input` (its events), carrying the input's `seq` whenever it could be read, so the edge can
-answer with one clear error. Unknown extra fields are ignored: the contract may grow new fields without
-breaking old servers.
+itself) or `bad-input` (its events, or the fields of a `page`, `navigate` or `dialog-answer`), carrying the
+message's `seq` whenever it could be read, so the edge can answer with one clear error. Unknown extra fields
+are ignored: the contract may grow new fields without breaking old servers.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from framestream.core.wire._events import (
     MouseAction,
     MouseButton,
     MouseEvent,
+    PasteEvent,
     TextEvent,
     TouchAction,
     TouchEvent,
@@ -33,6 +34,7 @@ from framestream.core.wire._events import (
 )
 from framestream.core.wire._fields import (
     FieldError,
+    body_with_seq,
     boolean,
     choice,
     envelope,
@@ -41,7 +43,6 @@ from framestream.core.wire._fields import (
     load_json,
     number,
     refused_as,
-    seq_of,
     string,
 )
 from framestream.core.wire._limits import (
@@ -51,12 +52,19 @@ from framestream.core.wire._limits import (
     MAX_ID_CHARS,
     MAX_KEY_CHARS,
     MAX_MESSAGE_BYTES,
-    MAX_SEQ,
     MAX_TEXT_CHARS,
     MAX_TOKEN_CHARS,
     MAX_TOUCH_ID,
     MAX_TOUCH_POINTS,
     MAX_WHEEL_DELTA,
+)
+from framestream.core.wire._tab_messages import (
+    DialogAnswer,
+    Navigate,
+    PageRequest,
+    parse_dialog_answer,
+    parse_navigate,
+    parse_page,
 )
 from framestream.errors import ProtocolError
 
@@ -89,7 +97,7 @@ class Input:
     events: tuple[InputEvent, ...]
 
 
-ClientMessage = Hello | Watch | Unwatch | KeyframeRequest | Input
+ClientMessage = Hello | Watch | Unwatch | KeyframeRequest | Input | PageRequest | Navigate | DialogAnswer
 
 
 # --- parsing ------------------------------------------------------------------------------------------------
@@ -102,7 +110,7 @@ def _parse_mouse(obj: Mapping[str, Any], where: str) -> MouseEvent:
     default_button = "none" if action == "move" else "left"
     button = choice(obj, "button", where, MOUSE_BUTTONS) if "button" in obj else default_button
     if action != "move" and button == "none":
-        raise FieldError(f"{where}: mouse '{action}' needs a button (left, middle or right)")
+        raise FieldError(f"{where}: mouse '{action}' needs a button (left, middle, right, back or forward)")
     default_buttons = BUTTON_BITS[button] if action == "down" else 0
     buttons = integer(obj, "buttons", where, 0, MAX_BUTTONS_MASK, default=default_buttons)
     clicks = integer(obj, "clicks", where, 0, MAX_CLICKS, default=0 if action == "move" else 1)
@@ -133,6 +141,10 @@ def _parse_text(obj: Mapping[str, Any], where: str) -> TextEvent:
     return TextEvent(string(obj, "text", where, max_len=MAX_TEXT_CHARS))
 
 
+def _parse_paste(obj: Mapping[str, Any], where: str) -> PasteEvent:
+    return PasteEvent(string(obj, "text", where, max_len=MAX_TEXT_CHARS))
+
+
 def _parse_touch(obj: Mapping[str, Any], where: str) -> TouchEvent:
     action = cast(TouchAction, choice(obj, "action", where, TOUCH_ACTIONS))
     raw = obj.get("points", [])
@@ -159,6 +171,7 @@ _EVENT_PARSERS: Final[Mapping[str, Callable[[Mapping[str, Any], str], InputEvent
     "wheel": _parse_wheel,
     "key": _parse_key,
     "text": _parse_text,
+    "paste": _parse_paste,
     "touch": _parse_touch,
 }
 
@@ -193,14 +206,24 @@ def _parse_input(obj: Mapping[str, Any]) -> Input:
         return Input(frame, grant, seq, _parse_events(obj))
 
 
+# A driver's messages: the envelope of `input` (frame, grant, seq), answered `input-ack` or an error.
+_DRIVER_PARSERS: Final[Mapping[str, Callable[[Mapping[str, Any]], ClientMessage]]] = {
+    "input": _parse_input,
+    "page": parse_page,
+    "navigate": parse_navigate,
+    "dialog-answer": parse_dialog_answer,
+}
+
+
 def parse_client_message(text: str | bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> ClientMessage:
     """Parse one WebSocket message from a client; raise ProtocolError for anything the contract forbids."""
     obj = load_json(text, max_bytes)
     if not isinstance(obj, dict):
         raise ProtocolError("bad-message", "message must be a JSON object")
     kind = obj.get("type")
-    if kind == "input":
-        return _parse_input(obj)
+    driver_parser = _DRIVER_PARSERS.get(kind) if isinstance(kind, str) else None
+    if driver_parser is not None:
+        return driver_parser(obj)
     with refused_as("bad-message", frame=frame_of(obj)):
         if kind == "hello":
             return Hello(string(obj, "token", "hello", max_len=MAX_TOKEN_CHARS))
@@ -212,19 +235,17 @@ def parse_client_message(text: str | bytes, *, max_bytes: int = MAX_MESSAGE_BYTE
             return KeyframeRequest(string(obj, "frame", "keyframe", max_len=MAX_ID_CHARS))
     shown = kind if isinstance(kind, str) and len(kind) <= 32 else "?"
     raise ProtocolError(
-        "bad-message", f"unknown message type '{shown}'; expected hello, watch, unwatch, keyframe or input"
+        "bad-message",
+        f"unknown message type '{shown}'; expected hello, watch, unwatch, keyframe, input, page, navigate or "
+        "dialog-answer",
     )
 
 
 def parse_input_body(obj: object) -> tuple[int, tuple[InputEvent, ...]]:
     """Parse a decoded POST /frames/{id}/input body: `{"seq","event"}` or `{"seq","events"}`."""
-    if not isinstance(obj, dict):
-        raise ProtocolError("bad-message", "body must be a JSON object")
-    seq = seq_of(obj)
-    if seq is None:
-        raise ProtocolError("bad-message", f"'seq' must be an integer between 0 and {MAX_SEQ}")
+    body, seq = body_with_seq(obj)
     with refused_as("bad-input", seq=seq):
-        return seq, _parse_events(obj)
+        return seq, _parse_events(body)
 
 
 def check_bounds(events: Iterable[InputEvent], css_width: int, css_height: int, seq: int | None) -> None:

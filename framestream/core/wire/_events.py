@@ -14,16 +14,16 @@ MOD_SHIFT: Final = 8
 MAX_MODIFIERS: Final = 15
 
 MouseAction = Literal["move", "down", "up"]
-MouseButton = Literal["left", "middle", "right", "none"]
+MouseButton = Literal["left", "middle", "right", "back", "forward", "none"]
 KeyAction = Literal["down", "up"]
 TouchAction = Literal["start", "move", "end", "cancel"]
 
 MOUSE_ACTIONS: Final = ("move", "down", "up")
-MOUSE_BUTTONS: Final = ("left", "middle", "right", "none")
+MOUSE_BUTTONS: Final = ("left", "middle", "right", "back", "forward", "none")
 KEY_ACTIONS: Final = ("down", "up")
 TOUCH_ACTIONS: Final = ("start", "move", "end", "cancel")
 # DOM `buttons` bit of each button, used for defaults and for releasing held buttons.
-BUTTON_BITS: Final[Mapping[str, int]] = {"left": 1, "right": 2, "middle": 4, "none": 0}
+BUTTON_BITS: Final[Mapping[str, int]] = {"left": 1, "right": 2, "middle": 4, "back": 8, "forward": 16, "none": 0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +61,14 @@ class TextEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class PasteEvent:
+    """A real paste: the frame's clipboard holds `text` and the page gets a `paste` event (the frame applies it,
+    not a DevTools Input call)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class TouchPoint:
     id: int
     x: float
@@ -73,4 +81,4 @@ class TouchEvent:
     points: tuple[TouchPoint, ...]
 
 
-InputEvent = MouseEvent | WheelEvent | KeyEvent | TextEvent | TouchEvent
+InputEvent = MouseEvent | WheelEvent | KeyEvent | TextEvent | PasteEvent | TouchEvent

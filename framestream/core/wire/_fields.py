@@ -121,6 +121,16 @@ def seq_of(obj: Mapping[str, Any]) -> int | None:
     return None
 
 
+def body_with_seq(obj: object) -> tuple[Mapping[str, Any], int]:
+    """A decoded HTTP body, which must be a JSON object with a valid `seq` (`bad-message` otherwise)."""
+    if not isinstance(obj, dict):
+        raise ProtocolError("bad-message", "body must be a JSON object")
+    seq = seq_of(obj)
+    if seq is None:
+        raise ProtocolError("bad-message", f"'seq' must be an integer between 0 and {MAX_SEQ}")
+    return obj, seq
+
+
 def frame_of(obj: Mapping[str, Any]) -> str | None:
     """The frame field if it is a string, so errors can name it."""
     value = obj.get("frame")

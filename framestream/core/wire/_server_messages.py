@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 PROTOCOL_VERSION: Final = 1
@@ -21,8 +21,20 @@ ERROR_CODES: Final = (
     "bad-input",
     "rate-limited",
     "internal",
+    "page-limit",
+    "unknown-page",
+    "unknown-dialog",
+    "unknown-file-chooser",
+    "dialog-open",
+    "unresponsive",
+    "navigation-failed",
 )
 FRAME_STATES: Final = ("launching", "live", "paused", "closed", "error")
+DIALOG_KINDS: Final = ("alert", "confirm", "prompt", "beforeunload")
+DIALOG_CLOSE_REASONS: Final = ("answered", "timeout", "closed")
+DOWNLOAD_STATES: Final = ("started", "done", "failed")
+# The fields of one entry of frame-state's `pages`, in the contract's order.
+PAGE_FIELDS: Final = ("id", "url", "title", "active", "responsive")
 
 # WebSocket close codes.
 CLOSE_PROTOCOL: Final = 4400
@@ -37,6 +49,12 @@ CLOSE_INTERNAL: Final = 1011
 def _dumps(obj: Mapping[str, object]) -> str:
     # ensure_ascii: strings echoed from clients may hold lone surrogates, which UTF-8 cannot carry.
     return json.dumps(obj, separators=(",", ":"), allow_nan=False)
+
+
+def _check(value: str, allowed: tuple[str, ...], what: str) -> None:
+    # A typo would reach clients as a value the contract does not have; catch it where it is made.
+    if value not in allowed:
+        raise ValueError(f"unknown {what} {value!r}")
 
 
 def welcome(sandbox: str, shared_frames: bool) -> str:
@@ -62,11 +80,25 @@ def video_config(  # noqa: PLR0917 - the contract's field order
     )
 
 
+def _page_entry(page: Mapping[str, object]) -> dict[str, object]:
+    missing = [name for name in PAGE_FIELDS if name not in page]
+    if missing:
+        raise ValueError(f"a page entry needs {', '.join(missing)}")
+    return {name: page[name] for name in PAGE_FIELDS}
+
+
 def frame_state(  # noqa: PLR0917 - the contract's field order
-    frame: str, state: str, url: str, viewers: int, driver: str | None, message: str | None = None
+    frame: str,
+    state: str,
+    url: str,
+    viewers: int,
+    driver: str | None,
+    message: str | None = None,
+    pages: Sequence[Mapping[str, object]] | None = None,
 ) -> str:
-    if state not in FRAME_STATES:
-        raise ValueError(f"unknown frame state {state!r}")
+    """`pages` (each with id, url, title, active, responsive; other keys are left out) is omitted when None: a
+    frame without a running browser has none, and the message is then what it was before pages existed."""
+    _check(state, FRAME_STATES, "frame state")
     body: dict[str, object] = {
         "type": "frame-state",
         "frame": frame,
@@ -77,6 +109,8 @@ def frame_state(  # noqa: PLR0917 - the contract's field order
     }
     if message is not None:
         body["message"] = message
+    if pages is not None:
+        body["pages"] = [_page_entry(page) for page in pages]
     return _dumps(body)
 
 
@@ -89,12 +123,59 @@ def input_ack(frame: str, seq: int) -> str:
 
 
 def error_message(code: str, message: str, frame: str | None = None, seq: int | None = None) -> str:
-    # A typo in a code would reach clients as an unknown error; catch it where it is made.
-    if code not in ERROR_CODES:
-        raise ValueError(f"unknown error code {code!r}")
+    _check(code, ERROR_CODES, "error code")
     body: dict[str, object] = {"type": "error", "code": code, "message": message}
     if frame is not None:
         body["frame"] = frame
     if seq is not None:
         body["seq"] = seq
     return _dumps(body)
+
+
+def dialog_message(  # noqa: PLR0917 - the contract's field order
+    frame: str, id: str, page: str, kind: str, message: str, default: str
+) -> str:
+    _check(kind, DIALOG_KINDS, "dialog kind")
+    return _dumps(
+        {
+            "type": "dialog",
+            "frame": frame,
+            "id": id,
+            "page": page,
+            "kind": kind,
+            "message": message,
+            "default": default,
+        }
+    )
+
+
+def dialog_closed(frame: str, id: str, reason: str) -> str:
+    _check(reason, DIALOG_CLOSE_REASONS, "dialog-closed reason")
+    return _dumps({"type": "dialog-closed", "frame": frame, "id": id, "reason": reason})
+
+
+def file_chooser_message(frame: str, id: str, page: str, multiple: bool, accept: Sequence[str]) -> str:
+    return _dumps(
+        {
+            "type": "file-chooser",
+            "frame": frame,
+            "id": id,
+            "page": page,
+            "multiple": multiple,
+            "accept": list(accept),
+        }
+    )
+
+
+def file_chooser_closed(frame: str, id: str) -> str:
+    return _dumps({"type": "file-chooser-closed", "frame": frame, "id": id})
+
+
+def download_message(frame: str, id: str, name: str, size: int, state: str) -> str:
+    _check(state, DOWNLOAD_STATES, "download state")
+    return _dumps({"type": "download", "frame": frame, "id": id, "name": name, "size": size, "state": state})
+
+
+def clipboard_message(frame: str, text: str) -> str:
+    """Text a page copied, for the frame's drivers (the frame cuts it to the contract's 64 KiB first)."""
+    return _dumps({"type": "clipboard", "frame": frame, "text": text})
