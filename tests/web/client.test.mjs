@@ -1,60 +1,26 @@
 // The client (web/framestream.js) in node, with a scripted WebSocket and a stand-in VideoDecoder: hello first,
 // watch after welcome, slots, gaps and decoder errors -> keyframe requests, reconnect with backoff and re-watch,
 // no reconnect after a refused token.
-import { test, beforeEach } from 'node:test';
+import { test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { encodeVideoMessage } from '../../web/lib/header.js';
+import { FakeSocket, b64url, decoders, installWebCodecs, sockets, tick, until } from './fakes.mjs';
 
-const sockets = [];
-class FakeSocket {
-  constructor(url) {
-    this.url = url;
-    this.sent = [];
-    this.readyState = 0;
-    sockets.push(this);
-    queueMicrotask(() => { this.readyState = 1; this.onopen?.(); });
-  }
-  send(data) { this.sent.push(JSON.parse(data)); }
-  close(code = 1000, reason = '') {
-    if (this.readyState === 3) return;
-    this.readyState = 3;
-    queueMicrotask(() => this.onclose?.({ code, reason }));
-  }
-  // test side
-  receive(msg) { this.onmessage?.({ data: typeof msg === 'string' || msg instanceof ArrayBuffer ? msg : JSON.stringify(msg) }); }
-  binary(fields) { const b = encodeVideoMessage(fields); this.onmessage?.({ data: b.buffer }); }
-  types() { return this.sent.map((m) => m.type); }
-}
-
-const decoders = [];
-class FakeDecoder {
-  constructor({ output, error }) { Object.assign(this, { output, error, state: 'unconfigured', chunks: [], decodeQueueSize: 0 }); decoders.push(this); }
-  configure(config) { this.config = config; this.state = 'configured'; }
-  decode(chunk) {
-    if (this.state !== 'configured') throw new Error('InvalidStateError');
-    this.chunks.push(chunk);
-    if (chunk.data[0] === 0xee) { this.state = 'closed'; queueMicrotask(() => this.error(new Error('Decoding error.'))); }
-  }
-  flush() { return Promise.resolve(); }
-  close() { this.state = 'closed'; }
-}
-class FakeChunk { constructor({ type, timestamp, data }) { Object.assign(this, { type, timestamp, data: new Uint8Array(data) }); } }
-
-globalThis.VideoDecoder = FakeDecoder;
-globalThis.EncodedVideoChunk = FakeChunk;
+installWebCodecs();
 const { FramestreamClient, defaultUrl } = await import('../../web/framestream.js');
 
-const tick = () => new Promise((r) => setTimeout(r, 0));
-const b64url = (s) => Buffer.from(s).toString('base64url');
 const TOKEN = `${b64url(JSON.stringify({ role: 'view', sub: 'v' }))}.mac`;
 const CONFIG = { type: 'video-config', frame: 'f1', slot: 5, codec: 'avc1.42C01F', width: 640, height: 400, css_width: 320, css_height: 200 };
 
+const made = [];
 function client(opts = {}) {
-  return new FramestreamClient({ url: 'ws://x/ws', token: TOKEN, WebSocket: FakeSocket, sizeCanvas: false,
+  const c = new FramestreamClient({ url: 'ws://x/ws', token: TOKEN, WebSocket: FakeSocket, sizeCanvas: false,
     backoff: { baseMs: 5, maxMs: 20, jitter: 0 }, ...opts });
+  made.push(c);
+  return c;
 }
 
 beforeEach(() => { sockets.length = 0; decoders.length = 0; });
+afterEach(() => { for (const c of made.splice(0)) c.close(); }); // a failed test must not go on reconnecting
 
 test('the default URL is /ws on the page host, wss for https', () => {
   assert.equal(defaultUrl({ protocol: 'http:', host: '127.0.0.1:7682' }), 'ws://127.0.0.1:7682/ws');
@@ -153,6 +119,31 @@ test('a lost connection reconnects with backoff and watches again; slots are re-
   await tick();
   assert.deepEqual(closes.map((d) => d.reconnectInMs), [5, 5, 10]);
   c.close();
+});
+
+test('pictures captured before the connection\'s welcome are left out of the latency', async () => {
+  const wallUs = () => (performance.timeOrigin + performance.now()) * 1000;
+  const c = client();
+  c.watch('f1', null);
+  c.open();
+  await tick();
+  sockets[0].receive({ type: 'welcome' });
+  sockets[0].receive(CONFIG);
+  sockets[0].close(1006);
+  await until(() => sockets[1]?.readyState === 1);
+  const before = Math.floor(wallUs()); // captured while we were away: the service sends it from its past
+  await until(() => wallUs() > before + 1);
+  const ws = sockets[1];
+  ws.receive({ type: 'welcome' });
+  ws.receive({ ...CONFIG, slot: 2 });
+  ws.binary({ slot: 2, sequence: 1, captureUs: before, keyframe: true });
+  decoders.at(-1).emit({ timestamp: before });
+  assert.equal(c.info('f1').drawn, 1);
+  assert.equal(c.info('f1').stats.latencyMs, null);
+  const live = Math.ceil(wallUs());
+  ws.binary({ slot: 2, sequence: 2, captureUs: live });
+  decoders.at(-1).emit({ timestamp: live });
+  assert.notEqual(c.info('f1').stats.latencyMs, null);
 });
 
 test('a refused token does not reconnect; a token function is asked again each time', async () => {

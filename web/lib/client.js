@@ -1,0 +1,176 @@
+// The client: one connection (transport.js) carrying any number of watched frames. router.js hands each of the
+// service's messages to its frame, decoder.js draws each frame's pictures; here are the public methods, the
+// events, and input steps with their acknowledgements.
+
+import { Transport, defaultUrl } from './transport.js';
+import { Router, WatchedFrame } from './router.js';
+import { FrameDecoder } from './decoder.js';
+import { debugHooks } from './debug.js';
+import { decodeClaims, roleOf } from './token.js';
+import { monotonicMs as now } from './clock.js';
+
+/**
+ * The client. Events (CustomEvent, data in `detail`):
+ *   open {welcome}; close {code, reason, reconnectInMs|null}; fatal {code, reason}
+ *   frame-state, video-config, control, input-ack, error: the server's messages as they are
+ *   decoder-error {frame, error}; keyframe-request {frame, reason}
+ */
+export class FramestreamClient extends EventTarget {
+  /**
+   * @param {object} o
+   * @param {string} [o.url] WebSocket URL; default ws(s)://<page host>/ws
+   * @param {string|(() => string|Promise<string>)} o.token a token, or a function giving a fresh one for
+   *   each (re)connection
+   * @param {boolean} [o.reconnect=true] reconnect with backoff after a lost connection
+   * @param {import('./backoff.js').Backoff|object} [o.backoff] a Backoff, or options for one
+   * @param {boolean} [o.sizeCanvas=true] set the canvas's CSS width (and aspect ratio) to the frame's CSS size
+   * @param {typeof WebSocket} [o.WebSocket] for tests
+   */
+  constructor({ url, token, reconnect = true, backoff, sizeCanvas = true, WebSocket } = {}) {
+    super();
+    if (!token) throw new TypeError('framestream: a token is required');
+    this.sizeCanvas = sizeCanvas;
+    this.router = new Router();
+    this.seq = 0; // the last input step's seq
+    this.pendingInput = new Map(); // seq -> {frame, sentAt}
+    this.transport = new Transport({
+      url: url || defaultUrl(), token, reconnect, backoff, WebSocket,
+      onWelcome: (welcome) => this._welcomed(welcome),
+      onMessage: (msg) => this._onMessage(msg),
+      onBinary: (data) => this.router.routeBinary(data),
+      onDown: () => {
+        this.pendingInput.clear();
+        this.router.disconnected();
+      },
+      emit: (type, detail) => this.emit(type, detail),
+    });
+  }
+
+  /** idle | connecting | open | waiting (to reconnect) | closed */
+  get state() { return this.transport.state; }
+
+  /** The `welcome` of the open connection, or null. */
+  get welcome() { return this.transport.welcome; }
+
+  /** Connections made so far (1 + reconnects). */
+  get connections() { return this.transport.connections; }
+
+  get url() { return this.transport.url; }
+
+  /** The token of the current connection (null before a token function has given one). */
+  get token() { return this.transport.token; }
+
+  get claims() {
+    return decodeClaims(this.token);
+  }
+
+  get role() {
+    return roleOf(this.token);
+  }
+
+  emit(type, detail) {
+    this.dispatchEvent(new CustomEvent(type, { detail }));
+  }
+
+  /** Shorthand for addEventListener(type, e => fn(e.detail)); returns a function that removes it. */
+  on(type, fn) {
+    const h = (e) => fn(e.detail);
+    this.addEventListener(type, h);
+    return () => this.removeEventListener(type, h);
+  }
+
+  open() {
+    this.transport.open();
+  }
+
+  _welcomed(welcome) {
+    this.emit('open', { welcome });
+    // Slots were per connection: watch every frame again (the service answers with video-config).
+    for (const f of this.router.frames.values()) {
+      f.video.markLive();
+      this.transport.send({ type: 'watch', frame: f.id });
+    }
+  }
+
+  _onMessage(msg) {
+    if (msg.type === 'input-ack' || (msg.type === 'error' && msg.seq !== undefined)) {
+      this.pendingInput.delete(msg.seq);
+    }
+    if (this.router.route(msg)) this.emit(msg.type, msg);
+  }
+
+  /**
+   * Watch a frame and draw it into `canvas` (which gets a 2D context: do not use it for anything else).
+   * Watching again with another canvas moves the frame there. Works before the connection is open.
+   */
+  watch(frameId, canvas) {
+    let f = this.router.get(frameId);
+    if (f && f.video.canvas !== canvas) {
+      f.video.setCanvas(canvas);
+      this.requestKeyframe(frameId, 'new-canvas');
+      return f;
+    }
+    if (f) return f;
+    f = new WatchedFrame(frameId, new FrameDecoder(canvas, {
+      sizeCanvas: this.sizeCanvas,
+      onKeyframeNeeded: (reason) => this.requestKeyframe(frameId, reason),
+      onError: (detail) => this.emit('decoder-error', { frame: frameId, ...detail }),
+    }));
+    this.router.add(f);
+    this.transport.send({ type: 'watch', frame: frameId });
+    return f;
+  }
+
+  unwatch(frameId) {
+    const f = this.router.remove(frameId);
+    if (!f) return;
+    f.video.dispose();
+    this.transport.send({ type: 'unwatch', frame: frameId });
+  }
+
+  /** Ask for an IDR (the decoder lost sync). */
+  requestKeyframe(frameId, reason = 'asked') {
+    if (this.transport.send({ type: 'keyframe', frame: frameId })) {
+      this.emit('keyframe-request', { frame: frameId, reason });
+    }
+  }
+
+  /**
+   * Send input events (one step, applied in order) to a frame.
+   * @param {string} frameId
+   * @param {object|object[]} events wire events (docs/protocol.md)
+   * @param {{grant?: string}} [opts] the drive grant; default the client's token
+   * @returns {number|null} the seq, or null when not connected
+   */
+  sendInput(frameId, events, { grant } = {}) {
+    const list = Array.isArray(events) ? events : [events];
+    if (!list.length) return null;
+    const seq = this.seq + 1;
+    const msg = { type: 'input', frame: frameId, grant: grant || this.token, seq };
+    if (list.length === 1) msg.event = list[0];
+    else msg.events = list;
+    if (!this.transport.send(msg)) return null;
+    this.seq = seq;
+    this.pendingInput.set(seq, { frame: frameId, sentAt: now() });
+    return seq;
+  }
+
+  /** Input messages sent and not yet acknowledged. */
+  get inputInFlight() {
+    return this.pendingInput.size;
+  }
+
+  /** Counters and statistics of one frame (for overlays and tests). */
+  info(frameId) {
+    const f = this.router.get(frameId);
+    return f ? f.info() : null;
+  }
+
+  /** Close for good. */
+  close() {
+    this.transport.close();
+    this.router.dispose();
+  }
+}
+
+Object.assign(FramestreamClient.prototype, debugHooks);

@@ -1,0 +1,102 @@
+// Which watched frame a message is for. JSON messages name their frame; video messages carry only a slot,
+// which the service gives in each watch's `video-config` and which holds for one connection only. Each frame's
+// last `frame-state` and `control` are kept here for info().
+
+import { parseVideoMessage, KIND_VIDEO } from './header.js';
+
+/** One watched frame: its slot on this connection, its last state and control messages, and its decoder. */
+export class WatchedFrame {
+  /**
+   * @param {string} id
+   * @param {import('./decoder.js').FrameDecoder} video
+   */
+  constructor(id, video) {
+    this.id = id;
+    this.video = video;
+    this.slot = null;
+    this.state = null; // last frame-state message
+    this.control = null; // last control message
+  }
+
+  info() {
+    const video = this.video.info();
+    return { frame: this.id, slot: this.slot, config: video.config, state: this.state, control: this.control,
+      ...video };
+  }
+}
+
+export class Router {
+  constructor() {
+    this.frames = new Map(); // frame id -> WatchedFrame
+    this.slots = new Map(); // slot -> WatchedFrame (this connection's)
+  }
+
+  get(frameId) {
+    return this.frames.get(frameId);
+  }
+
+  add(frame) {
+    this.frames.set(frame.id, frame);
+  }
+
+  /** Stop routing to a frame; returns it (or undefined when it was not watched). */
+  remove(frameId) {
+    const frame = this.frames.get(frameId);
+    if (!frame) return undefined;
+    this.frames.delete(frameId);
+    if (frame.slot !== null) this.slots.delete(frame.slot);
+    return frame;
+  }
+
+  /**
+   * One JSON message from the service (not `welcome`): record what it says about its frame.
+   * @returns {boolean} whether to pass it on to the client's listeners (not a video-config of a frame we
+   *   no longer watch)
+   */
+  route(msg) {
+    const frame = msg.frame !== undefined ? this.frames.get(msg.frame) : undefined;
+    switch (msg.type) {
+      case 'video-config':
+        if (!frame) return false;
+        if (frame.slot !== null && frame.slot !== msg.slot) this.slots.delete(frame.slot);
+        frame.slot = msg.slot;
+        frame.video.configure(msg);
+        this.slots.set(msg.slot, frame);
+        return true;
+      case 'frame-state':
+        if (frame) frame.state = msg;
+        return true;
+      case 'control':
+        if (frame) frame.control = msg;
+        return true;
+      default:
+        return true;
+    }
+  }
+
+  /** One binary message: a video message goes to the frame of its slot; anything else is ignored. */
+  routeBinary(data) {
+    let pic;
+    try {
+      pic = parseVideoMessage(data);
+    } catch {
+      return;
+    }
+    if (pic.kind !== KIND_VIDEO) return; // future kinds: ignore
+    const frame = this.slots.get(pic.slot);
+    if (frame) frame.video.onPicture(pic, data.byteLength);
+  }
+
+  /** The connection is gone: its slots mean nothing, and every frame waits for a keyframe again. */
+  disconnected() {
+    this.slots.clear();
+    for (const frame of this.frames.values()) {
+      frame.slot = null;
+      frame.video.reset();
+    }
+  }
+
+  dispose() {
+    for (const frame of this.frames.values()) frame.video.dispose();
+  }
+}

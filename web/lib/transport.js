@@ -1,0 +1,148 @@
+// The client's connection to the service: one WebSocket, `hello` first, `welcome` expected within
+// HELLO_TIMEOUT_MS, and reconnecting with backoff after a loss (but never after a refused fixed token). It knows
+// nothing of frames: messages and losses go to the callbacks the client gives it.
+
+import { Backoff } from './backoff.js';
+
+// Close codes after which reconnecting with the same token cannot help.
+export const AUTH_CLOSE_CODES = new Set([4401, 4403]);
+export const HELLO_TIMEOUT_MS = 10_000;
+// 4429 (too many connections or messages): wait at least this long before coming back.
+const SLOW_DOWN_CODE = 4429;
+const SLOW_DOWN_MS = 2000;
+
+/** The default WebSocket URL: `ws` next to the page (so a page served under a path prefix, such as a
+ * gateway's /sandboxes/ID/, reaches the WebSocket under the same prefix). */
+export function defaultUrl(loc = globalThis.location) {
+  const url = new URL('ws', loc.href ?? `${loc.protocol}//${loc.host}/`);
+  url.protocol = loc.protocol === 'https:' ? 'wss:' : 'ws:';
+  url.hash = '';
+  url.search = '';
+  return url.href;
+}
+
+export class Transport {
+  /**
+   * @param {object} o
+   * @param {string} o.url WebSocket URL
+   * @param {string|(() => string|Promise<string>)} o.token a token, or a function giving one per connection
+   * @param {boolean} [o.reconnect=true] reconnect with backoff after a lost connection
+   * @param {Backoff|object} [o.backoff] a Backoff, or options for one
+   * @param {typeof WebSocket} [o.WebSocket] for tests
+   * @param {number} [o.helloTimeoutMs] how long to wait for `welcome` before closing with 4408
+   * @param {(welcome: object) => void} o.onWelcome the connection is open (after its state is updated)
+   * @param {(msg: object) => void} o.onMessage every other JSON message
+   * @param {(data: ArrayBuffer) => void} o.onBinary every binary message
+   * @param {() => void} o.onDown the connection is gone: whatever belonged to it is void (called before `close`)
+   * @param {(type: 'close'|'fatal', detail: object) => void} o.emit the client's events about the connection
+   */
+  constructor({ url, token, reconnect = true, backoff, WebSocket: WS, helloTimeoutMs = HELLO_TIMEOUT_MS,
+    onWelcome, onMessage, onBinary, onDown, emit }) {
+    this.url = url;
+    this.tokenSource = token;
+    this.token = typeof token === 'string' ? token : null;
+    this.reconnect = reconnect;
+    this.backoff = backoff instanceof Backoff ? backoff : new Backoff(backoff || {});
+    this.WS = WS || globalThis.WebSocket;
+    this.helloTimeoutMs = helloTimeoutMs;
+    Object.assign(this, { onWelcome, onMessage, onBinary, onDown, emit });
+    this.ws = null;
+    this.state = 'idle'; // idle | connecting | open | waiting (to reconnect) | closed
+    this.welcome = null;
+    this.timer = null; // the reconnect timer
+    this.connections = 0;
+  }
+
+  open() {
+    if (this.state === 'connecting' || this.state === 'open') return;
+    this.state = 'connecting';
+    this._connect().catch((err) => this._lost(0, String(err)));
+  }
+
+  async _connect() {
+    if (typeof this.tokenSource === 'function') this.token = await this.tokenSource();
+    if (this.state !== 'connecting') return; // closed while the token was on its way
+    const ws = new this.WS(this.url);
+    ws.binaryType = 'arraybuffer';
+    this.ws = ws;
+    this.connections += 1;
+    let helloTimer = null;
+    ws.onopen = () => {
+      ws.send(JSON.stringify({ type: 'hello', token: this.token }));
+      helloTimer = setTimeout(() => ws.close(4408, 'no welcome'), this.helloTimeoutMs);
+    };
+    ws.onmessage = (ev) => {
+      if (ws !== this.ws) return; // a socket we already gave up
+      if (typeof ev.data !== 'string') {
+        this.onBinary(ev.data);
+        return;
+      }
+      let msg;
+      try {
+        msg = JSON.parse(ev.data);
+      } catch {
+        return;
+      }
+      if (msg.type === 'welcome') {
+        clearTimeout(helloTimer);
+        this._welcomed(msg);
+      } else {
+        this.onMessage(msg);
+      }
+    };
+    ws.onclose = (ev) => {
+      clearTimeout(helloTimer);
+      if (ws === this.ws) this._lost(ev.code, ev.reason);
+    };
+    ws.onerror = () => { /* onclose follows */ };
+  }
+
+  _welcomed(msg) {
+    this.welcome = msg;
+    this.state = 'open';
+    this.backoff.reset();
+    this.onWelcome(msg);
+  }
+
+  _lost(code, reason) {
+    this.ws = null;
+    this.welcome = null;
+    this.onDown();
+    if (this.state === 'closed') return;
+    const authFailed = AUTH_CLOSE_CODES.has(code) && typeof this.tokenSource === 'string';
+    if (!this.reconnect || authFailed) {
+      this.state = 'closed';
+      this.emit('close', { code, reason, reconnectInMs: null });
+      if (authFailed) this.emit('fatal', { code, reason: reason || 'token refused' });
+      return;
+    }
+    let delay = this.backoff.next();
+    if (code === SLOW_DOWN_CODE) delay = Math.max(delay, SLOW_DOWN_MS);
+    this.state = 'waiting';
+    this.emit('close', { code, reason, reconnectInMs: delay });
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (this.state !== 'waiting') return;
+      this.state = 'idle';
+      this.open();
+    }, delay);
+  }
+
+  /** Send a JSON message; false (and nothing sent) unless the connection is open and welcomed. */
+  send(msg) {
+    if (!this.ws || this.ws.readyState !== 1 || !this.welcome) return false;
+    this.ws.send(JSON.stringify(msg));
+    return true;
+  }
+
+  /** Close for good (no close event, no reconnect). */
+  close() {
+    this.state = 'closed';
+    clearTimeout(this.timer);
+    if (this.ws) {
+      const ws = this.ws;
+      this.ws = null;
+      try { ws.close(1000, 'bye'); } catch { /* closing anyway */ }
+    }
+  }
+}
