@@ -288,27 +288,31 @@ class Tabs:
         self._changed()
 
     async def _prepare(self, page: Page) -> None:
+        """Set a new page up before its first script runs. The calls go out together, with the one that lets
+        the page run last, as some of them (Page.enable on a new tab) answer only once the page runs."""
         s = self.settings
-        call = self.call
         css_width, css_height = s.width // s.dpr, s.height // s.dpr
-        await call("Page.enable", page=page)
-        await call("Runtime.enable", page=page)
-        await call("Inspector.enable", page=page)  # Inspector.targetCrashed: a renderer crash
-        await call("Page.setInterceptFileChooserDialog", {"enabled": True}, page=page)
-        await call("Runtime.addBinding", {"name": COPY_BINDING}, page=page)
-        await call("Page.addScriptToEvaluateOnNewDocument", {"source": COPY_HOOK}, page=page)
-        # Lay every page out at exactly the frame's CSS size: a popup's window would otherwise have its own size,
-        # and a window narrower than 500 CSS px is impossible in Chromium.
-        await call("Emulation.setDeviceMetricsOverride", {
-            "width": css_width, "height": css_height, "deviceScaleFactor": s.dpr, "mobile": False,
-            "screenWidth": css_width, "screenHeight": css_height}, page=page)
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("Page.enable", {}),
+            ("Runtime.enable", {}),
+            ("Inspector.enable", {}),  # Inspector.targetCrashed: a renderer crash
+            ("Page.setInterceptFileChooserDialog", {"enabled": True}),
+            ("Runtime.addBinding", {"name": COPY_BINDING}),
+            ("Page.addScriptToEvaluateOnNewDocument", {"source": COPY_HOOK}),
+            # Lay every page out at exactly the frame's CSS size: a popup's window would otherwise have its own
+            # size, and a window narrower than 500 CSS px is impossible in Chromium.
+            ("Emulation.setDeviceMetricsOverride", {
+                "width": css_width, "height": css_height, "deviceScaleFactor": s.dpr, "mobile": False,
+                "screenWidth": css_width, "screenHeight": css_height}),
+            ("Runtime.runIfWaitingForDebugger", {}),
+        ]
+        await asyncio.gather(*(self.call(method, params, page=page) for method, params in calls))
         with contextlib.suppress(CDPError):
             window = await self.cdp.call("Browser.getWindowForTarget", {"targetId": page.target_id})
             if window.get("bounds", {}).get("windowState") != "fullscreen":
                 # A popup window has its own toolbar and position: fullscreen covers the frame's screen exactly.
                 await self.cdp.call("Browser.setWindowBounds", {"windowId": window["windowId"],
                                                                  "bounds": {"windowState": "fullscreen"}})
-        await call("Runtime.runIfWaitingForDebugger", page=page)
 
     def _on_target_info(self, params: dict[str, Any]) -> None:
         info = params.get("targetInfo") or {}
@@ -399,7 +403,12 @@ class Tabs:
             for waiter in waiters:
                 waiter.cancel()
         if call.done():
-            call.result()
+            try:
+                call.result()
+            except CDPError:
+                if self.pages.by_session(page.session_id) is not None:
+                    raise
+                # The event closed its own page (a popup's "done" button): delivered, and the page is gone.
             return
         if hung.is_set():
             call.cancel()
