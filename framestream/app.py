@@ -46,7 +46,7 @@ class Service:
         sockets = getattr(server, "sockets", None) or []
         self.port = sockets[0].getsockname()[1] if sockets else s.port
         for url, size in s.frames:
-            await self.manager.create(url, size)
+            await self.manager.ensure(url, size)
 
     async def stop(self) -> None:
         log.info("shutting down")

@@ -37,10 +37,11 @@ log = logging.getLogger("framestream.frames")  # one logger for a frame's whole 
 
 class Frame:
     def __init__(self, manager: FrameManager, frame_id: str, url: str, size: FrameSize, *,
-                 last_viewed: float | None = None, launching: bool = False) -> None:
+                 last_viewed: float | None = None, launching: bool = False, created_url: str | None = None) -> None:
         self.manager = manager
         self.id = frame_id
         self.url = url
+        self.created_url = created_url or url
         self.size = size
         # A new frame is `launching` from the start (its browser starts at once); one from the registry, `closed`.
         self.state = FrameState.LAUNCHING if launching else FrameState.CLOSED

@@ -36,7 +36,8 @@ class FrameManager:
         self._new_runtime = new_runtime or self._real_runtime
         self._room = asyncio.Lock()  # one capacity decision (and the close it may need) at a time
         self._tasks: set[asyncio.Task[Any]] = set()
-        self.registry = Registry(settings.state_dir / "frames.json", self._saved_frames, self.spawn)
+        self.registry = Registry(settings.state_dir / "frames.json", self._saved_frames, self.spawn,
+                                 allowed_hosts=settings.allowed_url_hosts)
         self.closing = False
         self.restarts = 0  # browsers relaunched after a crash or hang (for /metrics)
 
@@ -102,10 +103,11 @@ class FrameManager:
         if ended:
             log.warning("ended %d browser processes left by a previous run: %s", len(ended), ended)
         for saved in self.registry.load():
-            self.frames[saved.id] = Frame(self, saved.id, saved.url, saved.size, last_viewed=saved.last_viewed)
+            self.frames[saved.id] = Frame(self, saved.id, saved.url, saved.size, last_viewed=saved.last_viewed,
+                                          created_url=saved.created_url)
 
     def _saved_frames(self) -> list[SavedFrame]:
-        return [SavedFrame(f.id, f.url, f.size, f.last_viewed) for f in self.frames.values()]
+        return [SavedFrame(f.id, f.url, f.size, f.last_viewed, f.created_url) for f in self.frames.values()]
 
     # -- frames ------------------------------------------------------------------------------------------
 
@@ -126,6 +128,16 @@ class FrameManager:
         self.save_soon()
         self.spawn(frame.start(), f"start-{frame.id}")
         return frame
+
+    async def ensure(self, url: str, size: FrameSize) -> Frame:
+        """The frame `--frame URL@WxH` names: the registered one created at (or now at) that URL with that size,
+        made live, or a new one. Restarts with the same `--frame` keep one frame, its id and its profile."""
+        for frame in self.frames.values():
+            if frame.size == size and url in (frame.created_url, frame.url):
+                log.info("kept from the last run for --frame", extra={"frame": frame.id})
+                self.spawn(frame.ensure_running(), f"start-{frame.id}")
+                return frame
+        return await self.create(url, size)
 
     async def delete(self, frame_id: str, *, purge: bool = False) -> bool:
         frame = self.frames.pop(frame_id, None)

@@ -13,7 +13,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ class SavedFrame:
     url: str
     size: FrameSize
     last_viewed: float  # monotonic seconds (the file holds wall-clock seconds)
+    created_url: str = ""  # what the frame was created at (`--frame URL` names it again after a restart)
 
 
 class Registry:
@@ -40,8 +41,10 @@ class Registry:
     the background as a task its owner ends at shutdown."""
 
     def __init__(self, path: Path, snapshot: Callable[[], list[SavedFrame]],
-                 spawn: Callable[[Coroutine[Any, Any, None], str], object], *, retry_s: float = SAVE_RETRY_S) -> None:
+                 spawn: Callable[[Coroutine[Any, Any, None], str], object], *, retry_s: float = SAVE_RETRY_S,
+                 allowed_hosts: Sequence[str] = ()) -> None:
         self.path = path
+        self._allowed_hosts = allowed_hosts
         self._snapshot = snapshot
         self._spawn = spawn
         self._retry_s = retry_s
@@ -50,10 +53,13 @@ class Registry:
         self.closed = False  # no more saves scheduled (shutdown)
         self.write_errors = 0  # failed writes (for /metrics)
         self.write_error: str | None = None  # the last one, until a write succeeds again
+        # Entries that cannot be restored (a URL no longer allowed, a size out of range): kept as they were and
+        # written back, never dropped, so neither they nor their profiles are lost; reported in /healthz.
+        self.unrestorable: list[dict[str, Any]] = []
 
     def load(self) -> list[SavedFrame]:
         """The frames of the last run, with temp files of interrupted saves removed; entries that do not make
-        sense are skipped with a warning, an unreadable file is logged and treated as empty."""
+        sense are kept aside (`unrestorable`) with a warning, an unreadable file is logged and treated as empty."""
         remove_leftover_temps(self.path)
         try:
             data = json.loads(self.path.read_text())
@@ -68,9 +74,14 @@ class Registry:
             try:
                 size = FrameSize(int(item["width"]), int(item["height"]), int(item["dpr"]))
                 viewed_ago = max(0.0, now_wall - float(item.get("last_viewed", now_wall)))
-                frames.append(SavedFrame(str(item["id"]), check_url(item["url"]), size, now - viewed_ago))
-            except (KeyError, TypeError, ValueError) as exc:
-                log.warning("skipping a frame in the registry: %s", exc)
+                url = check_url(item["url"], self._allowed_hosts)
+                created = item.get("created_url")
+                frames.append(SavedFrame(str(item["id"]), url, size, now - viewed_ago,
+                                         created if isinstance(created, str) else url))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                log.warning("cannot restore a frame of the registry (%s); it is kept as it is", exc)
+                if isinstance(item, dict):
+                    self.unrestorable.append(item)
         return frames
 
     def save_soon(self, delay: float = 0.2) -> None:
@@ -113,9 +124,10 @@ class Registry:
         return {
             "version": 1,
             "frames": [
-                {"id": f.id, "url": f.url, "width": f.size.css_width, "height": f.size.css_height,
-                 "dpr": f.size.dpr, "last_viewed": now_wall - (now - f.last_viewed)}
-                for f in self._snapshot()
+                *({"id": f.id, "url": f.url, "created_url": f.created_url or f.url, "width": f.size.css_width,
+                   "height": f.size.css_height, "dpr": f.size.dpr, "last_viewed": now_wall - (now - f.last_viewed)}
+                  for f in self._snapshot()),
+                *self.unrestorable,
             ],
         }
 

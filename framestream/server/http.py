@@ -51,6 +51,8 @@ async def healthz(request: web.Request) -> web.Response:
     body: dict[str, object] = {"ok": True}
     if (problem := _ctx(request).manager.registry.write_error) is not None:
         body["state_dir_error"] = problem
+    if unrestorable := _ctx(request).manager.registry.unrestorable:
+        body["unrestorable_frames"] = [str(item.get("id")) for item in unrestorable]
     return web.json_response(body)
 
 
