@@ -94,6 +94,7 @@ class Service:
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
     log_dir: Path | None = None  # where the service's log goes (default: the state dir)
+    pages: str = ""  # base URL of the test pages its frames show (the `service` fixture sets it)
 
     @property
     def base(self) -> str:
@@ -178,12 +179,19 @@ class Service:
     def get(self, path: str, token: str | None = "control") -> tuple[int, Any]:
         return self.request("GET", path, token=token)
 
+    def create_frame(self, url: str, **size: int) -> str:
+        """POST /frames with `url` and the size fields given (width, height, dpr); the new frame's id."""
+        status, body = self.request("POST", "/frames", {"url": url, **size})
+        assert status == 201, body
+        return str(body["id"])
+
     def frame_ids(self) -> list[str]:
         status, body = self.get("/frames")
         assert status == 200, body
         return [f["id"] for f in body["frames"]]
 
     def wait_state(self, frame_id: str, state: str, timeout: float = 30.0) -> dict[str, Any]:
+        """Poll until the frame is in `state`; blocking (an async test uses `wait_state_async`)."""
         deadline = time.monotonic() + timeout
         body: Any = None
         while time.monotonic() < deadline:
@@ -194,6 +202,7 @@ class Service:
         raise AssertionError(f"frame {frame_id} never reached {state}: {body}\n{self.log()[-3000:]}")
 
     def wait_url(self, frame_id: str, fragment: str, timeout: float = 10.0) -> str:
+        """Poll until the frame's URL contains `fragment`; blocking (an async test uses `wait_url_async`)."""
         deadline = time.monotonic() + timeout
         url = ""
         while time.monotonic() < deadline:
@@ -202,6 +211,14 @@ class Service:
                 return url
             time.sleep(0.1)
         raise AssertionError(f"frame {frame_id} never reached a URL with {fragment!r}: {url}")
+
+    # The waits above poll for seconds: an async test runs them in a thread, so that its connections keep
+    # reading meanwhile (a blocked event loop leaves the service a viewer that looks stalled).
+    async def wait_state_async(self, frame_id: str, state: str, timeout: float = 30.0) -> dict[str, Any]:
+        return await asyncio.to_thread(self.wait_state, frame_id, state, timeout)
+
+    async def wait_url_async(self, frame_id: str, fragment: str, timeout: float = 10.0) -> str:
+        return await asyncio.to_thread(self.wait_url, frame_id, fragment, timeout)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
         assert self.proc is not None
@@ -219,6 +236,25 @@ class Service:
         for pid in processes_using(str(self.state_dir)):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+class FramePool:
+    """Fresh live frames of one page, one per test; the next one launches while the current test runs."""
+
+    def __init__(self, svc: Service, url: str, width: int, height: int, dpr: int = 1) -> None:
+        self.svc = svc
+        self.url = url
+        self.size = {"width": width, "height": height, "dpr": dpr}
+        self.spare = svc.create_frame(url, **self.size)
+
+    def take(self) -> str:
+        frame_id, self.spare = self.spare, self.svc.create_frame(self.url, **self.size)
+        self.svc.wait_state(frame_id, "live")
+        return frame_id
+
+    def delete(self, frame_id: str) -> None:
+        status, body = self.svc.request("DELETE", f"/frames/{frame_id}?purge=1")
+        assert status == 200, body
 
 
 @dataclass
@@ -402,11 +438,15 @@ def _frame_processes(service: Service, frame_id: str) -> list[proctable.ProcessI
     return proctable.mentioning(str(service.state_dir / "profiles" / frame_id).encode())
 
 
+def browser_pids(service: Service, frame_id: str) -> list[int]:
+    """The frame's browser processes (Chromium's main process, the one without a --type): one, or none."""
+    return [info.pid for info in _frame_processes(service, frame_id) if b"--type=" not in info.cmdline]
+
+
 def browser_pid(service: Service, frame_id: str) -> int:
-    for info in _frame_processes(service, frame_id):
-        if b"--type=" not in info.cmdline:
-            return info.pid
-    raise AssertionError(f"no browser for {frame_id}")
+    pids = browser_pids(service, frame_id)
+    assert pids, f"no browser for {frame_id}"
+    return pids[0]
 
 
 def display_pid(service: Service, frame_id: str) -> int:

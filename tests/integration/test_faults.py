@@ -6,24 +6,16 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.fixtures import service_fixture
 from tests.support import Service, StreamClient, browser_pid, display_pid, page_renderer_pids
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def service(state_dir: Path, pages: str) -> Iterator[Service]:
-    svc = Service(state_dir, frames=[f"{pages}/box.html@320x200", f"{pages}/animated.html@320x200"]).start()
-    for frame_id in svc.frame_ids():
-        svc.wait_state(frame_id, "live")
-    yield svc
-    svc.stop()
-    svc.kill_leftovers()
+service = service_fixture("box.html@320x200", "animated.html@320x200")
 
 
 @pytest.mark.parametrize("victim", ["browser", "display", "renderer"])

@@ -28,7 +28,8 @@ import pytest
 import websockets
 
 from framestream.core.wire import FLAG_KEYFRAME, unpack_video_header
-from tests.support import Service
+from tests.fixtures import service_fixture
+from tests.support import FramePool, Service
 
 pytestmark = pytest.mark.integration
 
@@ -375,44 +376,12 @@ async def close_conns() -> AsyncIterator[None]:
         await Conn.opened.pop().close()
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory, pages: str) -> Iterator[Service]:
-    svc = Service(tmp_path_factory.mktemp("input-state"), env_extra={"FRAME_IDLE_PAUSE_S": "600"})
-    svc.pages = pages  # type: ignore[attr-defined]
-    svc.start(timeout=30)
-    try:
-        yield svc
-    finally:
-        svc.stop()
-        svc.kill_leftovers()
-
-
-class FramePool:
-    """Fresh frames of the test page, one per test; the next one launches while the current test runs."""
-
-    def __init__(self, svc: Service, url: str) -> None:
-        self.svc = svc
-        self.url = url
-        self.spare = self._create()
-
-    def _create(self) -> str:
-        status, body = self.svc.request("POST", "/frames", {"url": self.url, "width": W, "height": H, "dpr": 1})
-        assert status == 201, body
-        return str(body["id"])
-
-    def take(self) -> str:
-        frame_id, self.spare = self.spare, self._create()
-        self.svc.wait_state(frame_id, "live")
-        return frame_id
-
-    def delete(self, frame_id: str) -> None:
-        status, body = self.svc.request("DELETE", f"/frames/{frame_id}?purge=1")
-        assert status == 200, body
+service = service_fixture(env={"FRAME_IDLE_PAUSE_S": "600"}, scope="module", timeout=30)
 
 
 @pytest.fixture(scope="module")
 def frames(service: Service, pages: str) -> Iterator[FramePool]:
-    pool = FramePool(service, f"{pages}/input.html")
+    pool = FramePool(service, f"{pages}/input.html", W, H)
     yield pool
     pool.delete(pool.spare)
 
@@ -790,10 +759,10 @@ async def test_takeover_during_an_agent_step_still_releases_its_button(service: 
 async def test_agent_input_and_screenshot_resume_a_paused_frame(tmp_path: Path, pages: str) -> None:
     svc = Service(tmp_path / "state", env_extra={"FRAME_IDLE_PAUSE_S": "2"}).start(timeout=30)
     try:
-        pool = FramePool(svc, f"{pages}/input.html")
-        frame_id = pool.take()
+        pool = FramePool(svc, f"{pages}/input.html", W, H)
+        frame_id = await asyncio.to_thread(pool.take)
         pool.delete(pool.spare)
-        svc.wait_state(frame_id, "paused", timeout=15)  # nobody watches
+        await svc.wait_state_async(frame_id, "paused", timeout=15)  # nobody watches
         grant = svc.token("drive", frame=frame_id, subject="agent", ttl=30, step=True)
         SENT_TOKENS.add(grant)
         sent_us = time.time_ns() // 1000
@@ -802,7 +771,7 @@ async def test_agent_input_and_screenshot_resume_a_paused_frame(tmp_path: Path, 
         assert status == 200 and body["applied"] is True and body["changed"] is True, body
         assert body["picture_us"] >= sent_us
         assert svc.get(f"/frames/{frame_id}")[1]["state"] == "live"
-        svc.wait_state(frame_id, "paused", timeout=15)
+        await svc.wait_state_async(frame_id, "paused", timeout=15)
         picture, capture_us = await asyncio.to_thread(screenshot, svc, frame_id)
         assert svc.get(f"/frames/{frame_id}")[1]["state"] == "live"
         state = read_state(picture)

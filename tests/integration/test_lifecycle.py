@@ -7,15 +7,16 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures import service_fixture
 from tests.support import (
     TEST_SECRET,
     Service,
     StreamClient,
+    browser_pids,
     colour_near,
     descendants,
     processes_using,
@@ -40,28 +41,16 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def read_cmdline(pid: int) -> bytes:
-    with open(f"/proc/{pid}/cmdline", "rb") as fh:
-        return fh.read()
-
-
-@pytest.fixture
-def service(state_dir: Path) -> Iterator[Service]:
-    svc = Service(state_dir, env_extra={"MAX_BROWSERS": "2", "FRAME_IDLE_PAUSE_S": "1"}).start()
-    yield svc
-    svc.stop()
-    svc.kill_leftovers()
+service = service_fixture(env={"MAX_BROWSERS": "2", "FRAME_IDLE_PAUSE_S": "1"})
 
 
 def make_frame(service: Service, url: str) -> str:
-    status, body = service.request("POST", "/frames", {"url": url, **SMALL})
-    assert status == 201, body
-    return str(body["id"])
+    return service.create_frame(url, **SMALL)
 
 
 async def test_counter_continues_after_pause_and_uses_no_cpu_while_paused(service: Service, pages: str) -> None:
     frame_id = make_frame(service, f"{pages}/counter.html")
-    service.wait_state(frame_id, "live")
+    await service.wait_state_async(frame_id, "live")
     client = await StreamClient.connect(service)
     await client.watch(frame_id)
     await client.latest_picture(timeout=20)
@@ -69,7 +58,7 @@ async def test_counter_continues_after_pause_and_uses_no_cpu_while_paused(servic
     before = read_counter(await client.latest_picture_after_keyframe_request(frame_id))
     await client.send({"type": "unwatch", "frame": frame_id})
     paused_at = time.monotonic()
-    service.wait_state(frame_id, "paused", timeout=10)
+    await service.wait_state_async(frame_id, "paused", timeout=10)
     # Paused: the page's processes use about no CPU.
     assert service.proc is not None
     pids = descendants(service.proc.pid)
@@ -97,15 +86,15 @@ async def test_cap_closes_least_recently_viewed_and_reopen_keeps_profile_and_url
     service: Service, pages: str
 ) -> None:
     storage = make_frame(service, f"{pages}/storage.html")
-    service.wait_state(storage, "live")
+    await service.wait_state_async(storage, "live")
     # The page stored its marks and navigated on by itself: the frame's url follows the page.
-    assert service.wait_url(storage, "step=2").endswith("storage.html?step=2")
+    assert (await service.wait_url_async(storage, "step=2")).endswith("storage.html?step=2")
     second = make_frame(service, f"{pages}/box.html")
-    service.wait_state(second, "live")
+    await service.wait_state_async(second, "live")
     # A third frame at a cap of two closes the least recently viewed one: the storage frame.
     third = make_frame(service, f"{pages}/counter.html")
-    service.wait_state(third, "live")
-    closed = service.wait_state(storage, "closed", timeout=20)
+    await service.wait_state_async(third, "live")
+    closed = await service.wait_state_async(storage, "closed", timeout=20)
     assert closed["url"].endswith("storage.html?step=2")
     assert service.get(f"/frames/{second}")[1]["state"] in ("live", "paused")
     profile = service.state_dir / "profiles" / storage
@@ -126,8 +115,8 @@ async def test_cap_closes_least_recently_viewed_and_reopen_keeps_profile_and_url
 async def test_every_browser_watched_means_capacity(service: Service, pages: str) -> None:
     a = make_frame(service, f"{pages}/box.html")
     b = make_frame(service, f"{pages}/box.html")
-    service.wait_state(a, "live")
-    service.wait_state(b, "live")
+    await service.wait_state_async(a, "live")
+    await service.wait_state_async(b, "live")
     clients = []
     for fid in (a, b):
         client = await StreamClient.connect(service)
@@ -144,22 +133,21 @@ async def test_every_browser_watched_means_capacity(service: Service, pages: str
 
 async def test_concurrent_watches_start_one_browser(service: Service, pages: str) -> None:
     frame_id = make_frame(service, f"{pages}/box.html")
-    service.wait_state(frame_id, "live")
+    await service.wait_state_async(frame_id, "live")
     code = service.request("DELETE", f"/frames/{frame_id}")
     assert code[0] == 200
     frame_id = make_frame(service, f"{pages}/box.html")
-    service.wait_state(frame_id, "live")
+    await service.wait_state_async(frame_id, "live")
     # Close it through the cap: two more frames, then watch the closed one from three connections at once.
     others = [make_frame(service, f"{pages}/box.html") for _ in range(2)]
     for other in others:
-        service.wait_state(other, "live")
-    service.wait_state(frame_id, "closed", timeout=20)
+        await service.wait_state_async(other, "live")
+    await service.wait_state_async(frame_id, "closed", timeout=20)
     clients = [await StreamClient.connect(service) for _ in range(3)]
     await asyncio.gather(*(c.send({"type": "watch", "frame": frame_id}) for c in clients))
     for client in clients:
         await client.latest_picture(timeout=30)
-    profile = str(service.state_dir / "profiles" / frame_id)
-    browsers = [pid for pid in processes_using(profile) if b"--type=" not in read_cmdline(pid)]
+    browsers = browser_pids(service, frame_id)
     assert len(browsers) == 1, f"{len(browsers)} browser processes for one frame"
     for client in clients:
         await client.close()
@@ -169,8 +157,8 @@ async def test_restart_keeps_frames_closed_until_watched(state_dir: Path, pages:
     svc = Service(state_dir).start()
     try:
         frame_id = make_frame(svc, f"{pages}/storage.html")
-        svc.wait_state(frame_id, "live")
-        svc.wait_url(frame_id, "step=2")
+        await svc.wait_state_async(frame_id, "live")
+        await svc.wait_url_async(frame_id, "step=2")
         assert svc.stop() == 0
         svc.proc = None
         svc.start()

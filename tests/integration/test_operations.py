@@ -6,26 +6,18 @@ import asyncio
 import json
 import re
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import websockets
 
+from tests.fixtures import service_fixture
 from tests.support import Service, StreamClient
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def service(state_dir: Path, pages: str) -> Iterator[Service]:
-    svc = Service(state_dir, frames=[f"{pages}/animated.html@320x200"],
-                  env_extra={"FRAMESTREAM_ALLOWED_ORIGINS": "http://good.test"}).start()
-    for frame_id in svc.frame_ids():
-        svc.wait_state(frame_id, "live")
-    yield svc
-    svc.stop()
-    svc.kill_leftovers()
+service = service_fixture("animated.html@320x200", env={"FRAMESTREAM_ALLOWED_ORIGINS": "http://good.test"})
 
 
 def metric(text: str, name: str, labels: str = "") -> float:
@@ -77,11 +69,8 @@ async def test_json_logs_carry_frame_and_connection_ids(state_dir: Path, pages: 
     a frame or a viewer is findable by its id without parsing messages."""
     svc = Service(state_dir, env_extra={"FRAMESTREAM_LOG_FORMAT": "json"}).start()
     try:
-        status, body = svc.request("POST", "/frames", {"url": f"{pages}/box.html", "width": 320, "height": 200,
-                                                      "dpr": 1})
-        assert status == 201, body
-        frame_id = body["id"]
-        svc.wait_state(frame_id, "live")
+        frame_id = svc.create_frame(f"{pages}/box.html", width=320, height=200, dpr=1)
+        await svc.wait_state_async(frame_id, "live")
         client = await StreamClient.connect(svc)
         await client.watch(frame_id)
         await client.close()

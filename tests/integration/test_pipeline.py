@@ -8,15 +8,17 @@ import itertools
 import json
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import websockets
 
+from framestream.browser.proctable import read_process
+from tests.fixtures import service_fixture
 from tests.support import (
     Service,
     StreamClient,
+    VideoMessage,
     colour_near,
     descendants,
     processes_using,
@@ -26,14 +28,7 @@ from tests.support import (
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def service(state_dir: Path, pages: str) -> Iterator[Service]:
-    svc = Service(state_dir, frames=[f"{pages}/box.html@640x400"]).start()
-    for frame_id in svc.frame_ids():
-        svc.wait_state(frame_id, "live")
-    yield svc
-    svc.stop()
-    svc.kill_leftovers()
+service = service_fixture("box.html@640x400")
 
 
 async def test_keyframe_decodes_to_the_known_box(service: Service) -> None:
@@ -60,7 +55,7 @@ async def test_keyframe_decodes_to_the_known_box(service: Service) -> None:
 
 async def test_still_page_goes_quiet_after_refinement(service: Service) -> None:
     (frame_id,) = service.frame_ids()
-    service.wait_state(frame_id, "live")
+    await service.wait_state_async(frame_id, "live")
     client = await StreamClient.connect(service)
     await client.watch(frame_id)
     refined = await client.latest_picture(timeout=30, refined=True)
@@ -72,16 +67,24 @@ async def test_still_page_goes_quiet_after_refinement(service: Service) -> None:
     await client.close()
 
 
-async def test_animated_page_delivers_25_fps(service: Service, pages: str) -> None:
-    status, body = service.request("POST", "/frames", {"url": f"{pages}/animated.html", "width": 640,
-                                                       "height": 400, "dpr": 1})
-    assert status == 201, body
-    service.wait_state(body["id"], "live")
-    client = await StreamClient.connect(service)
-    await client.watch(body["id"])
+async def live_frame(service: Service, page: str, width: int, height: int, dpr: int) -> str:
+    frame_id = service.create_frame(f"{service.pages}/{page}", width=width, height=height, dpr=dpr)
+    await service.wait_state_async(frame_id, "live")
+    return frame_id
+
+
+async def pictures_in(client: StreamClient, frame_id: str, seconds: float, *, warm: float) -> list[VideoMessage]:
+    """What a new watcher of `frame_id` receives over `seconds`, once its first picture and `warm` s have passed."""
+    await client.watch(frame_id)
     await client.next_video(timeout=30)
-    await client.collect(0.5)
-    videos = await client.collect(3.0)
+    await client.collect(warm)
+    return await client.collect(seconds)
+
+
+async def test_animated_page_delivers_25_fps(service: Service) -> None:
+    frame_id = await live_frame(service, "animated.html", 640, 400, 1)
+    client = await StreamClient.connect(service)
+    videos = await pictures_in(client, frame_id, 3.0, warm=0.5)
     fps = len(videos) / 3.0
     assert fps >= 25, f"animated page delivered {fps:.1f} pictures a second"
     sequences = [v.sequence for v in videos]
@@ -89,19 +92,13 @@ async def test_animated_page_delivers_25_fps(service: Service, pages: str) -> No
     await client.close()
 
 
-async def test_a_stalled_viewer_does_not_slow_another(service: Service, pages: str) -> None:
-    status, body = service.request("POST", "/frames", {"url": f"{pages}/animated.html", "width": 640,
-                                                       "height": 400, "dpr": 1})
-    assert status == 201, body
-    service.wait_state(body["id"], "live")
+async def test_a_stalled_viewer_does_not_slow_another(service: Service) -> None:
+    frame_id = await live_frame(service, "animated.html", 640, 400, 1)
     # The stalled viewer: the client library stops reading once 1 message is queued, so TCP fills.
     stalled = await StreamClient.connect(service, max_queue=1)
-    await stalled.send({"type": "watch", "frame": body["id"]})
+    await stalled.send({"type": "watch", "frame": frame_id})
     healthy = await StreamClient.connect(service)
-    await healthy.watch(body["id"])
-    await healthy.next_video(timeout=30)
-    await healthy.collect(1.0)
-    videos = await healthy.collect(3.0)
+    videos = await pictures_in(healthy, frame_id, 3.0, warm=1.0)
     fps = len(videos) / 3.0
     assert fps >= 25, f"the healthy viewer got {fps:.1f} pictures a second beside a stalled one"
     # Every picture it got decodes: it never skipped.
@@ -184,12 +181,10 @@ def test_http_bad_input(service: Service) -> None:
 
 
 async def test_unloadable_url_is_reported_and_others_keep_streaming(service: Service) -> None:
-    status, body = service.request("POST", "/frames", {"url": "http://127.0.0.1:9/nothing-here", "width": 320,
-                                                       "height": 200, "dpr": 1})
-    assert status == 201, body
-    failed = service.wait_state(body["id"], "error")
+    unloadable = service.create_frame("http://127.0.0.1:9/nothing-here", width=320, height=200, dpr=1)
+    failed = await service.wait_state_async(unloadable, "error")
     assert "ERR_" in failed["message"], failed
-    (box_id,) = [f for f in service.frame_ids() if f != body["id"]]
+    (box_id,) = [f for f in service.frame_ids() if f != unloadable]
     client = await StreamClient.connect(service)
     await client.watch(box_id)
     picture = await client.latest_picture(timeout=30)
@@ -211,8 +206,7 @@ def test_stopping_leaves_no_browser_or_display(state_dir: Path, pages: str, how:
         assert code == 0, svc.log()[-2000:]
         assert time.monotonic() - started < 10
         assert processes_using(str(state_dir)) == []
-        assert [pid for pid in children if Path(f"/proc/{pid}").exists()
-                and b"Z" not in Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1][:3]] == []
+        assert [pid for pid in children if (info := read_process(pid)) is not None and not info.zombie] == []
     finally:
         svc.kill_leftovers()
 
@@ -221,7 +215,7 @@ async def test_sigkill_leaves_nothing_and_next_start_cleans_up(state_dir: Path, 
     svc = Service(state_dir, frames=[f"{pages}/box.html@320x200"]).start()
     try:
         (frame_id,) = svc.frame_ids()
-        svc.wait_state(frame_id, "live")
+        await svc.wait_state_async(frame_id, "live")
         assert processes_using(str(state_dir))
         svc.stop(signal.SIGKILL)
         assert wait_until_gone(str(state_dir), 5.0) == [], "the kernel's parent-death signal ends every child"
@@ -242,16 +236,13 @@ async def test_sigkill_leaves_nothing_and_next_start_cleans_up(state_dir: Path, 
 
 
 @pytest.mark.parametrize("dpr", [1, 2])
-async def test_the_whole_page_at_its_css_size_is_in_the_picture(service: Service, pages: str, dpr: int) -> None:
-    status, body = service.request("POST", "/frames", {"url": f"{pages}/corners.html", "width": 320, "height": 200,
-                                                       "dpr": dpr})
-    assert status == 201, body
-    service.wait_state(body["id"], "live")
+async def test_the_whole_page_at_its_css_size_is_in_the_picture(service: Service, dpr: int) -> None:
+    frame_id = await live_frame(service, "corners.html", 320, 200, dpr)
     client = await StreamClient.connect(service)
-    config = await client.watch(body["id"])
+    config = await client.watch(frame_id)
     w, h = config["width"], config["height"]
     assert (w, h) == (320 * dpr, 200 * dpr)
-    picture = await client.wait_for_colour(body["id"], (h - 4, w - 4), (240, 200, 0), timeout=20)
+    picture = await client.wait_for_colour(frame_id, (h - 4, w - 4), (240, 200, 0), timeout=20)
     assert colour_near(picture[3, 3], (200, 40, 40)), picture[3, 3]
     assert colour_near(picture[3, w - 4], (30, 180, 60)), picture[3, w - 4]
     assert colour_near(picture[h - 4, 3], (30, 60, 220)), picture[h - 4, 3]

@@ -27,6 +27,7 @@ import websockets
 
 from framestream.core.tokens import derive_key
 from framestream.tokens import mint_token
+from tests.fixtures import service_fixture
 from tests.integration.test_input import (
     BLANK,
     BTN,
@@ -34,7 +35,8 @@ from tests.integration.test_input import (
     RED,
     SENT_TOKENS,
     Conn,
-    FramePool,
+    H,
+    W,
     ack,
     at,
     click,
@@ -44,7 +46,7 @@ from tests.integration.test_input import (
     refused,
     screenshot,
 )
-from tests.support import TEST_SECRET, Service, free_port
+from tests.support import TEST_SECRET, FramePool, Service, free_port
 
 pytestmark = pytest.mark.integration
 __all__ = ["close_conns"]  # the autouse fixture that closes this module's connections too
@@ -53,20 +55,12 @@ SANDBOX = "test"  # tests.support.Service runs with SANDBOX_ID=test
 OTHER_SECRET = "another-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    svc = Service(tmp_path_factory.mktemp("security-state"), env_extra={"FRAME_IDLE_PAUSE_S": "600"})
-    svc.start(timeout=30)
-    try:
-        yield svc
-    finally:
-        svc.stop()
-        svc.kill_leftovers()
+service = service_fixture(env={"FRAME_IDLE_PAUSE_S": "600"}, scope="module", timeout=30)
 
 
 @pytest.fixture(scope="module")
 def frame(service: Service, pages: str) -> Iterator[str]:
-    pool = FramePool(service, f"{pages}/input.html")
+    pool = FramePool(service, f"{pages}/input.html", W, H)
     frame_id = pool.take()
     pool.delete(pool.spare)
     yield frame_id

@@ -71,13 +71,14 @@ def registry_ids(state: Path) -> list[str]:
     return sorted(f["id"] for f in data["frames"])
 
 
-def wait_health(service: Service, has_error: bool, timeout: float = 10.0) -> dict[str, object]:
+async def wait_health(service: Service, has_error: bool, timeout: float = 10.0) -> dict[str, object]:
+    """/healthz once it says (or no longer says) a state dir error; polled off the loop (a viewer is reading)."""
     deadline = time.monotonic() + timeout
     while True:
-        body = service.get("/healthz", token=None)[1]
+        body = (await asyncio.to_thread(service.get, "/healthz", None))[1]
         if ("state_dir_error" in body) == has_error or time.monotonic() > deadline:
             return dict(body)
-        time.sleep(0.1)
+        await asyncio.sleep(0.1)
 
 
 async def counter_runs(client: StreamClient, frame_id: str) -> None:
@@ -101,24 +102,20 @@ async def test_a_full_then_read_only_state_dir_keeps_frames_streaming_and_the_re
     with tmpfs(tmp_path / "state", 1) as state, tmpfs(state / "profiles", 512):
         service = Service(state, log_dir=logs).start()
         try:
-            ids = []
-            for page in ("counter.html", "box.html", "box.html"):
-                status, body = service.request("POST", "/frames", {"url": f"{pages}/{page}", "width": 480,
-                                                                   "height": 200, "dpr": 1})
-                assert status == 201, body
-                ids.append(str(body["id"]))
+            ids = [service.create_frame(f"{pages}/{page}", width=480, height=200, dpr=1)
+                   for page in ("counter.html", "box.html", "box.html")]
             watched, gone_when_full, gone_when_read_only = ids
             for frame_id in ids:
-                service.wait_state(frame_id, "live")
+                await service.wait_state_async(frame_id, "live")
             client = await StreamClient.connect(service)
             await client.watch(watched)
             await counter_runs(client, watched)
-            assert wait_health(service, has_error=False) == {"ok": True}
+            assert await wait_health(service, has_error=False) == {"ok": True}
 
             # Full: deleting a frame cannot be saved. The old registry stays whole, no temp file is left.
             filler = fill(state)
             assert service.request("DELETE", f"/frames/{gone_when_full}")[0] == 200
-            health = wait_health(service, has_error=True)
+            health = await wait_health(service, has_error=True)
             assert "No space left" in str(health.get("state_dir_error")), health
             assert registry_ids(state) == sorted(ids)
             assert not list(state.glob("*.tmp")), "a half-written temporary file was left"
@@ -130,17 +127,17 @@ async def test_a_full_then_read_only_state_dir_keeps_frames_streaming_and_the_re
 
             # Space back: the registry catches up by itself.
             filler.unlink()
-            assert wait_health(service, has_error=False) == {"ok": True}
+            assert await wait_health(service, has_error=False) == {"ok": True}
             assert registry_ids(state) == sorted([watched, gone_when_read_only])
 
             # Read-only: the same story with EROFS.
             with read_only(state):
                 assert service.request("DELETE", f"/frames/{gone_when_read_only}")[0] == 200
-                health = wait_health(service, has_error=True)
+                health = await wait_health(service, has_error=True)
                 assert "Read-only" in str(health.get("state_dir_error")), health
                 assert registry_ids(state) == sorted([watched, gone_when_read_only])
                 await counter_runs(client, watched)
-            assert wait_health(service, has_error=False) == {"ok": True}
+            assert await wait_health(service, has_error=False) == {"ok": True}
             assert registry_ids(state) == [watched]
             assert service.get(f"/frames/{watched}")[1]["state"] == "live"
             await client.close()

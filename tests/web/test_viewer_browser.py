@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.support import Service, page_server
+from tests.fixtures import service_fixture
+from tests.support import Service
 from tests.web.browser import JS_CANVAS_POINT, Page, close_to, info, open_viewer, pixel, wait_pixel
 
 # One event loop, one viewer browser for the module (a fresh Chromium per test costs ~1.5 s each).
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
 
-PAGES = Path(__file__).parent / "pages"
 RED = (200, 40, 40)
 GREEN = (30, 180, 60)
 BLUE = (30, 60, 200)
@@ -37,23 +35,12 @@ FLAG = (425, 300)  # CSS centre of #flag
 BLANK = (20, 20)  # white background
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    with page_server(PAGES) as pages:
-        svc = Service(tmp_path_factory.mktemp("viewer-state"),
-                      frames=[f"{pages}/viewer.html@{CSS_W}x{CSS_H}"])
-        svc.pages = pages  # type: ignore[attr-defined]
-        svc.start(timeout=60)
-        try:
-            yield svc
-        finally:
-            svc.stop()
-            svc.kill_leftovers()
+service = service_fixture(f"viewer.html@{CSS_W}x{CSS_H}", scope="module", pages="web_pages", timeout=60)
 
 
 def new_frame(service: Service) -> str:
     """A fresh frame of the test page (so a test that drives it starts from red)."""
-    status, body = service.request("POST", "/frames", {"url": f"{service.pages}/viewer.html",  # type: ignore[attr-defined]
+    status, body = service.request("POST", "/frames", {"url": f"{service.pages}/viewer.html",
                                                         "width": CSS_W, "height": CSS_H})
     assert status == 201, body
     return str(body["id"])
@@ -122,7 +109,7 @@ async def test_only_named_frames_are_shown_and_no_frame_in_the_fragment_shows_al
                                                                                   page: Page) -> None:
     first = service.frame_ids()[0]
     # a second frame, at dpr 1 (the page's box centre is canvas pixel (200, 100) there)
-    status, body = service.request("POST", "/frames", {"url": f"{service.pages}/viewer.html",  # type: ignore[attr-defined]
+    status, body = service.request("POST", "/frames", {"url": f"{service.pages}/viewer.html",
                                                         "width": CSS_W, "height": CSS_H, "dpr": 1})
     assert status == 201, body
     second = str(body["id"])
@@ -212,7 +199,7 @@ async def test_go_live_form_makes_a_frame_live_and_shows_it(service: Service, pa
     await open_viewer(page, service.base, service.token("view"), [service.frame_ids()[0]])
     await page.wait_for("window.framestream.config && !document.getElementById('golive').hidden")
     before = set(service.frame_ids())
-    url = f"{service.pages}/viewer.html"  # type: ignore[attr-defined]
+    url = f"{service.pages}/viewer.html"
     await page.eval(f"""(() => {{
       const f = document.getElementById('golive').elements;
       f.url.value = {json.dumps(url)}; f.width.value = '320'; f.height.value = '200';

@@ -19,19 +19,18 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from framestream.tokens import mint_token
-from tests.support import Service, page_server
+from tests.fixtures import service_fixture
+from tests.support import Service
 from tests.web.browser import JS_CANVAS_POINT, Page, close_to, info, open_viewer, pixel, wait_pixel
 
 # One event loop, one viewer browser for the module (a fresh Chromium per test costs ~1.5 s each).
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
 
-PAGES = Path(__file__).parent / "pages"
 CSS_W, CSS_H = 640, 400
 RED = (200, 40, 40)
 GREEN = (30, 180, 60)
@@ -92,22 +91,8 @@ JS_REGS = """
 
 # -- the service, the pages, the browser ----------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def web_pages() -> Iterator[str]:
-    with page_server(PAGES) as base:
-        yield base
-
-
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    # A short idle pause, so that the paused state can be reached in a test (watched frames never pause).
-    svc = Service(tmp_path_factory.mktemp("robust-state"), env_extra={"FRAME_IDLE_PAUSE_S": "1"})
-    svc.start(timeout=60)
-    try:
-        yield svc
-    finally:
-        svc.stop()
-        svc.kill_leftovers()
+# A short idle pause, so that the paused state can be reached in a test (watched frames never pause).
+service = service_fixture(env={"FRAME_IDLE_PAUSE_S": "1"}, scope="module", pages="web_pages", timeout=60)
 
 
 @pytest.fixture
@@ -421,7 +406,7 @@ async def test_paused_and_closed_show_over_the_last_picture(service: Service, ma
     # Paused: a watched frame never pauses; the viewer stops watching, the idle rule pauses the frame, and when
     # the viewer watches again the service tells it `paused` before resuming it.
     await page.eval(f"window.framestream.client.unwatch({f})")
-    await asyncio.to_thread(service.wait_state, frame, "paused", 15)
+    await service.wait_state_async(frame, "paused", 15)
     drawn = (await info(page, frame) or {}).get("drawn", 0)
     await page.eval(f"window.framestream.client.watch({f}, document.querySelector('canvas[data-frame={f}]'))")
     await page.wait_for(f"fsRecords[{f}].some((r) => r.state === 'live')")
