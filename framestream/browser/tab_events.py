@@ -1,0 +1,126 @@
+"""What a browser's pages report (`TabEvent`s), the page set's settings, and the copy hook every page runs.
+
+Values only: `browser/tabs.py` makes them from DevTools events; a frame (frames/browsing.py) turns them into what
+its viewers hear.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from framestream.core.pages import DIALOG_TIMEOUT_S, MAX_PAGES, Dialog, FileChooser
+
+COPY_BINDING = "__framestreamCopied"  # named in COPY_HOOK
+# Main world, before the page's scripts: copied text (a copy or cut event, the async clipboard API) goes to the
+# binding, which only the frame's driver hears. Reading it from the X clipboard instead would need a selection
+# owner per display; the page knows what it copied.
+COPY_HOOK = """(() => {
+  if (window.__framestreamCopyHook) return;
+  Object.defineProperty(window, '__framestreamCopyHook', {value: true});
+  const send = globalThis.__framestreamCopied;
+  const post = (text) => { try { if (typeof text === 'string' && text) send(text); } catch (e) {} };
+  const selected = () => {
+    const a = document.activeElement;
+    if (a && (a instanceof HTMLInputElement || a instanceof HTMLTextAreaElement) && a.selectionStart !== null)
+      return a.value.slice(a.selectionStart, a.selectionEnd);
+    return String(getSelection());
+  };
+  const onCopy = (e) => post(e.defaultPrevented ? e.clipboardData.getData('text/plain') : selected());
+  addEventListener('copy', onCopy);
+  addEventListener('cut', onCopy);
+  const clip = navigator.clipboard;
+  if (clip) {
+    const writeText = Clipboard.prototype.writeText, write = Clipboard.prototype.write;
+    clip.writeText = function (text) {
+      return writeText.call(this, text).then((r) => { post(String(text)); return r; });
+    };
+    clip.write = function (items) {
+      return write.call(this, items).then(async (r) => {
+        for (const item of items) if (item.types.includes('text/plain'))
+          post(await (await item.getType('text/plain')).text());
+        return r;
+      });
+    };
+  }
+})();"""
+
+
+@dataclass(frozen=True, slots=True)
+class PagesChanged:
+    pages: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class PageNavigated:
+    page_id: str
+    url: str
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PageRefused:
+    url: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PageCrashed:
+    page_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DialogOpened:
+    dialog: Dialog
+
+
+@dataclass(frozen=True, slots=True)
+class DialogClosed:
+    id: str
+    reason: str  # "answered", "timeout", "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class FileChooserOpened:
+    chooser: FileChooser
+
+
+@dataclass(frozen=True, slots=True)
+class FileChooserClosed:
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DownloadProgress:
+    guid: str
+    name: str
+    url: str
+    received: int
+    total: int
+    state: str  # "started", "progress", "completed", "canceled"
+
+
+@dataclass(frozen=True, slots=True)
+class Copied:
+    text: str
+
+
+TabEvent = (PagesChanged | PageNavigated | PageRefused | PageCrashed | DialogOpened | DialogClosed
+            | FileChooserOpened | FileChooserClosed | DownloadProgress | Copied)
+
+
+@dataclass(frozen=True, slots=True)
+class TabSettings:
+    width: int  # encoded pixels
+    height: int
+    dpr: int
+    downloads_dir: Path
+    grant_permissions: tuple[str, ...] = ()
+    max_pages: int = MAX_PAGES
+    dialog_timeout_s: float = DIALOG_TIMEOUT_S
+
+
+__all__ = ["COPY_BINDING", "COPY_HOOK", "Copied", "DialogClosed", "DialogOpened", "DownloadProgress",
+           "FileChooserClosed", "FileChooserOpened", "PageCrashed", "PageNavigated", "PageRefused", "PagesChanged",
+           "TabEvent", "TabSettings"]
