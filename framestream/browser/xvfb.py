@@ -11,11 +11,13 @@ import shutil
 import subprocess
 import time
 from collections.abc import Sequence
+from typing import Generic, TypeVar
 
 from framestream.browser.process import spawn, terminate_group
 from framestream.errors import BrowserError
 
 log = logging.getLogger(__name__)
+_Proc = TypeVar("_Proc", asyncio.subprocess.Process, subprocess.Popen[bytes])
 
 START_TIMEOUT = 10.0
 # Xvfb reports no refresh rate, so Chromium animates at 60 frames a second while we send at most 30: half its
@@ -32,12 +34,12 @@ SCREEN_MARGIN = 1
 SERVICE_FLAGS = ("+extension", "DAMAGE", "-dpi", "96")
 
 
-class XvfbDisplay:
-    def __init__(self, proc: asyncio.subprocess.Process, number: int, width: int, height: int) -> None:
-        self.proc = proc
+class _Started(Generic[_Proc]):
+    """A running Xvfb: its process and the display number it chose."""
+
+    def __init__(self, proc: _Proc, number: int) -> None:
+        self.proc: _Proc = proc
         self.number = number
-        self.width = width
-        self.height = height
 
     @property
     def name(self) -> str:
@@ -46,6 +48,15 @@ class XvfbDisplay:
     @property
     def pid(self) -> int:
         return self.proc.pid
+
+
+class XvfbDisplay(_Started[asyncio.subprocess.Process]):
+    """A frame's display, started by the service (see `spawn`) with its refresh mode."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, number: int, width: int, height: int) -> None:
+        super().__init__(proc, number)
+        self.width = width
+        self.height = height
 
     @property
     def alive(self) -> bool:
@@ -152,21 +163,9 @@ def _read_chunk(fd: int) -> bytes:
     return chunk
 
 
-class XvfbServer:
+class XvfbServer(_Started[subprocess.Popen[bytes]]):
     """An Xvfb started without asyncio, for the capture tests and benchmarks: a plain child of this process
     (no session of its own, no parent-death signal), ended by its pid with `kill`."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], number: int) -> None:
-        self.proc = proc
-        self.number = number
-
-    @property
-    def name(self) -> str:
-        return f":{self.number}"
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
 
     @classmethod
     def start(cls, width: int, height: int, *extra: str, xvfb_path: str = "Xvfb",
