@@ -12,7 +12,8 @@ import { monotonicMs as now } from './clock.js';
 /**
  * The client. Events (CustomEvent, data in `detail`):
  *   open {welcome}; close {code, reason, reconnectInMs|null}; fatal {code, reason}
- *   frame-state, video-config, control, input-ack, error: the server's messages as they are
+ *   frame-state, video-config, control, input-ack, error, and the tab's dialog, dialog-closed, file-chooser,
+ *   file-chooser-closed, download, clipboard: the server's messages as they are
  *   decoder-error {frame, error}; keyframe-request {frame, reason}
  */
 export class FramestreamClient extends EventTarget {
@@ -145,10 +146,21 @@ export class FramestreamClient extends EventTarget {
   sendInput(frameId, events, { grant } = {}) {
     const list = Array.isArray(events) ? events : [events];
     if (!list.length) return null;
+    return this.sendStep(frameId, 'input', list.length === 1 ? { event: list[0] } : { events: list }, { grant });
+  }
+
+  /**
+   * Send one driver step: `input`, or `page`, `navigate`, `dialog-answer` (docs/protocol.md), with the grant
+   * and the next seq; answered `input-ack` or an `error` with that seq.
+   * @param {string} frameId
+   * @param {string} type
+   * @param {object} fields the message's own fields (`{action, page}`, `{url}`, `{id, accept, text}`...)
+   * @param {{grant?: string}} [opts] the drive grant; default the client's token
+   * @returns {number|null} the seq, or null when not connected
+   */
+  sendStep(frameId, type, fields, { grant } = {}) {
     const seq = this.seq + 1;
-    const msg = { type: 'input', frame: frameId, grant: grant || this.token, seq };
-    if (list.length === 1) msg.event = list[0];
-    else msg.events = list;
+    const msg = { type, frame: frameId, grant: grant || this.token, seq, ...fields };
     if (!this.transport.send(msg)) return null;
     this.seq = seq;
     this.pendingInput.set(seq, { frame: frameId, sentAt: now() });
@@ -158,6 +170,12 @@ export class FramestreamClient extends EventTarget {
   /** Input messages sent and not yet acknowledged. */
   get inputInFlight() {
     return this.pendingInput.size;
+  }
+
+  /** What the frame's browser shows and asks (pages, dialogs, file choosers, downloads, copied text): its
+   * TabState (lib/tabstate.js), or null when the frame is not watched. */
+  tab(frameId) {
+    return this.router.get(frameId)?.tab ?? null;
   }
 
   /** Counters and statistics of one frame (for overlays and tests). */

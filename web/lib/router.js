@@ -1,8 +1,9 @@
 // Which watched frame a message is for. JSON messages name their frame; video messages carry only a slot,
 // which the service gives in each watch's `video-config` and which holds for one connection only. Each frame's
-// last `frame-state` and `control` are kept here for info().
+// last `frame-state` and `control` are kept here for info(), and what its browser shows and asks (tabstate.js).
 
 import { parseVideoMessage, KIND_VIDEO } from './header.js';
+import { TabState, TAB_MESSAGES } from './tabstate.js';
 
 /** One watched frame: its slot on this connection, its last state and control messages, and its decoder. */
 export class WatchedFrame {
@@ -16,6 +17,7 @@ export class WatchedFrame {
     this.slot = null;
     this.state = null; // last frame-state message
     this.control = null; // last control message
+    this.tab = new TabState(); // its pages, dialogs, file choosers, downloads, copied text
   }
 
   info() {
@@ -64,12 +66,16 @@ export class Router {
         this.slots.set(msg.slot, frame);
         return true;
       case 'frame-state':
-        if (frame) frame.state = msg;
+        if (frame) {
+          frame.state = msg;
+          frame.tab.apply(msg);
+        }
         return true;
       case 'control':
         if (frame) frame.control = msg;
         return true;
       default:
+        if (frame && TAB_MESSAGES.has(msg.type)) frame.tab.apply(msg);
         return true;
     }
   }
@@ -93,6 +99,7 @@ export class Router {
     for (const frame of this.frames.values()) {
       frame.slot = null;
       frame.video.reset();
+      frame.tab.connectionLost();
     }
   }
 
