@@ -2,7 +2,7 @@
 // frame (every frame the token may see when no frame is named) and the Go live form when shared frames are on.
 // Fragment keys: token=T, frame=F (repeatable), control=C (a control token for Go live), stats=1.
 
-import { connect, mountFrame, webCodecsAvailable } from './framestream.js';
+import { connect, mountFrame, mountTabUi, webCodecsAvailable } from './framestream.js';
 import { decodeClaims, roleOf } from './lib/token.js';
 
 const $ = (id) => document.getElementById(id);
@@ -37,11 +37,13 @@ async function api(path, { method = 'GET', bearer = token, body } = {}) {
 function addView(frameId) {
   if (views.has(frameId)) return views.get(frameId);
   const view = mountFrame(client, frameId, $('frames'), { showStats: startWithStats });
+  view.tabUi = mountTabUi(client, view); // pages, navigation, dialogs, file choosers, downloads, copied text
   views.set(frameId, view);
   return view;
 }
 
 function removeView(frameId) {
+  views.get(frameId)?.tabUi.destroy();
   views.get(frameId)?.destroy();
   views.delete(frameId);
 }

@@ -16,6 +16,7 @@ export { defaultUrl } from './lib/transport.js';
 export { webCodecsAvailable } from './lib/decoder.js';
 export { mountFrame } from './lib/view.js';
 export { attachInput } from './lib/input.js';
+export { mountTabUi } from './lib/tabui.js';
 export { decodeClaims, roleOf } from './lib/token.js';
 
 /** Open a client. Options: see FramestreamClient (lib/client.js). */

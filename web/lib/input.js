@@ -7,6 +7,7 @@ import {
   HeldInputs, buttonName, heldButtonName, isComposing, isPasteShortcut, keyEvent, modifiersOf, textEvents,
 } from './keys.js';
 import { InputQueue } from './queue.js';
+import { pasteEvents } from './clipboard.js';
 
 const px = (v) => parseFloat(v) || 0;
 
@@ -161,7 +162,7 @@ export function attachInput(canvas, { send, frameSize, busy = () => false }) {
   on(sink, 'paste', (e) => {
     e.preventDefault();
     const text = e.clipboardData ? e.clipboardData.getData('text/plain') : '';
-    if (text) sendText(text);
+    for (const ev of pasteEvents(text)) now(ev); // a real paste in the page (its paste event, clipboardData)
   });
 
   // --- touch ---
