@@ -83,6 +83,7 @@ class Tabs:
             on("Browser.downloadWillBegin", self._on_download_begin),
             on("Browser.downloadProgress", self._on_download_progress),
             on("Runtime.bindingCalled", self._on_binding),
+            on("Page.loadEventFired", self._on_loaded),
         ]
         self.settings.downloads_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         await self.cdp.call("Browser.setDownloadBehavior", {
@@ -225,6 +226,16 @@ class Tabs:
         if moved:
             self._emit(PageNavigated(page.id, url, page is self.pages.active))
         self._changed()
+
+    def _on_loaded(self, params: dict[str, Any]) -> None:
+        page = self.pages.by_session(params.get("sessionId"))
+        if page is not None:  # a document's own <title> comes with no targetInfoChanged: read it once loaded
+            self.spawn(self._refresh_info(page.target_id), "page-title")
+
+    async def _refresh_info(self, target_id: str) -> None:
+        with contextlib.suppress(CDPError):
+            info = await self.cdp.call("Target.getTargetInfo", {"targetId": target_id}, timeout=5.0)
+            self._on_target_info(info)
 
     def _on_target_destroyed(self, params: dict[str, Any]) -> None:
         self._forget(str(params.get("targetId", "")))
