@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.procstat import CpuWindow, classify
+from benchmarks.procstat import CpuWindow, ThreadWindow, classify
 from benchmarks.viewer import Viewer
 from framestream.browser.proctable import descendants
 from tests.support import PAGES as TEST_PAGES
@@ -113,7 +113,7 @@ async def create_frame(service: Service, url: str, width: int, height: int, dpr:
     if status != 201:
         raise RuntimeError(f"POST /frames answered {status}: {body}")
     frame_id = str(body["id"])
-    await asyncio.to_thread(service.wait_state, frame_id, "live", 60.0)
+    await service.wait_state_async(frame_id, "live", 60.0)
     return frame_id
 
 
@@ -140,6 +140,20 @@ def cpu_window(service: Service, bench: Iterable[int] = ()) -> CpuWindow:
     ours = bench_pid() + list(bench)
     return CpuWindow({"service": lambda: kinds["service"], "chromium": lambda: kinds["chromium"],
                       "xvfb": lambda: kinds["xvfb"], "bench": lambda: ours})
+
+
+async def sample_cpu(service: Service, window: CpuWindow, seconds: float) -> tuple[dict[str, float], int, int]:
+    """vCPU of `window`'s groups and of the service's loop and worker threads over `seconds`, with the window's
+    bounds in microseconds since the epoch (to pick the pictures received within it)."""
+    assert service.proc is not None
+    threads = ThreadWindow(service.proc.pid)
+    t0 = time.time_ns() // 1000
+    window.start()
+    threads.start()
+    await asyncio.sleep(seconds)
+    cpu = window.stop()
+    cpu.update(threads.stop())
+    return cpu, t0, time.time_ns() // 1000
 
 
 async def open_watchers(service: Service, frame_id: str, count: int, timeout: float = 30.0) -> list[Viewer]:

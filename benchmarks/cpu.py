@@ -16,9 +16,19 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
-from benchmarks.common import Bench, bench_pid, create_frame, delete_frame, metric_delta, metrics, ratio, service_pids
+from benchmarks.common import (
+    Bench,
+    bench_pid,
+    create_frame,
+    delete_frame,
+    metric_delta,
+    metrics,
+    ratio,
+    sample_cpu,
+    service_pids,
+)
 from benchmarks.peers import FFmpegPeer, PeerDisplay, SelkiesPeer
-from benchmarks.procstat import CpuWindow, ThreadWindow
+from benchmarks.procstat import CpuWindow
 from benchmarks.viewer import Viewer, window_stats
 from tests.support import Service
 
@@ -48,15 +58,8 @@ async def measure_framestream(bench: Bench, service: Service, url: str, size: tu
             "xvfb": lambda: kinds["xvfb"],
             "bench": bench_pid,
         })
-        threads = ThreadWindow(kinds["service"][0])
         m0 = await asyncio.to_thread(metrics, service)
-        t0 = time.time_ns() // 1000
-        window.start()
-        threads.start()
-        await asyncio.sleep(bench.timing.window)
-        cpu = window.stop()
-        cpu.update(threads.stop())
-        t1 = time.time_ns() // 1000
+        cpu, t0, t1 = await sample_cpu(service, window, bench.timing.window)
         m1 = await asyncio.to_thread(metrics, service)
         stream = window_stats(viewer.recs, t0, t1)
         pictures = metric_delta(m0, m1, "framestream_pictures_total")

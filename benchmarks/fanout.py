@@ -11,8 +11,16 @@ import asyncio
 import time
 from typing import Any
 
-from benchmarks.common import Bench, close_viewers, cpu_window, create_frame, delete_frame, open_watchers, ratio
-from benchmarks.procstat import ThreadWindow
+from benchmarks.common import (
+    Bench,
+    close_viewers,
+    cpu_window,
+    create_frame,
+    delete_frame,
+    open_watchers,
+    ratio,
+    sample_cpu,
+)
 from benchmarks.viewer import Viewer, window_stats
 from tests.support import Service
 
@@ -21,16 +29,7 @@ SIZE = (1280, 800, 1)
 
 async def _sample(bench: Bench, service: Service, viewers: list[Viewer]) -> dict[str, Any]:
     await asyncio.sleep(bench.timing.warm)
-    assert service.proc is not None
-    window = cpu_window(service)
-    threads = ThreadWindow(service.proc.pid)
-    t0 = time.time_ns() // 1000
-    window.start()
-    threads.start()
-    await asyncio.sleep(bench.timing.window)
-    cpu = window.stop()
-    cpu.update(threads.stop())
-    t1 = time.time_ns() // 1000
+    cpu, t0, t1 = await sample_cpu(service, cpu_window(service), bench.timing.window)
     per = [window_stats(v.recs, t0, t1) for v in viewers]
     fps = [p["fps"] for p in per]
     drop_free = [p["drop_free"] for p in per if p["drop_free"] is not None]

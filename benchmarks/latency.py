@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import Bench, create_frame, delete_frame
-from benchmarks.viewer import Decoder, Viewer, percentiles
-from tests.support import Service, VideoMessage
+from benchmarks.viewer import Viewer, percentiles
+from tests.support import Service
 
 RED = (220, 30, 30)
 GREEN = (30, 180, 60)
@@ -36,23 +36,14 @@ async def run_one(bench: Bench, service: Service, size: tuple[int, int, int], cl
     css_w, css_h, dpr = size
     frame_id = await create_frame(service, bench.page("clicker.html"), css_w, css_h, dpr)
     viewer = await Viewer.open(service, keep=True)
-    decoder = Decoder()
-    seen_key = False
-    done = 0
     px, py = PROBE_CSS[0] * dpr, PROBE_CSS[1] * dpr
 
     def decode_pending() -> np.ndarray | None:
         """Decode every video message not decoded yet, in order; the newest picture (or None)."""
-        nonlocal done, seen_key
         picture = None
-        while done < len(viewer.videos):
-            video: VideoMessage = viewer.videos[done]
-            done += 1
-            seen_key = seen_key or video.keyframe
-            if seen_key:
-                out = decoder.decode(video.payload)
-                if out is not None:
-                    picture = out
+        for _, out in viewer.decoded():
+            if out is not None:
+                picture = out
         return picture
 
     async def read_for(seconds: float) -> np.ndarray | None:
@@ -98,20 +89,14 @@ async def run_one(bench: Bench, service: Service, size: tuple[int, int, int], cl
                 msg = await viewer.receive(max(0.001, limit - time.perf_counter()))
                 if isinstance(msg, dict) and msg.get("type") == "input-ack" and msg.get("seq") == seq:
                     acks.append((time.perf_counter() - sent) * 1000)
-                while done < len(viewer.videos):
-                    video = viewer.videos[done]
-                    done += 1
-                    seen_key = seen_key or video.keyframe
-                    if not seen_key:
-                        continue
-                    pic = decoder.decode(video.payload)
+                for video, pic in viewer.decoded():
                     if pic is not None and near(pic[py, px], target) and not found:
                         decoded_at = time.perf_counter()
                         recv_at = video.received_at
                         found = True
                         totals.append((decoded_at - sent) * 1000)
                         to_capture.append((video.capture_us - sent_wall_us) / 1000)
-                        rec = viewer.recs[-(len(viewer.videos) - done + 1)]
+                        rec = next(r for r in reversed(viewer.recs) if r.seq == video.sequence)
                         capture_to_recv.append((rec.recv_us - video.capture_us) / 1000)
                         recv_to_decoded.append((decoded_at - recv_at) * 1000)
             if found:
@@ -122,8 +107,7 @@ async def run_one(bench: Bench, service: Service, size: tuple[int, int, int], cl
                 if last is not None:
                     state = GREEN if near(last[py, px], GREEN) else RED
             await read_for(random.uniform(0.12, 0.25))
-            viewer.videos.clear()  # keep memory flat; `done` indexes the list
-            done = 0
+            viewer.forget_decoded()  # keep memory flat
     finally:
         await viewer.close()
         await delete_frame(service, frame_id)

@@ -570,12 +570,17 @@ async def churn(service: Service, frames: list[str], seconds: float, rng: random
     """Connections arriving every SOAK_ARRIVAL_S for `seconds`, each doing its plan; returns once all ended."""
     active: set[asyncio.Task[Outcome]] = set()
     done: list[asyncio.Task[Outcome]] = []
+
+    def ended(task: asyncio.Task[Outcome]) -> None:
+        active.discard(task)
+        done.append(task)
+
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if len(active) < SOAK_MAX_ACTIVE:
             task = asyncio.create_task(visit(service, soak_plan(frames, rng)))
             active.add(task)
-            task.add_done_callback(lambda t: (active.discard(t), done.append(t)))
+            task.add_done_callback(ended)
         await asyncio.sleep(SOAK_ARRIVAL_S)
     await asyncio.gather(*active)
     return [t.result() for t in done]

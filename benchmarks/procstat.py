@@ -102,40 +102,31 @@ def classify(processes: Iterable[ProcessInfo]) -> dict[str, list[int]]:
     return out
 
 
-def pss_kb(pid: int) -> int:
-    """Proportional set size (kB) from /proc/<pid>/smaps_rollup; 0 when unreadable."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def uss_kb(pid: int) -> int:
-    """Unique set size (kB): Private_Clean + Private_Dirty, what ending the process would give back."""
+def _sum_kb(path: str, *names: str) -> int:
+    """The sum of a /proc file's `Name:   N kB` lines for `names`; 0 when unreadable (the process is gone)."""
     total = 0
     try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
+        with open(path) as f:
             for line in f:
-                if line.startswith(("Private_Clean:", "Private_Dirty:")):
+                if line.startswith(names):
                     total += int(line.split()[1])
     except OSError:
         pass
     return total
 
 
+def pss_kb(pid: int) -> int:
+    """Proportional set size (kB), from /proc/<pid>/smaps_rollup."""
+    return _sum_kb(f"/proc/{pid}/smaps_rollup", "Pss:")
+
+
+def uss_kb(pid: int) -> int:
+    """Unique set size (kB): Private_Clean + Private_Dirty, what ending the process would give back."""
+    return _sum_kb(f"/proc/{pid}/smaps_rollup", "Private_Clean:", "Private_Dirty:")
+
+
 def rss_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return _sum_kb(f"/proc/{pid}/status", "VmRSS:")
 
 
 PidSource = Callable[[], Iterable[int]]

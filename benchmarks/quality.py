@@ -127,32 +127,22 @@ async def animated(bench: Bench, service: Service, size: tuple[int, int, int], s
     css_w, css_h, dpr = size
     frame_id = await create_frame(service, bench.page(page), css_w, css_h, dpr)
     viewer = await Viewer.open(service, keep=True)
-    decoder = Decoder()
     ring: collections.OrderedDict[int, np.ndarray] = collections.OrderedDict()
     pending: dict[int, np.ndarray] = {}
     scores: list[tuple[float, float]] = []
     stop = asyncio.Event()
 
     async def decode_loop() -> None:
-        seen_key = False
-        done = 0
         while not stop.is_set():
             await viewer.receive(0.1)
-            while done < len(viewer.videos):
-                video = viewer.videos[done]
-                done += 1
-                seen_key = seen_key or video.keyframe
-                if not seen_key:
-                    continue
-                out = decoder.decode(video.payload)
+            for video, out in viewer.decoded():
                 if out is not None and not video.refinement:
                     ring[video.capture_us] = out
                     while len(ring) > 24:
                         ring.popitem(last=False)
             match()
-            if done > 200:  # keep memory flat
-                del viewer.videos[:done]
-                done = 0
+            if len(viewer.videos) > 200:  # keep memory flat
+                viewer.forget_decoded()
 
     def match() -> None:
         for capture_us in list(pending):

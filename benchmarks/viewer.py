@@ -14,6 +14,7 @@ import itertools
 import json
 import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,26 +23,18 @@ import numpy as np
 import websockets
 from av.video.reformatter import ColorRange, Colorspace
 
-from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, unpack_video_header
-from tests.support import Service, StreamClient, VideoMessage
+from framestream.core.wire import unpack_video_header
+from tests.support import Service, StreamClient, VideoFlags, VideoMessage
 
 
 @dataclass(frozen=True, slots=True)
-class Rec:
+class Rec(VideoFlags):
     seq: int
     flags: int
     slot: int
     capture_us: int
     size: int
     recv_us: int
-
-    @property
-    def keyframe(self) -> bool:
-        return bool(self.flags & FLAG_KEYFRAME)
-
-    @property
-    def refinement(self) -> bool:
-        return bool(self.flags & FLAG_REFINEMENT)
 
 
 class Viewer(StreamClient):
@@ -51,6 +44,9 @@ class Viewer(StreamClient):
         super().__init__(ws)
         self.recs: list[Rec] = []
         self._pump: asyncio.Task[None] | None = None
+        self._decoder: Decoder | None = None
+        self._decoded = 0  # index in `videos` of the next message to decode
+        self._seen_key = False
 
     @classmethod
     async def open(cls, service: Service, *, keep: bool = False, token: str | None = None) -> Viewer:
@@ -110,6 +106,23 @@ class Viewer(StreamClient):
                 await self.receive(min(0.5, max(0.01, deadline - time.monotonic())))
             else:
                 await asyncio.sleep(0.01)
+
+    def decoded(self) -> Iterator[tuple[VideoMessage, np.ndarray | None]]:
+        """Every kept video message not decoded yet, in order from the first keyframe on, with its picture (None
+        when the decoder gave none for it)."""
+        if self._decoder is None:
+            self._decoder = Decoder()
+        while self._decoded < len(self.videos):
+            video = self.videos[self._decoded]
+            self._decoded += 1
+            self._seen_key = self._seen_key or video.keyframe
+            if self._seen_key:
+                yield video, self._decoder.decode(video.payload)
+
+    def forget_decoded(self) -> None:
+        """Drop the decoded messages (keeps memory flat over a long run)."""
+        del self.videos[: self._decoded]
+        self._decoded = 0
 
     async def close(self) -> None:
         await self.stop_pump()

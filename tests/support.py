@@ -257,14 +257,11 @@ class FramePool:
         assert status == 200, body
 
 
-@dataclass
-class VideoMessage:
+class VideoFlags:
+    """A received video message's flag bits by name (for anything with the header's `flags`)."""
+
+    __slots__ = ()
     flags: int
-    slot: int
-    sequence: int
-    capture_us: int
-    payload: bytes
-    received_at: float
 
     @property
     def keyframe(self) -> bool:
@@ -273,6 +270,16 @@ class VideoMessage:
     @property
     def refinement(self) -> bool:
         return bool(self.flags & FLAG_REFINEMENT)
+
+
+@dataclass
+class VideoMessage(VideoFlags):
+    flags: int
+    slot: int
+    sequence: int
+    capture_us: int
+    payload: bytes
+    received_at: float
 
 
 class StreamClient:
@@ -285,7 +292,7 @@ class StreamClient:
         self.ws = ws
         self.texts: list[dict[str, Any]] = []
         self.videos: list[VideoMessage] = []
-        self.decoders: dict[int, av.codec.context.CodecContext] = {}
+        self.decoders: dict[int, av.VideoCodecContext] = {}
 
     @classmethod
     async def connect(cls, service: Service, token: str | None = None, **kwargs: Any) -> StreamClient:
