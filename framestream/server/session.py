@@ -35,14 +35,8 @@ from framestream.core.wire import (
     PageRequest,
     Unwatch,
     Watch,
-    clipboard_message,
     control_message,
-    dialog_closed,
-    dialog_message,
-    download_message,
     error_message,
-    file_chooser_closed,
-    file_chooser_message,
     frame_state,
     input_ack,
     parse_client_message,
@@ -54,15 +48,10 @@ from framestream.frames.events import (
     DRIVER_EVENTS,
     ClipboardCopied,
     ControlChanged,
-    DialogGone,
-    DialogShown,
-    DownloadChanged,
-    FileChooserGone,
-    FileChooserShown,
     FrameEvent,
-    PageRefused,
     StateChanged,
 )
+from framestream.server.tab_messages import tab_event_text
 
 log = logging.getLogger(__name__)
 
@@ -149,25 +138,6 @@ Action = Send | Close | StartWatching[F] | StopWatching[F] | RequestKeyframe[F] 
 
 
 Step = Input | PageRequest | Navigate | DialogAnswer  # what a driver sends under a grant, in order
-
-
-def tab_event_text(event: FrameEvent) -> str | None:
-    """The wire message for what a frame's pages asked or gave (docs/protocol.md, "A frame is a whole tab")."""
-    if isinstance(event, DialogShown):
-        return dialog_message(event.frame_id, event.id, event.page, event.kind, event.message, event.default)
-    if isinstance(event, DialogGone):
-        return dialog_closed(event.frame_id, event.id, event.reason)
-    if isinstance(event, FileChooserShown):
-        return file_chooser_message(event.frame_id, event.id, event.page, event.multiple, event.accept)
-    if isinstance(event, FileChooserGone):
-        return file_chooser_closed(event.frame_id, event.id)
-    if isinstance(event, DownloadChanged):
-        return download_message(event.frame_id, event.id, event.name, event.size, event.state)
-    if isinstance(event, ClipboardCopied):
-        return clipboard_message(event.frame_id, event.text)
-    if isinstance(event, PageRefused):
-        return error_message("page-limit", event.message, event.frame_id)
-    return None
 
 
 def config_text(frame: SessionFrame, slot: int) -> str:
