@@ -16,12 +16,14 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from framestream.browser import navigation
 from framestream.browser.cdp import CDPConnection
+from framestream.browser.dialogs import Dialogs
+from framestream.browser.file_choosers import FileChoosers
 from framestream.browser.tab_events import (
     COPY_BINDING,
     COPY_HOOK,
@@ -38,7 +40,7 @@ from framestream.browser.tab_events import (
     TabEvent,
     TabSettings,
 )
-from framestream.core.pages import Dialog, FileChooser, Page, PageStack, dialog_kind, parse_accept
+from framestream.core.pages import Dialog, FileChooser, Page, PageStack
 from framestream.errors import BrowserError, CDPError, ProtocolError
 
 log = logging.getLogger(__name__)
@@ -53,13 +55,9 @@ class Tabs:
         self.cdp = cdp
         self.settings = settings
         self._emit = on_event
+        self.file_choosers = FileChoosers(cdp, on_event, self.spawn)
+        self.page_dialogs = Dialogs(cdp, on_event, self.spawn, settings.dialog_timeout_s)
         self.pages = PageStack()
-        self.dialogs: dict[str, Dialog] = {}
-        self.choosers: dict[str, FileChooser] = {}
-        self._dialog_ids = 0
-        self._chooser_ids = 0
-        self._dialog_timers: dict[str, asyncio.TimerHandle] = {}
-        self._dialog_opened: dict[str, asyncio.Event] = {}  # per session: wakes an input waiting on that page
         self._hung: dict[str, asyncio.Event] = {}  # per session: set while the page does not answer
         self._tasks: set[asyncio.Task[Any]] = set()
         self._unsubscribe: list[Callable[[], None]] = []
@@ -104,9 +102,7 @@ class Tabs:
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe = []
-        for timer in self._dialog_timers.values():
-            timer.cancel()
-        self._dialog_timers.clear()
+        self.page_dialogs.close()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -249,11 +245,8 @@ class Tabs:
         page, was_active = self.pages.remove(target_id)
         if page is None:
             return
-        for dialog in [d for d in self.dialogs.values() if d.page_id == page.id]:
-            self._dialog_gone(dialog.id, "closed")
-        for chooser in [c for c in self.choosers.values() if c.page_id == page.id]:
-            del self.choosers[chooser.id]
-            self._emit(FileChooserClosed(chooser.id))
+        self.page_dialogs.page_closed(page.id)
+        self.file_choosers.page_closed(page.id)
         log.info("page %s closed", page.id)
         if was_active and self.pages.active is not None:
             # The page below (a popup's opener) takes the screen and the input back at once.
@@ -293,7 +286,7 @@ class Tabs:
         target = page or self.pages.active
         if target is None:
             return None
-        return next((d for d in self.dialogs.values() if d.page_id == target.id), None)
+        return self.page_dialogs.on(target)
 
     async def dispatch(self, method: str, params: dict[str, Any], *, timeout: float = 5.0) -> None:
         """Apply one input event to the active page; returns early when the event opened a dialog, and raises
@@ -301,7 +294,7 @@ class Tabs:
         page = self.active
         if not page.responsive:
             raise ProtocolError("unresponsive", f"page {page.id} is not answering (reload it with a page action)")
-        opened = self._dialog_opened.setdefault(page.session_id, asyncio.Event())
+        opened = self.page_dialogs.opened_event(page.session_id)
         opened.clear()
         hung = self._hung.setdefault(page.session_id, asyncio.Event())
         call = asyncio.ensure_future(self.call(method, params, page=page, timeout=timeout))
@@ -345,159 +338,51 @@ class Tabs:
 
     async def navigate(self, url: str, *, timeout: float = 30.0) -> str | None:
         """Navigate the active page and wait for its load; returns Chrome's error text (net::ERR_...) or None."""
-        page = self.active
-        loaded = asyncio.get_running_loop().create_future()
-
-        def on_load(params: dict[str, Any]) -> None:
-            if params.get("sessionId") == page.session_id and not loaded.done():
-                loaded.set_result(None)
-
-        unsubscribe = self.cdp.on("Page.loadEventFired", on_load)
-        try:
-            result = await self.call("Page.navigate", {"url": url}, page=page, timeout=timeout)
-            error = result.get("errorText")
-            if error:
-                return str(error)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(loaded, timeout)
-            return None
-        finally:
-            unsubscribe()
+        return await navigation.load(self.cdp, self.active.session_id, url, timeout=timeout)
 
     async def go(self, step: int, *, timeout: float = 10.0) -> None:
         """Back (-1) or forward (+1) in the active page's history, once the entry has committed."""
-        page = self.active
-        history = await self.call("Page.getNavigationHistory", page=page)
-        entries, index = history.get("entries", []), int(history.get("currentIndex", 0))
-        if not 0 <= index + step < len(entries):
-            raise ProtocolError("bad-input", "no page to go " + ("back" if step < 0 else "forward") + " to")
-        committed = asyncio.get_running_loop().create_future()
-
-        def on_commit(params: dict[str, Any]) -> None:
-            frame = params.get("frame")
-            if params.get("sessionId") == page.session_id and not committed.done() and (
-                    not isinstance(frame, dict) or not frame.get("parentId")):
-                committed.set_result(None)
-
-        unsubscribes = [self.cdp.on("Page.frameNavigated", on_commit),
-                        self.cdp.on("Page.navigatedWithinDocument", on_commit)]
-        try:
-            await self.call("Page.navigateToHistoryEntry", {"entryId": entries[index + step]["id"]}, page=page)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(committed, timeout)
-        finally:
-            for unsubscribe in unsubscribes:
-                unsubscribe()
+        await navigation.go(self.cdp, self.active.session_id, step, timeout=timeout)
 
     async def forget_history(self) -> None:
         """The frame's first page has no history before it (Back never leaves the frame's own pages)."""
         await self.call("Page.resetNavigationHistory")
 
-    # -- dialogs -----------------------------------------------------------------------------------------
+    # -- dialogs (browser/dialogs.py) ----------------------------------------------------------------------
+
+    @property
+    def dialogs(self) -> dict[str, Dialog]:
+        return self.page_dialogs.open
 
     def _on_dialog_opening(self, params: dict[str, Any]) -> None:
         page = self.pages.by_session(params.get("sessionId"))
-        if page is None:
-            return
-        self._dialog_ids += 1
-        dialog = Dialog(f"d{self._dialog_ids}", page.id, dialog_kind(params.get("type")),
-                        str(params.get("message", ""))[:4096], str(params.get("defaultPrompt", ""))[:4096],
-                        time.monotonic())
-        self.dialogs[dialog.id] = dialog
-        self._dialog_timers[dialog.id] = asyncio.get_running_loop().call_later(
-            self.settings.dialog_timeout_s, lambda: self.spawn(self._expire(dialog.id), "dialog-timeout"))
-        event = self._dialog_opened.get(page.session_id)
-        if event is not None:
-            event.set()
-        log.info("page %s opened a %s dialog", page.id, dialog.kind)
-        self._emit(DialogOpened(dialog))
+        if page is not None:
+            self.page_dialogs.opening(page, params)
 
     def _on_dialog_closed(self, params: dict[str, Any]) -> None:
         page = self.pages.by_session(params.get("sessionId"))
-        dialog = self.open_dialog(page) if page is not None else None
-        if dialog is not None:
-            self._dialog_gone(dialog.id, "answered")
-
-    def _dialog_gone(self, dialog_id: str, reason: str) -> None:
-        if self.dialogs.pop(dialog_id, None) is None:
-            return
-        timer = self._dialog_timers.pop(dialog_id, None)
-        if timer is not None:
-            timer.cancel()
-        self._emit(DialogClosed(dialog_id, reason))
+        if page is not None:
+            self.page_dialogs.closed(page)
 
     async def answer_dialog(self, dialog_id: str, accept: bool, text: str | None = None) -> None:
-        dialog = self.dialogs.get(dialog_id)
-        if dialog is None:
-            raise ProtocolError("unknown-dialog", f"no open dialog {dialog_id!r}")
-        params: dict[str, Any] = {"accept": accept}
-        if text is not None and dialog.kind == "prompt":
-            params["promptText"] = text
-        await self.call("Page.handleJavaScriptDialog", params, page=self.page(dialog.page_id), timeout=5.0)
-        self._dialog_gone(dialog_id, "answered")
+        await self.page_dialogs.answer(dialog_id, accept, text)
 
-    async def _expire(self, dialog_id: str) -> None:
-        dialog = self.dialogs.get(dialog_id)
-        if dialog is None:
-            return
-        log.info("nobody answered dialog %s in %g s; dismissed", dialog_id, self.settings.dialog_timeout_s)
-        with contextlib.suppress(CDPError, ProtocolError):
-            await self.call("Page.handleJavaScriptDialog", {"accept": False}, page=self.page(dialog.page_id))
-        self._dialog_gone(dialog_id, "timeout")
+    # -- file choosers (browser/file_choosers.py) ----------------------------------------------------------
 
-    # -- file choosers -----------------------------------------------------------------------------------
+    @property
+    def choosers(self) -> dict[str, FileChooser]:
+        return self.file_choosers.open
 
     def _on_file_chooser(self, params: dict[str, Any]) -> None:
         page = self.pages.by_session(params.get("sessionId"))
         if page is not None:
-            self.spawn(self._tell_chooser(page, params), "file-chooser")
-
-    async def _tell_chooser(self, page: Page, params: dict[str, Any]) -> None:
-        node = params.get("backendNodeId")
-        accept: tuple[str, ...] = ()
-        if isinstance(node, int):
-            with contextlib.suppress(CDPError):
-                described = await self.call("DOM.describeNode", {"backendNodeId": node}, page=page)
-                attributes = described.get("node", {}).get("attributes", [])
-                accept = parse_accept(dict(zip(attributes[::2], attributes[1::2], strict=False)).get("accept"))
-        self._chooser_ids += 1
-        chooser = FileChooser(f"c{self._chooser_ids}", page.id, page.session_id,
-                              node if isinstance(node, int) else None,
-                              params.get("mode") == "selectMultiple", accept)
-        self.choosers[chooser.id] = chooser
-        log.info("page %s opened a file chooser", page.id)
-        self._emit(FileChooserOpened(chooser))
-
-    def chooser(self, chooser_id: str) -> FileChooser:
-        chooser = self.choosers.get(chooser_id)
-        if chooser is None:
-            raise ProtocolError("unknown-file-chooser", f"no open file chooser {chooser_id!r}")
-        return chooser
+            self.file_choosers.opened(page, params)
 
     async def choose_files(self, chooser_id: str, paths: Iterable[Path]) -> None:
-        chooser = self.chooser(chooser_id)
-        files = [str(p) for p in paths]
-        if len(files) > 1 and not chooser.multiple:
-            raise ProtocolError("bad-input", "this file chooser takes one file")
-        if chooser.backend_node_id is None:
-            raise ProtocolError("bad-input", "this file chooser has no file input to fill")
-        await self.cdp.call("DOM.setFileInputFiles", {"files": files, "backendNodeId": chooser.backend_node_id},
-                            session_id=chooser.session_id, timeout=10.0)
-        del self.choosers[chooser_id]
-        self._emit(FileChooserClosed(chooser_id))
+        await self.file_choosers.choose(chooser_id, paths)
 
     async def cancel_chooser(self, chooser_id: str) -> None:
-        chooser = self.chooser(chooser_id)
-        if chooser.backend_node_id is not None:
-            with contextlib.suppress(CDPError):
-                node = await self.cdp.call("DOM.resolveNode", {"backendNodeId": chooser.backend_node_id},
-                                           session_id=chooser.session_id)
-                await self.cdp.call("Runtime.callFunctionOn", {
-                    "objectId": node["object"]["objectId"],
-                    "functionDeclaration": "function () { this.dispatchEvent(new Event('cancel', {bubbles: true})); }",
-                }, session_id=chooser.session_id)
-        del self.choosers[chooser_id]
-        self._emit(FileChooserClosed(chooser_id))
+        await self.file_choosers.cancel(chooser_id)
 
     # -- downloads, clipboard, crashes --------------------------------------------------------------------
 
