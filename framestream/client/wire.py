@@ -13,6 +13,7 @@ from framestream.core.wire import (
     ClientMessage,
     DialogAnswer,
     Hello,
+    Input,
     InputEvent,
     KeyEvent,
     KeyframeRequest,
@@ -32,7 +33,7 @@ __all__ = ["encode_client_message", "event_to_dict", "navigate_body"]
 
 def _num_out(value: float) -> float | int:
     # Whole numbers go out as integers: shorter, and what a JavaScript client would send.
-    return int(value) if value.is_integer() else value
+    return int(value) if float(value).is_integer() else value
 
 
 def event_to_dict(event: InputEvent) -> dict[str, object]:
@@ -94,6 +95,8 @@ def encode_client_message(message: ClientMessage) -> str:
         return _dumps({"type": "unwatch", "frame": message.frame})
     if isinstance(message, KeyframeRequest):
         return _dumps({"type": "keyframe", "frame": message.frame})
+    if not isinstance(message, Input | PageRequest | Navigate | DialogAnswer):
+        raise TypeError(f"no client encoding for {type(message).__name__}")
     envelope: dict[str, object] = {"frame": message.frame, "grant": message.grant, "seq": message.seq}
     if isinstance(message, PageRequest):
         return _dumps({"type": "page", **envelope, "action": message.action, "page": message.page})

@@ -1,0 +1,210 @@
+"""`Client`: the one object an agent or an app holds: HTTP routes, the WebSocket, watched frames and steps.
+
+    async with await Client.connect("http://127.0.0.1:7682", key=SandboxKey(secret, "local")) as client:
+        view = await client.watch("f1")
+        step = await client.click("f1", 100, 60)
+        picture = await view.picture_after(step.sent_us)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+
+import aiohttp
+
+from framestream.client import steps
+from framestream.client.connection import Connection
+from framestream.client.errors import ClientError
+from framestream.client.grants import GrantSource, SandboxKey, TokenSource, grant_for
+from framestream.client.http import FrameInfo, FramesApi, HttpStep, Screenshot
+from framestream.client.view import FrameView
+from framestream.core.wire import (
+    DialogAnswer,
+    Input,
+    InputEvent,
+    MouseButton,
+    Navigate,
+    NavigateAction,
+    PageAction,
+    PageRequest,
+)
+
+__all__ = ["Client", "Step"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step the service applied: its `seq`, and when it was sent and acknowledged (this machine's wall clock,
+    µs). `picture_after(step.sent_us)` is the first picture that can show its effect."""
+
+    frame: str
+    seq: int
+    sent_us: int
+    acked_us: int
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+class Client:
+    """A framestream client. Make it with `Client.connect`; close it with `close()` or `async with`."""
+
+    def __init__(self, session: aiohttp.ClientSession, api: FramesApi, connection: Connection,
+                 grants: GrantSource | None) -> None:
+        self._session = session
+        self.api = api
+        self.connection = connection
+        self._grants = grants
+
+    @classmethod
+    async def connect(cls, url: str = "http://127.0.0.1:7682", *, token: TokenSource | None = None,
+                      grants: GrantSource | None = None, control: TokenSource | None = None,
+                      key: SandboxKey | None = None, reconnect: bool = True,
+                      backoff: tuple[float, float] = (0.1, 5.0)) -> Client:
+        """Connect to the service at `url` (its HTTP base).
+
+        `token` (view, drive or control) says hello and reads over HTTP; `grants` drives: a drive token, or a
+        callable minting one per step. With `key` (the sandbox's secret), every token is minted as needed:
+        view for reading, control for frames, a one-step grant per step."""
+        if key is not None:
+            token = token or key.view
+            grants = grants or key.step
+            control = control or key.control
+        if token is None:
+            raise ValueError("connect needs a token (or a key)")
+        base = url.rstrip("/")
+        ws_url = ("wss://" + base[len("https://"):] if base.startswith("https://")
+                  else "ws://" + base.removeprefix("http://")) + "/ws"
+        session = aiohttp.ClientSession()
+        try:
+            connection = await Connection.open(session, ws_url, token, reconnect=reconnect, backoff=backoff)
+        except BaseException:
+            await session.close()
+            raise
+        return cls(session, FramesApi(session, base, token, control), connection, grants)
+
+    async def close(self) -> None:
+        """Close the socket, end the reader task and the HTTP session: nothing of the client stays open."""
+        try:
+            await self.connection.close()
+        finally:
+            await self._session.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    # -- frames ---------------------------------------------------------------------------------------------------
+
+    async def list_frames(self) -> list[FrameInfo]:
+        return await self.api.list_frames()
+
+    async def frame_info(self, frame: str) -> FrameInfo:
+        return await self.api.frame(frame)
+
+    async def create_frame(self, url: str, width: int = 1280, height: int = 800, dpr: int | None = None
+                           ) -> FrameInfo:
+        """Make a frame live (control token); returns at once, while it launches."""
+        return await self.api.create_frame(url, width, height, dpr)
+
+    async def delete_frame(self, frame: str, *, purge: bool = False) -> None:
+        await self.api.delete_frame(frame, purge=purge)
+
+    async def watch(self, frame: str, *, decode: bool = True, timeout: float = 60.0) -> FrameView:
+        """Watch `frame` (resuming or reopening it): its pictures decoded unless `decode` is false."""
+        return await self.connection.watch(frame, decode=decode, timeout=timeout)
+
+    async def unwatch(self, frame: str) -> None:
+        await self.connection.unwatch(frame)
+
+    def view(self, frame: str) -> FrameView | None:
+        return self.connection.views.get(frame)
+
+    async def screenshot(self, frame: str, *, css: bool = False) -> Screenshot:
+        """The frame's current picture as PNG (lossless), at its encoded size or its CSS size (`css`)."""
+        return await self.api.screenshot(frame, css=css)
+
+    # -- steps ----------------------------------------------------------------------------------------------------
+
+    async def _grant(self, frame: str, grant: str | None) -> str:
+        if grant is not None:
+            return grant
+        if self._grants is None:
+            raise ClientError("this client has no grants: connect with grants= or key=")
+        return await grant_for(self._grants, frame)
+
+    async def send(self, frame: str, events: Sequence[InputEvent], *, grant: str | None = None,
+                   timeout: float = 30.0) -> Step:
+        """Apply `events` as one step; returns once acknowledged. Raises `Superseded`, `Forbidden`, `Expired`,
+        `RateLimited`, `UnknownFrame`, `BadInput`... as the service answers."""
+        if not 1 <= len(events) <= 256:
+            raise ValueError("a step has 1 to 256 events")
+        token = await self._grant(frame, grant)
+        sent_us = _now_us()
+        answer = await self.connection.request(lambda seq: Input(frame, token, seq, tuple(events)), timeout)
+        return Step(frame, int(answer["seq"]), sent_us, _now_us())
+
+    async def click(self, frame: str, x: float, y: float, *, button: MouseButton = "left", modifiers: int = 0,
+                    grant: str | None = None) -> Step:
+        return await self.send(frame, steps.click(x, y, button=button, modifiers=modifiers), grant=grant)
+
+    async def double_click(self, frame: str, x: float, y: float, *, grant: str | None = None) -> Step:
+        return await self.send(frame, steps.click(x, y, count=2), grant=grant)
+
+    async def move(self, frame: str, x: float, y: float, *, grant: str | None = None) -> Step:
+        return await self.send(frame, steps.move(x, y), grant=grant)
+
+    async def drag(self, frame: str, x0: float, y0: float, x1: float, y1: float, *, moves: int = 10,
+                   grant: str | None = None) -> Step:
+        return await self.send(frame, steps.drag(x0, y0, x1, y1, steps=moves), grant=grant)
+
+    async def scroll(self, frame: str, x: float, y: float, dx: float = 0.0, dy: float = 0.0, *,
+                     grant: str | None = None) -> Step:
+        return await self.send(frame, steps.scroll(x, y, dx, dy), grant=grant)
+
+    async def type_text(self, frame: str, text: str, *, grant: str | None = None) -> Step:
+        return await self.send(frame, steps.text(text), grant=grant)
+
+    async def press(self, frame: str, keys: str, *, grant: str | None = None) -> Step:
+        """A key or chord: "Enter", "Control+A", "Shift+Tab"."""
+        return await self.send(frame, steps.chord(keys), grant=grant)
+
+    async def navigate(self, frame: str, url: str | None = None, *, action: NavigateAction | None = None,
+                       grant: str | None = None, timeout: float = 40.0) -> Step:
+        """Load `url` in the active page, or go back, forward or reload; returns once committed."""
+        token = await self._grant(frame, grant)
+        sent_us = _now_us()
+        answer = await self.connection.request(lambda seq: Navigate(frame, token, seq, url, action), timeout)
+        return Step(frame, int(answer["seq"]), sent_us, _now_us())
+
+    async def page(self, frame: str, action: PageAction, page: str, *, grant: str | None = None) -> Step:
+        """Activate, close or reload one of the frame's pages (ids from `view.state.pages`)."""
+        token = await self._grant(frame, grant)
+        sent_us = _now_us()
+        answer = await self.connection.request(lambda seq: PageRequest(frame, token, seq, action, page))
+        return Step(frame, int(answer["seq"]), sent_us, _now_us())
+
+    async def answer_dialog(self, frame: str, dialog: str, accept: bool, text: str | None = None, *,
+                            grant: str | None = None) -> Step:
+        """OK (`accept`) or Cancel an open dialog (ids from `view.dialogs`); `text` answers a prompt."""
+        token = await self._grant(frame, grant)
+        sent_us = _now_us()
+        answer = await self.connection.request(lambda seq: DialogAnswer(frame, token, seq, dialog, accept, text))
+        return Step(frame, int(answer["seq"]), sent_us, _now_us())
+
+    async def send_http(self, frame: str, events: Sequence[InputEvent], *, grant: str | None = None) -> HttpStep:
+        """The same step over `POST /frames/{id}/input` (no WebSocket needed): tells whether a picture changed."""
+        token = await self._grant(frame, grant)
+        return await self.api.input(frame, token, self.connection.next_seq(), events)
+
+    def __repr__(self) -> str:
+        return f"Client({self.api.base!r})"
+
+

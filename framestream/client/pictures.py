@@ -1,0 +1,143 @@
+"""Pictures: the stream's H.264 decoded with PyAV into numpy arrays, and PNG read, scaled and written.
+
+A `Picture` keeps the decoded frame and converts it to RGB only when asked (`rgb`), so a client that decodes
+every picture to keep its decoder in step pays the colour conversion only for the pictures it looks at.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import av
+import numpy as np
+from av.video.reformatter import ColorRange, Colorspace
+
+from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT
+
+__all__ = ["Picture", "StreamDecoder", "png_size", "png_to_rgb", "rgb_to_png", "scale_png"]
+
+Rgb = np.ndarray  # (height, width, 3) uint8
+
+
+@dataclass(eq=False)
+class Picture:
+    """One decoded picture of a frame's stream, at the encoded size (CSS size times dpr)."""
+
+    frame: av.VideoFrame = field(repr=False)
+    sequence: int
+    capture_us: int  # the service's capture time, microseconds since the Unix epoch
+    flags: int
+    received_us: int  # when this client received it (its wall clock, microseconds)
+    decoded_at: float  # time.monotonic() once decoded
+    _rgb: Rgb | None = field(default=None, repr=False)
+
+    @property
+    def keyframe(self) -> bool:
+        return bool(self.flags & FLAG_KEYFRAME)
+
+    @property
+    def refinement(self) -> bool:
+        """A sharpening re-encode of an unchanged picture (the page did not change)."""
+        return bool(self.flags & FLAG_REFINEMENT)
+
+    @property
+    def width(self) -> int:
+        return int(self.frame.width)
+
+    @property
+    def height(self) -> int:
+        return int(self.frame.height)
+
+    @property
+    def rgb(self) -> Rgb:
+        """(height, width, 3) uint8, converted with the BT.709 limited-range matrix the stream signals."""
+        if self._rgb is None:
+            self._rgb = self.frame.to_ndarray(format="rgb24", src_colorspace=Colorspace.ITU709,
+                                              src_color_range=ColorRange.MPEG, dst_color_range=ColorRange.JPEG)
+        return self._rgb
+
+    def pixel(self, x: float, y: float, dpr: float = 1.0) -> tuple[int, int, int]:
+        """The colour at CSS point (x, y) of a frame at `dpr`."""
+        row = self.rgb[min(self.height - 1, int(y * dpr)), min(self.width - 1, int(x * dpr))]
+        return int(row[0]), int(row[1]), int(row[2])
+
+
+class StreamDecoder:
+    """One frame's decoder: fed every access unit in order, from a keyframe on."""
+
+    def __init__(self) -> None:
+        self._ctx: av.VideoCodecContext = av.CodecContext.create("h264", "r")
+        self._synced = False
+
+    def reset(self) -> None:
+        """A new `video-config` (a restarted frame): a fresh decoder that waits for a keyframe."""
+        self._ctx = av.CodecContext.create("h264", "r")
+        self._synced = False
+
+    @property
+    def synced(self) -> bool:
+        return self._synced
+
+    def lose_sync(self) -> None:
+        """Pictures were skipped: decode nothing until the next keyframe."""
+        self._synced = False
+
+    def decode(self, payload: bytes, *, sequence: int, capture_us: int, flags: int, received_us: int
+               ) -> Picture | None:
+        """The picture this access unit completes, or None (not synced yet, or the decoder gave none).
+
+        Raises `av.FFmpegError` on a broken unit; the caller then waits for a keyframe."""
+        if flags & FLAG_KEYFRAME:
+            self._synced = True
+        if not self._synced:
+            return None
+        try:
+            frames = self._ctx.decode(av.Packet(payload))
+        except av.FFmpegError:
+            self._synced = False
+            raise
+        if not frames:
+            return None
+        return Picture(frames[-1], sequence, capture_us, flags, received_us, time.monotonic())
+
+
+def _decode_png(data: bytes) -> av.VideoFrame:
+    ctx = av.CodecContext.create("png", "r")
+    frames = ctx.decode(av.Packet(data))
+    if not frames:
+        raise ValueError("not a PNG picture")
+    return frames[0]
+
+
+def png_to_rgb(data: bytes) -> Rgb:
+    """A PNG as (height, width, 3) uint8 RGB."""
+    return _decode_png(data).to_ndarray(format="rgb24")
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) from the PNG's header."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or len(data) < 24:
+        raise ValueError("not a PNG")
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def rgb_to_png(rgb: Rgb) -> bytes:
+    """(height, width, 3) uint8 RGB as PNG."""
+    frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb, dtype=np.uint8), format="rgb24")
+    return _encode_png(frame)
+
+
+def _encode_png(frame: av.VideoFrame) -> bytes:
+    ctx = av.CodecContext.create("png", "w")
+    ctx.width, ctx.height, ctx.pix_fmt = frame.width, frame.height, "rgb24"
+    packets = [*ctx.encode(frame), *ctx.encode(None)]
+    return b"".join(bytes(p) for p in packets)
+
+
+def scale_png(data: bytes, width: int, height: int) -> bytes:
+    """The PNG at (width, height), averaging areas (a dpr 2 screenshot at CSS size keeps its colours)."""
+    frame = _decode_png(data)
+    if (frame.width, frame.height) == (width, height):
+        return data
+    return _encode_png(frame.reformat(width, height, format="rgb24", interpolation="AREA"))

@@ -1,0 +1,59 @@
+"""framestream.client's connection: it reconnects after the service restarts and re-watches, and closing it leaves
+no task and no socket behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import pytest
+
+from framestream.client import Client, ConnectionLost, SandboxKey
+from tests.client.agent_page import BUTTON, GREY, RED, near
+from tests.fixtures import service_fixture
+from tests.support import Service
+
+pytestmark = pytest.mark.integration
+
+service = service_fixture("agent.html@640x400")
+
+
+def open_fds() -> set[int]:
+    return {int(fd) for fd in os.listdir("/proc/self/fd")}
+
+
+async def test_reconnects_after_the_service_restarts_and_watches_again(service: Service, key: SandboxKey) -> None:
+    [frame] = service.frame_ids()
+    async with await Client.connect(service.base, key=key, backoff=(0.05, 0.5)) as client:
+        view = await client.watch(frame)
+        await view.picture_after(0, where=lambda p: near(p.pixel(*BUTTON, dpr=2), GREY))
+        await asyncio.to_thread(service.stop)
+        await view.wait_for(lambda v: v.config is None)  # the socket went
+        with pytest.raises(ConnectionLost):
+            await client.click(frame, *BUTTON)
+        await asyncio.to_thread(service.start)
+        await client.connection.wait_connected()
+        assert client.connection.connects == 2
+        await view.wait_for(lambda v: v.config is not None, timeout=60)
+        restarted_us = time.time_ns() // 1000
+        # Pictures flow again on the same view, and steps work again.
+        await view.picture_after(restarted_us, where=lambda p: near(p.pixel(*BUTTON, dpr=2), GREY), timeout=60)
+        step = await client.click(frame, *BUTTON)
+        await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(*BUTTON, dpr=2), RED))
+
+
+async def test_closing_leaves_no_task_and_no_socket(service: Service, key: SandboxKey) -> None:
+    [frame] = service.frame_ids()
+    tasks_before = asyncio.all_tasks()
+    fds_before = open_fds()
+    client = await Client.connect(service.base, key=key)
+    view = await client.watch(frame)
+    step = await client.click(frame, *BUTTON)
+    await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(*BUTTON, dpr=2), RED))
+    await view.settle(quiet=0.2)
+    await client.screenshot(frame, css=True)
+    assert len(open_fds()) > len(fds_before)  # the socket is open while the client is
+    await client.close()
+    assert asyncio.all_tasks() == tasks_before
+    assert open_fds() <= fds_before, sorted(open_fds() - fds_before)

@@ -1,0 +1,88 @@
+"""framestream.client against the real service (Xvfb, Chromium, libx264): an agent's steps and what it sees."""
+
+from __future__ import annotations
+
+import pytest
+
+from framestream.client import Client, SandboxKey, Superseded, UnknownFrame, png_to_rgb
+from tests.client.agent_page import BUTTON, FIELD, GREY, MARKS, RED, near, typed_text
+from tests.fixtures import service_fixture
+from tests.support import Service
+
+pytestmark = pytest.mark.integration
+
+service = service_fixture(scope="module")
+
+
+async def test_a_click_turns_the_button_red_in_the_first_picture_after_the_step(client: Client, frame: str) -> None:
+    view = await client.watch(frame)
+    await view.picture_after(0, where=lambda p: near(p.pixel(*BUTTON), GREY))  # the page is painted
+    step = await client.click(frame, *BUTTON)
+    assert step.acked_us >= step.sent_us
+    # The first picture that shows the change: the click's effect, in order, as the page painted it.
+    after = await view.picture_after(step.sent_us, where=lambda p: not near(p.pixel(*BUTTON), GREY))
+    assert near(after.pixel(*BUTTON), RED), after.pixel(*BUTTON)
+    assert after.capture_us >= step.sent_us
+    assert (after.width, after.height) == (640, 400)
+    settled = await view.settle(quiet=0.3)
+    assert near(settled.pixel(*BUTTON), RED)
+
+
+async def test_typed_text_appears(client: Client, frame: str) -> None:
+    view = await client.watch(frame)
+    await view.picture_after(0, where=lambda p: near(p.pixel(*BUTTON), GREY))
+    await client.click(frame, *FIELD)
+    await client.type_text(frame, "héllo, agent")
+    await client.press(frame, "Shift+1")
+    await view.settle(quiet=0.3)
+    shot = await client.screenshot(frame)
+    assert typed_text(png_to_rgb(shot.png)) == "héllo, agent!"
+    await client.press(frame, "Control+A")
+    await client.press(frame, "Backspace")
+    await view.settle(quiet=0.3)
+    assert typed_text(png_to_rgb((await client.screenshot(frame)).png)) == ""
+
+
+async def test_a_persons_newer_grant_makes_the_agents_next_step_fail_with_superseded(
+        service: Service, frame: str, key: SandboxKey) -> None:
+    # The agent's two step grants are minted before the person's: the person's grant is the newer one.
+    agent_grants = iter([key.step(frame), key.step(frame)])
+    async with await Client.connect(service.base, key=key, grants=lambda _frame: next(agent_grants)) as agent, \
+            await Client.connect(service.base, token=service.token("drive", frame=frame, subject="alice"),
+                                 grants=service.token("drive", frame=frame, subject="alice")) as person:
+        view = await agent.watch(frame)
+        await agent.move(frame, 10, 10)
+        await view.wait_for(lambda v: v.state is not None and v.state.driver == "agent")
+        await person.click(frame, *BUTTON)
+        await view.wait_for(lambda v: v.state is not None and v.state.driver == "alice")
+        with pytest.raises(Superseded) as refused:
+            await agent.click(frame, 300, 300)
+        assert refused.value.code == "superseded" and refused.value.frame == frame
+        # The connection goes on: the agent still sees the person's click.
+        await view.picture_after(0, where=lambda p: near(p.pixel(*BUTTON), RED))
+
+
+async def test_unknown_frame_is_a_typed_error(client: Client) -> None:
+    with pytest.raises(UnknownFrame):
+        await client.watch("no-such-frame")
+    with pytest.raises(UnknownFrame):
+        await client.screenshot("no-such-frame")
+    listed = [f.id for f in await client.list_frames()]
+    assert "no-such-frame" not in listed
+
+
+async def test_the_screenshot_at_css_size_of_a_dpr_2_frame(client: Client, service: Service) -> None:
+    info = await client.create_frame(f"{service.pages}/agent.html", 640, 400, dpr=2)
+    try:
+        view = await client.watch(info.id)
+        (x, y), blue = next(iter(MARKS.items()))
+        picture = await view.picture_after(0, where=lambda p: near(p.pixel(x, y, dpr=2), blue))  # painted
+        assert (picture.width, picture.height) == (1280, 800)
+        await view.settle(quiet=0.3)
+        shot = await client.screenshot(info.id, css=True)
+        assert (shot.width, shot.height) == (640, 400)
+        rgb = png_to_rgb(shot.png)
+        for (x, y), colour in MARKS.items():
+            assert near(rgb[y, x], colour), (x, y, rgb[y, x])
+    finally:
+        await client.delete_frame(info.id, purge=True)
