@@ -72,6 +72,25 @@ def _log_sandbox(sandbox: bool, reason: str) -> None:
         log.warning("Chromium sandbox: OFF (%s): a compromised page renderer gets this user's access", reason)
 
 
+# What a frame's browser does not need, measured one at a time on a paused frame at 1280x800 dpr 2 (PSS; see
+# docs/performance.md "Memory"). tests/integration/test_density.py fails if a Chromium update ignores them.
+MEMORY_FEATURES_OFF = (
+    # The address-bar popup is a WebUI page preloaded in a renderer of its own, even in kiosk mode where there is
+    # no address bar: -50 MB.
+    "WebUIOmniboxPopup", "WebUIOmniboxFullPopup", "WebUIOmniboxAimPopup",
+    # Site isolation keeps a spare renderer warm for the next navigation: -5 to -9 MB; a navigation to a new
+    # site starts its renderer then instead (tens of ms, once).
+    "SpareRendererForSitePerProcess",
+    # Pages kept alive for Back: a frame's history steps are rare and a reload is fine for them.
+    "BackForwardCache",
+)
+MEMORY_FLAGS = (
+    # The network service in the browser process instead of a process of its own: -19 MB. A crash of it then
+    # takes the browser down, which the frame's watchdog relaunches like any browser crash.
+    "--enable-features=NetworkServiceInProcess2",
+)
+
+
 def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, sandbox: bool, webgl: bool = True
                  ) -> list[str]:
     flags = [
@@ -112,7 +131,8 @@ def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, sandbo
         "--disable-backgrounding-occluded-windows",
         "--disable-background-timer-throttling",
         "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,"
-        "CalculateNativeWinOcclusion,DialMediaRouteProvider,FileSystemAccessAPI",
+        "CalculateNativeWinOcclusion,DialMediaRouteProvider," + ",".join(MEMORY_FEATURES_OFF),
+        *MEMORY_FLAGS,
         "--lang=en-US",
         "--test-type",  # no "unsupported flag" infobar over the page
     ]

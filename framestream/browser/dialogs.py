@@ -48,7 +48,7 @@ class Dialogs:
         self._timers[dialog.id] = asyncio.get_running_loop().call_later(
             self.timeout_s, lambda: self._spawn(self._expire(dialog.id), "dialog-timeout"))
         self.opened_event(page.session_id).set()
-        log.info("page %s opened a %s dialog", page.id, dialog.kind)
+        log.debug("page %s opened a %s dialog", page.id, dialog.kind)
         self._emit(DialogOpened(dialog))
 
     def closed(self, page: Page) -> None:

@@ -46,7 +46,7 @@ class FileChoosers:
         chooser = FileChooser(f"c{self._ids}", page.id, page.session_id, node if isinstance(node, int) else None,
                               params.get("mode") == "selectMultiple", accept)
         self.open[chooser.id] = chooser
-        log.info("page %s opened a file chooser", page.id)
+        log.debug("page %s opened a file chooser", page.id)
         self._emit(FileChooserOpened(chooser))
 
     def get(self, chooser_id: str) -> FileChooser:

@@ -12,12 +12,17 @@ from typing import Any
 
 from framestream.core.pages import DIALOG_TIMEOUT_S, MAX_PAGES, Dialog, FileChooser
 
-COPY_BINDING = "__framestreamCopied"  # named in COPY_HOOK
-# Main world, before the page's scripts: copied text (a copy or cut event, the async clipboard API) goes to the
-# binding, which only the frame's driver hears. Reading it from the X clipboard instead would need a selection
-# owner per display; the page knows what it copied.
-COPY_HOOK = """(() => {
+COPY_BINDING = "__framestreamCopied"  # named in PAGE_HOOK
+# Main world, before the page's scripts (every page and frame): no File System Access pickers (below), and copied
+# text (a copy or cut event, the async clipboard API) goes to the binding, which only the frame's driver hears.
+# Reading it from the X clipboard instead would need a selection owner per display; the page knows what it copied.
+PAGE_HOOK = """(() => {
   if (window.__framestreamCopyHook) return;
+  // The File System Access pickers open native dialogs no viewer could use, and DevTools cannot answer them:
+  // without them pages fall back to <input type=file>, whose choosers the driver answers.
+  for (const name of ['showOpenFilePicker', 'showSaveFilePicker', 'showDirectoryPicker']) {
+    try { delete window[name]; delete Window.prototype[name]; } catch (e) {}
+  }
   Object.defineProperty(window, '__framestreamCopyHook', {value: true});
   const send = globalThis.__framestreamCopied;
   const post = (text) => { try { if (typeof text === 'string' && text) send(text); } catch (e) {} };
@@ -121,6 +126,6 @@ class TabSettings:
     dialog_timeout_s: float = DIALOG_TIMEOUT_S
 
 
-__all__ = ["COPY_BINDING", "COPY_HOOK", "Copied", "DialogClosed", "DialogOpened", "DownloadProgress",
+__all__ = ["COPY_BINDING", "PAGE_HOOK", "Copied", "DialogClosed", "DialogOpened", "DownloadProgress",
            "FileChooserClosed", "FileChooserOpened", "PageCrashed", "PageNavigated", "PageRefused", "PagesChanged",
            "TabEvent", "TabSettings"]

@@ -16,9 +16,9 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from framestream.browser import navigation
 from framestream.browser.cdp import CDPConnection
@@ -26,7 +26,7 @@ from framestream.browser.dialogs import Dialogs
 from framestream.browser.file_choosers import FileChoosers
 from framestream.browser.tab_events import (
     COPY_BINDING,
-    COPY_HOOK,
+    PAGE_HOOK,
     Copied,
     DialogClosed,
     DialogOpened,
@@ -44,6 +44,7 @@ from framestream.core.pages import Dialog, FileChooser, Page, PageStack
 from framestream.errors import BrowserError, CDPError, ProtocolError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PROBE_INTERVAL_S = 2.0
 PROBE_TIMEOUT_S = 2.0  # a page whose main thread does not answer within this is unresponsive (told within 5 s)
@@ -179,7 +180,7 @@ class Tabs:
         self.pages.push(page)
         if not self._first_page.done():
             self._first_page.set_result(page)
-        log.info("page %s opened%s", page.id, f" by {page.opener}" if page.opener else "")
+        log.debug("page %s opened%s", page.id, f" by {page.opener}" if page.opener else "")
         self._changed()
 
     async def _prepare(self, page: Page) -> None:
@@ -193,7 +194,7 @@ class Tabs:
             ("Inspector.enable", {}),  # Inspector.targetCrashed: a renderer crash
             ("Page.setInterceptFileChooserDialog", {"enabled": True}),
             ("Runtime.addBinding", {"name": COPY_BINDING}),
-            ("Page.addScriptToEvaluateOnNewDocument", {"source": COPY_HOOK}),
+            ("Page.addScriptToEvaluateOnNewDocument", {"source": PAGE_HOOK}),
             # Lay every page out at exactly the frame's CSS size: a popup's window would otherwise have its own
             # size, and a window narrower than 500 CSS px is impossible in Chromium.
             ("Emulation.setDeviceMetricsOverride", {
@@ -247,7 +248,7 @@ class Tabs:
             return
         self.page_dialogs.page_closed(page.id)
         self.file_choosers.page_closed(page.id)
-        log.info("page %s closed", page.id)
+        log.debug("page %s closed", page.id)
         if was_active and self.pages.active is not None:
             # The page below (a popup's opener) takes the screen and the input back at once.
             self.spawn(self._raise(self.pages.active), "raise-page")
@@ -278,7 +279,10 @@ class Tabs:
         if not page.responsive:
             with contextlib.suppress(CDPError):
                 await self.call("Runtime.terminateExecution", page=page, timeout=3.0)
-        await self.call("Page.reload", page=page, timeout=10.0)
+        if page is self.pages.active:
+            await self._unless_dialog(self.call("Page.reload", page=page, timeout=10.0))
+        else:
+            await self.call("Page.reload", page=page, timeout=10.0)
 
     # -- input -------------------------------------------------------------------------------------------
 
@@ -337,8 +341,25 @@ class Tabs:
     # -- navigation --------------------------------------------------------------------------------------
 
     async def navigate(self, url: str, *, timeout: float = 30.0) -> str | None:
-        """Navigate the active page and wait for its load; returns Chrome's error text (net::ERR_...) or None."""
-        return await navigation.load(self.cdp, self.active.session_id, url, timeout=timeout)
+        """Navigate the active page and wait for its load; returns Chrome's error text (net::ERR_...) or None.
+        A dialog the page opens meanwhile (`beforeunload`) ends the wait: the navigation waits for its answer."""
+        return await self._unless_dialog(navigation.load(self.cdp, self.active.session_id, url, timeout=timeout))
+
+    async def _unless_dialog(self, work: Awaitable[T]) -> T | None:
+        page = self.active
+        opened = self.page_dialogs.opened_event(page.session_id)
+        opened.clear()
+        task = asyncio.ensure_future(work)
+        waiter = asyncio.ensure_future(opened.wait())
+        try:
+            await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+        if task.done():
+            return task.result()
+        self._tasks.add(task)  # ends when the dialog is answered; owned until then
+        task.add_done_callback(self._task_done)
+        return None
 
     async def go(self, step: int, *, timeout: float = 10.0) -> None:
         """Back (-1) or forward (+1) in the active page's history, once the entry has committed."""
@@ -425,7 +446,7 @@ class Tabs:
                     hung = self._hung.setdefault(page.session_id, asyncio.Event())
                     hung.clear() if responsive else hung.set()
                     changed = True
-                    log.warning("page %s %s", page.id, "answers again" if responsive else "stopped answering")
+                    log.debug("page %s %s", page.id, "answers again" if responsive else "stopped answering")
             if changed:
                 self._changed()
 
@@ -437,6 +458,6 @@ class Tabs:
             return False if "no answer" in str(exc) else None  # gone or closing: not a verdict
 
 
-__all__ = ["COPY_HOOK", "Copied", "DialogClosed", "DialogOpened", "DownloadProgress", "FileChooserClosed",
+__all__ = ["PAGE_HOOK", "Copied", "DialogClosed", "DialogOpened", "DownloadProgress", "FileChooserClosed",
            "FileChooserOpened", "PageCrashed", "PageNavigated", "PageRefused", "PagesChanged", "TabEvent",
            "TabSettings", "Tabs"]

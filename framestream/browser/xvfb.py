@@ -30,8 +30,9 @@ REFRESH_HZ = 30
 # width x height, which the window covers exactly.
 SCREEN_MARGIN = 1
 # Asked for explicitly, so what the capture (DAMAGE events) and Chromium (96 dpi) rely on never depends on how
-# Xvfb was built.
-SERVICE_FLAGS = ("+extension", "DAMAGE", "-dpi", "96")
+# Xvfb was built. No GLX: it loads Mesa and LLVM into Xvfb (about 52 MB of a paused frame) and nothing uses it;
+# WebGL draws in Chromium's GPU process through SwiftShader and reaches the screen as plain X images.
+SERVICE_FLAGS = ("+extension", "DAMAGE", "-extension", "GLX", "-dpi", "96")
 
 
 class _Started(Generic[_Proc]):

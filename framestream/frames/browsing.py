@@ -9,6 +9,7 @@ into frame events (frames/events.py). It outlives the browser, like the frame's 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -75,6 +76,16 @@ class Browsing:
         self.dialogs: dict[str, DialogShown] = {}
         self.choosers: dict[str, FileChooserShown] = {}
         self.tabs: Tabs | None = None  # the running browser's pages, set by the frame
+        # What happened, for /metrics: ("dialogs", kind), ("dialog-timeouts", ""), ("file-choosers", ""),
+        # ("downloads", state), ("pages-refused", ""), ("pages-unresponsive", "").
+        self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
+
+    def _log(self, message: str, *args: object, warning: bool = False) -> None:
+        log.log(logging.WARNING if warning else logging.INFO, message, *args, extra={"frame": self.frame_id})
+
+    @property
+    def unresponsive_pages(self) -> int:
+        return sum(1 for page in self.pages or () if not page.get("responsive", True))
 
     # -- what a viewer is told ---------------------------------------------------------------------------
 
@@ -102,20 +113,39 @@ class Browsing:
         """Take one report of the browser; True when the frame's state (its pages) changed."""
         fid = self.frame_id
         if isinstance(event, PagesChanged):
+            before = {p["id"]: p for p in self.pages or ()}
+            for page in event.pages:
+                old = before.pop(page["id"], None)
+                if old is None:
+                    self._log("page %s opened", page["id"])
+                elif old.get("responsive", True) != page.get("responsive", True):
+                    if not page.get("responsive", True):
+                        self.counts["pages-unresponsive", ""] += 1
+                    self._log("page %s %s", page["id"], "answers again" if page.get("responsive", True)
+                              else "stopped answering", warning=not page.get("responsive", True))
+            for page_id in before:
+                self._log("page %s closed", page_id)
             self.pages = event.pages
             return True
         if isinstance(event, DialogOpened):
             d = event.dialog
             shown = DialogShown(fid, d.id, d.page_id, d.kind, d.message, d.default)
             self.dialogs[d.id] = shown
+            self.counts["dialogs", d.kind] += 1
+            self._log("page %s opened a %s dialog (%s)", d.page_id, d.kind, d.id)
             self._emit(shown)
         elif isinstance(event, DialogClosed):
             if self.dialogs.pop(event.id, None) is not None:
+                if event.reason == "timeout":
+                    self.counts["dialog-timeouts", ""] += 1
+                self._log("dialog %s closed (%s)", event.id, event.reason)
                 self._emit(DialogGone(fid, event.id, event.reason))
         elif isinstance(event, FileChooserOpened):
             c = event.chooser
             chooser = FileChooserShown(fid, c.id, c.page_id, c.multiple, c.accept)
             self.choosers[c.id] = chooser
+            self.counts["file-choosers", ""] += 1
+            self._log("page %s opened a file chooser (%s)", c.page_id, c.id)
             self._emit(chooser)
         elif isinstance(event, FileChooserClosed):
             if self.choosers.pop(event.id, None) is not None:
@@ -125,6 +155,8 @@ class Browsing:
         elif isinstance(event, Copied):
             self._emit(ClipboardCopied(fid, event.text[:CLIPBOARD_MAX_CHARS]))
         elif isinstance(event, PageRefused):
+            self.counts["pages-refused", ""] += 1
+            self._log("a page was refused: %s", event.reason, warning=True)
             self._emit(PageRefusedEvent(fid, f"a page tried to open {event.url[:200]}: {event.reason}"))
         return False
 
@@ -132,7 +164,7 @@ class Browsing:
         files = self.files
         if event.state == "started":
             download, evicted = files.started(event.guid, event.name)
-            log.info("download %s started", download.id, extra={"frame": self.frame_id})
+            self._log("download %s started", download.id)
             if evicted:
                 self._spawn(asyncio.to_thread(files.remove_download_files, evicted), "evict-downloads")
         else:
@@ -144,6 +176,9 @@ class Browsing:
                 log.warning("download %s is over the size limit; cancelled", download.id,
                             extra={"frame": self.frame_id})
                 self._spawn(self.tabs.cancel_download(download.id), "cancel-download")
+        if download.state != "started":
+            self.counts["downloads", download.state] += 1
+            self._log("download %s %s (%d bytes)", download.id, download.state, download.size)
         self._spawn(asyncio.to_thread(files.save_index), "save-downloads")
         self._emit(DownloadChanged(self.frame_id, download.id, download.name, download.size, download.state))
 

@@ -13,6 +13,9 @@ from aiohttp import web
 
 from framestream.core.lifecycle import FrameState
 from framestream.server.context import ServiceContext
+from framestream.server.memory_metrics import MemoryReport, memory_families, read_memory
+from framestream.server.tab_metrics import tab_families
+from framestream.webrtc.metrics import webrtc_families
 
 
 def _line(name: str, value: float, labels: dict[str, str] | None = None) -> str:
@@ -22,7 +25,7 @@ def _line(name: str, value: float, labels: dict[str, str] | None = None) -> str:
     return f"{name} {value:g}"
 
 
-def render(ctx: ServiceContext) -> str:
+def render(ctx: ServiceContext, memory: MemoryReport | None = None) -> str:
     frames = list(ctx.manager.frames.values())
     out: list[str] = []
 
@@ -63,6 +66,10 @@ def render(ctx: ServiceContext) -> str:
            [_line("framestream_state_write_errors_total", ctx.manager.registry.write_errors)])
     family("framestream_state_writable", "gauge", "1 when the last write of the frame registry succeeded.",
            [_line("framestream_state_writable", int(ctx.manager.registry.write_error is None))])
+    tab_families(frames, family, _line)
+    if memory is not None:
+        memory_families(memory, family, _line)
+    webrtc_families(ctx.peers, family, _line)
     family("framestream_tasks", "gauge", "asyncio tasks alive in the service (bounded; a leak grows it).",
            [_line("framestream_tasks", len(asyncio.all_tasks()))])
     family("process_open_fds", "gauge", "Open file descriptors of the service process.",
@@ -89,5 +96,6 @@ def _resident_bytes() -> int:
 
 async def metrics(request: web.Request) -> web.Response:
     ctx: ServiceContext = request.app["ctx"]
-    return web.Response(text=render(ctx), content_type="text/plain", charset="utf-8",
+    memory = await asyncio.to_thread(read_memory, list(ctx.manager.frames.values()))
+    return web.Response(text=render(ctx, memory), content_type="text/plain", charset="utf-8",
                         headers={"X-Content-Type-Options": "nosniff"})

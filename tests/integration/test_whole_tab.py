@@ -62,7 +62,9 @@ class Driver:
         raise AssertionError(f"no answer to seq {seq}")
 
     async def click(self, x: float, y: float) -> dict[str, Any]:
+        """Move there, press and release, as a person's click (the date field's button needs the hover)."""
         return await self.send({"type": "input", "events": [
+            {"kind": "mouse", "action": "move", "x": x, "y": y},
             {"kind": "mouse", "action": "down", "x": x, "y": y},
             {"kind": "mouse", "action": "up", "x": x, "y": y}]})
 
@@ -309,3 +311,61 @@ def _upload(service: Service, driver: Driver, chooser: str, files: list[tuple[st
         for name, content in files) + f"--{boundary}--\r\n".encode()
     return _request(service, "POST", f"/frames/{driver.frame}/file-chooser/{chooser}", driver.grant, body,
                     content_type=f"multipart/form-data; boundary={boundary}")
+
+
+@pytest.fixture
+async def more(service: Service, pages: str) -> AsyncIterator[Driver]:
+    frame = service.create_frame(f"{pages}/tab_more.html", width=640, height=400, dpr=1)
+    client = await StreamClient.connect(service, service.token("drive", frame=frame))
+    await client.watch(frame)
+    d = Driver(service, client, frame)
+    await d.colour(MARKER, GREY)
+    yield d
+    await client.close()
+    service.request("DELETE", f"/frames/{frame}?purge=1")
+
+
+async def test_no_native_pickers_or_prompts_and_a_date_is_picked_with_the_mouse(more: Driver) -> None:
+    await more.colour((300, 320), GREEN)  # showOpenFilePicker and friends are not offered: pages use <input type=file>
+    await more.click(415, 40)  # Notification.requestPermission(): denied by policy, no prompt over the page
+    await more.colour(MARKER, (60, 60, 60))
+    before = await more.client.latest_picture_after_keyframe_request(more.frame)
+    await more.click(203, 28)  # the date field's calendar button: the browser's own popup
+    deadline = time.monotonic() + 15
+    rows: np.ndarray = np.array([])
+    while time.monotonic() < deadline and rows.size < 60:
+        picture = await more.client.latest_picture_after_keyframe_request(more.frame)
+        changed = (np.abs(picture[50:290, 10:330].astype(int) - before[50:290, 10:330].astype(int)) > 24).any(axis=2)
+        rows, cols = np.nonzero(changed)
+    assert rows.size >= 60, "the date picker never showed"
+    top, bottom, left, right = (int(v) for v in (rows.min() + 50, rows.max() + 50, cols.min() + 10, cols.max() + 10))
+    # A day in the middle of the month grid.
+    assert (await more.click((left + right) // 2, (top + bottom) // 2))["type"] == "input-ack"
+    await more.colour(MARKER, BLUE)
+
+
+async def test_beforeunload_is_asked_and_the_mouse_back_button_reaches_the_page(more: Driver) -> None:
+    await more.send({"type": "input", "events": [
+        {"kind": "mouse", "action": "down", "x": 540, "y": 130, "button": "back", "buttons": 8},
+        {"kind": "mouse", "action": "up", "x": 540, "y": 130, "button": "back", "buttons": 0}]})
+    await more.colour(MARKER, ORANGE)
+    await more.click(100, 118)
+    await more.send({"type": "input", "event": {"kind": "text", "text": "unsaved"}})
+    assert (await more.click(320, 120))["type"] == "input-ack"  # leaving asks first
+    dialog = await more.text_of("dialog", kind="beforeunload")
+    assert (await more.send({"type": "dialog-answer", "id": dialog["id"], "accept": True}))["type"] == "input-ack"
+    await more.colour(TOP, PURPLE)
+
+
+async def test_metrics_count_what_pages_did(driver: Driver, service: Service) -> None:
+    await driver.click(100, 130)
+    dialog = await driver.text_of("dialog", kind="confirm")
+    _, text = service.get("/metrics", token=None)
+    body = text.decode()
+    assert f'framestream_open_dialogs{{frame="{driver.frame}"}} 1' in body
+    assert f'framestream_dialogs_total{{frame="{driver.frame}",kind="confirm"}} 1' in body
+    assert f'framestream_pages{{frame="{driver.frame}"}} 1' in body
+    await driver.send({"type": "dialog-answer", "id": dialog["id"], "accept": False})
+    await driver.colour(MARKER, RED)
+    _, text = service.get("/metrics", token=None)
+    assert f'framestream_open_dialogs{{frame="{driver.frame}"}} 0' in text.decode()
