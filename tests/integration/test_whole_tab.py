@@ -369,3 +369,18 @@ async def test_metrics_count_what_pages_did(driver: Driver, service: Service) ->
     await driver.colour(MARKER, RED)
     _, text = service.get("/metrics", token=None)
     assert f'framestream_open_dialogs{{frame="{driver.frame}"}} 0' in text.decode()
+
+
+async def test_a_page_past_the_limit_is_refused_and_the_frame_goes_on(driver: Driver) -> None:
+    first = (await driver.pages(1))[0]["id"]
+    for count in range(2, 9):  # the first page and seven tabs: the limit of 8
+        await driver.click(320, 40)
+        await driver.pages(count)
+        assert (await driver.send({"type": "page", "action": "activate", "page": first}))["type"] == "input-ack"
+    await driver.click(320, 40)  # a ninth page
+    refused = await driver.text_of("error", code="page-limit")
+    assert "at most 8 pages" in refused["message"]
+    assert len(await driver.pages(8)) == 8
+    await driver.colour(MARKER, GREY)
+    await driver.click(100, 130)  # the frame still takes input
+    await driver.text_of("dialog", kind="confirm")
