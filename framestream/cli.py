@@ -1,4 +1,4 @@
-"""`framestream serve` and `framestream token`."""
+"""`framestream serve`, `framestream token` and `framestream mcp`."""
 
 from __future__ import annotations
 
@@ -33,6 +33,17 @@ def _parser() -> argparse.ArgumentParser:
     token.add_argument("--ttl", type=float, default=None, help="seconds; at most the role's lifetime")
     token.add_argument("--step", action="store_true", help="an agent's one-step drive grant (at most 30 s)")
     token.add_argument("--insecure-dev", action="store_true")
+    mcp = sub.add_parser("mcp", help="computer-use tools for an agent over MCP (stdio; --http for streamable HTTP)")
+    mcp.add_argument("--url", default="http://127.0.0.1:7682", help="the framestream service")
+    mcp.add_argument("--subject", default="agent", help="who the agent's step grants name (the `sub` claim)")
+    mcp.add_argument("--key-file", default=None,
+                     help="a file holding the secret (default: TERMINAL_AUTH_SECRET); SANDBOX_ID names the sandbox")
+    mcp.add_argument("--sandbox", default=None, help="the sandbox id (default: SANDBOX_ID, else local)")
+    mcp.add_argument("--http", default=None, metavar="HOST:PORT",
+                     help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+    mcp.add_argument("--no-control", action="store_true", help="leave out open_frame and close_frame")
+    mcp.add_argument("--settle-ms", type=int, default=300,
+                     help="quiet time before an action's picture is taken (ms)")
     return parser
 
 
@@ -74,7 +85,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"framestream: {exc}", file=sys.stderr)
             return 2
         return 0
+    if args.command == "mcp":
+        return _mcp(args)
     return 2
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from framestream.mcp.server import build_server, load_key  # the mcp SDK loads only here
+
+    try:
+        key = load_key(key_file=args.key_file, sandbox=args.sandbox, subject=args.subject)
+    except (OSError, ValueError) as exc:
+        print(f"framestream: {exc}", file=sys.stderr)
+        return 2
+    server = build_server(args.url, key, control=not args.no_control, settle_ms=args.settle_ms)
+    if args.http:
+        host, _, port = args.http.rpartition(":")
+        server.run("streamable-http", host=host or "127.0.0.1", port=int(port))
+    else:
+        server.run("stdio")
+    return 0
 
 
 async def _serve(settings: Settings) -> int:

@@ -1,0 +1,152 @@
+"""`framestream mcp`: the computer-use tools as a Model Context Protocol server (the official `mcp` SDK).
+
+stdio by default; streamable HTTP with `--http`. The sandbox key comes from TERMINAL_AUTH_SECRET and SANDBOX_ID
+(or a key file) and stays in this process: tools mint a grant per step and never show one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.types import Image
+
+from framestream.client import Client, SandboxKey, Step
+from framestream.mcp.tools import ComputerTools, StepOutcome, ToolRefusal
+
+__all__ = ["build_server", "load_key"]
+
+Content = list[str | Image]
+INSTRUCTIONS = (
+    "Tools to see and drive live browser pages (frames). Coordinates are CSS pixels of the frame, as in the "
+    "screenshot. Name a frame with `frame` (optional when there is one). Each action returns the picture after "
+    "the page settled unless screenshot=false. A person may take over a frame at any time: then actions answer "
+    "so, and you should not retry."
+)
+
+
+def load_key(*, key_file: str | None, sandbox: str | None, subject: str) -> SandboxKey:
+    """The sandbox key: the secret from `key_file` (its first line) or TERMINAL_AUTH_SECRET; the sandbox id
+    from `sandbox` or SANDBOX_ID (default `local`)."""
+    if key_file:
+        secret = Path(key_file).read_text().strip().splitlines()[0].strip()
+    else:
+        secret = os.environ.get("TERMINAL_AUTH_SECRET", "")
+    if not secret:
+        raise ValueError("no key: set TERMINAL_AUTH_SECRET or pass --key-file")
+    return SandboxKey(secret, sandbox or os.environ.get("SANDBOX_ID", "local"), subject=subject)
+
+
+def _content(outcome: StepOutcome) -> Content:
+    return [outcome.text] if outcome.png is None else [outcome.text, Image(data=outcome.png, format="png")]
+
+
+async def _run(action: Awaitable[Any]) -> Any:
+    try:
+        return await action
+    except ToolRefusal as exc:
+        raise ToolError(str(exc)) from None
+
+
+def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: int = 300) -> MCPServer[Any]:
+    """The MCP server with its tools, reaching framestream at `url`."""
+    tools = ComputerTools(url, key, settle_ms=settle_ms)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await tools.close()
+
+    server: MCPServer[Any] = MCPServer("framestream", instructions=INSTRUCTIONS, lifespan=lifespan)
+
+    async def act(frame: str | None, what: str, send: Callable[[Client, str], Awaitable[Step]],
+                  screenshot: bool) -> Content:
+        return _content(await _run(tools.step(frame, what, send, screenshot)))
+
+    @server.tool(structured_output=False)
+    async def list_frames() -> str:
+        """The frames of this sandbox: id, url, state, CSS width and height, dpr, and who drives."""
+        result: str = await _run(tools.list_frames())
+        return result
+
+    @server.tool(structured_output=False)
+    async def screenshot(frame: str | None = None) -> Image:
+        """The frame's current picture as PNG, in CSS pixels (the coordinates every action uses)."""
+        return Image(data=await _run(tools.screenshot(frame)), format="png")
+
+    @server.tool(structured_output=False)
+    async def click(x: float, y: float, frame: str | None = None,
+                    button: Literal["left", "right", "middle"] = "left", screenshot: bool = True) -> Content:
+        """Click at (x, y) in CSS pixels."""
+        return await act(frame, f"click at ({x:g}, {y:g})",
+                         lambda c, f: c.click(f, x, y, button=button), screenshot)
+
+    @server.tool(structured_output=False)
+    async def double_click(x: float, y: float, frame: str | None = None, screenshot: bool = True) -> Content:
+        """Double-click at (x, y) in CSS pixels."""
+        return await act(frame, f"double click at ({x:g}, {y:g})", lambda c, f: c.double_click(f, x, y), screenshot)
+
+    @server.tool(structured_output=False)
+    async def move(x: float, y: float, frame: str | None = None, screenshot: bool = True) -> Content:
+        """Move the mouse to (x, y) in CSS pixels (hover)."""
+        return await act(frame, f"move to ({x:g}, {y:g})", lambda c, f: c.move(f, x, y), screenshot)
+
+    @server.tool(structured_output=False)
+    async def drag(  # noqa: PLR0917 - a tool's arguments come by name from the model
+            x: float, y: float, to_x: float, to_y: float, frame: str | None = None, screenshot: bool = True,
+    ) -> Content:
+        """Press at (x, y), move to (to_x, to_y) and release there (CSS pixels)."""
+        return await act(frame, f"drag from ({x:g}, {y:g}) to ({to_x:g}, {to_y:g})",
+                         lambda c, f: c.drag(f, x, y, to_x, to_y), screenshot)
+
+    @server.tool(structured_output=False)
+    async def scroll(  # noqa: PLR0917 - a tool's arguments come by name from the model
+            x: float, y: float, dx: float = 0, dy: float = 0, frame: str | None = None, screenshot: bool = True,
+    ) -> Content:
+        """Scroll with the wheel at (x, y): dy > 0 scrolls down, dx > 0 right, in CSS pixels."""
+        return await act(frame, f"scroll by ({dx:g}, {dy:g})", lambda c, f: c.scroll(f, x, y, dx, dy), screenshot)
+
+    @server.tool(structured_output=False)
+    async def type_text(text: str, frame: str | None = None, screenshot: bool = True) -> Content:
+        """Type text where the focus is (click a field first)."""
+        return await act(frame, f"typed {len(text)} characters", lambda c, f: c.type_text(f, text), screenshot)
+
+    @server.tool(structured_output=False)
+    async def press(keys: str, frame: str | None = None, screenshot: bool = True) -> Content:
+        """Press a key or chord: "Enter", "Tab", "Escape", "Backspace", "ArrowDown", "Control+A", "Shift+Tab"."""
+        return await act(frame, f"pressed {keys}", lambda c, f: c.press(f, keys), screenshot)
+
+    @server.tool(structured_output=False)
+    async def navigate(url: str | None = None, action: Literal["back", "forward", "reload"] | None = None,
+                       frame: str | None = None, screenshot: bool = True) -> Content:
+        """Load `url` in the frame, or go back, forward or reload (`action`)."""
+        return await act(frame, f"navigated to {url or action}", lambda c, f: c.navigate(f, url, action=action),
+                         screenshot)
+
+    @server.tool(structured_output=False)
+    async def wait_for_settle(frame: str | None = None, quiet_ms: int = 300, timeout_s: float = 10.0,
+                              screenshot: bool = True) -> Content:
+        """Wait until the page has not changed for `quiet_ms`; then its picture."""
+        return _content(await _run(tools.wait_for_settle(frame, quiet_ms, timeout_s, screenshot)))
+
+    if control:
+        @server.tool(structured_output=False)
+        async def open_frame(url: str, width: int = 1280, height: int = 800, dpr: int | None = None) -> str:
+            """Open a new frame (a live browser page) at `url`, `width` x `height` CSS pixels."""
+            result: str = await _run(tools.open_frame(url, width, height, dpr))
+            return result
+
+        @server.tool(structured_output=False)
+        async def close_frame(frame: str) -> str:
+            """Close a frame (its browser stops)."""
+            result: str = await _run(tools.close_frame(frame))
+            return result
+
+    return server

@@ -1,0 +1,171 @@
+"""Computer-use tools on the frames of one sandbox, as plain async methods (the MCP server wraps them).
+
+`ComputerTools` holds the sandbox key and one `framestream.client.Client`: every step is sent under a one-step
+grant minted for it, so the model never sees a token. An action can return the picture after the page settled
+(PNG at the frame's CSS size, so the model's coordinates are the page's). Refusals come back as `ToolRefusal`
+with a plain sentence; a superseded step is reported, never retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from framestream.client import (
+    BadInput,
+    Client,
+    ClientError,
+    ConnectionLost,
+    DialogOpen,
+    Expired,
+    Forbidden,
+    FrameInfo,
+    RateLimited,
+    SandboxKey,
+    ServiceError,
+    Step,
+    Superseded,
+    UnknownFrame,
+)
+
+__all__ = ["ComputerTools", "StepOutcome", "ToolRefusal"]
+
+T = TypeVar("T")
+
+
+class ToolRefusal(Exception):
+    """What the model reads when a tool could not do its job: one plain sentence."""
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    text: str
+    png: bytes | None  # the picture after the page settled, at CSS size (None when not asked)
+
+
+class ComputerTools:
+    """The tools' logic. `close()` ends its connection."""
+
+    def __init__(self, url: str, key: SandboxKey, *, settle_ms: int = 300) -> None:
+        self.url = url
+        self.key = key
+        self.settle_ms = settle_ms
+        self._client: Client | None = None
+        self._lock = asyncio.Lock()
+
+    async def client(self) -> Client:
+        async with self._lock:
+            if self._client is None:
+                try:
+                    self._client = await Client.connect(self.url, key=self.key)
+                except (OSError, ClientError) as exc:
+                    raise ToolRefusal(f"cannot reach framestream at {self.url}: {exc}") from exc
+            return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    # -- reading ------------------------------------------------------------------------------------------------
+
+    async def list_frames(self) -> str:
+        frames = await self._call(lambda c: c.list_frames())
+        return json.dumps([_describe(f) for f in frames])
+
+    async def screenshot(self, frame: str | None) -> bytes:
+        frame_id = await self.resolve(frame)
+        shot = await self._call(lambda c: c.screenshot(frame_id, css=True), frame_id)
+        return shot.png
+
+    async def wait_for_settle(self, frame: str | None, quiet_ms: int, timeout_s: float, picture: bool
+                              ) -> StepOutcome:
+        frame_id = await self.resolve(frame)
+        await self._settle(frame_id, quiet_ms, timeout_s)
+        png = await self.screenshot(frame_id) if picture else None
+        return StepOutcome(f"frame {frame_id} has not changed for {quiet_ms} ms", png)
+
+    # -- steps ----------------------------------------------------------------------------------------------------
+
+    async def step(self, frame: str | None, what: str, send: Callable[[Client, str], Awaitable[Step]],
+                   picture: bool) -> StepOutcome:
+        """Send one step (a fresh grant is minted for it), then, if asked, the picture once the page settled."""
+        frame_id = await self.resolve(frame)
+        if picture:  # watch before the step, so the stream shows its effect as it happens
+            await self._call(lambda c: c.watch(frame_id), frame_id)
+        await self._call(lambda c: send(c, frame_id), frame_id)
+        if not picture:
+            return StepOutcome(f"{what} on frame {frame_id}: done", None)
+        await self._settle(frame_id, self.settle_ms, 10.0)
+        return StepOutcome(f"{what} on frame {frame_id}: done; the picture after it settled follows",
+                           await self.screenshot(frame_id))
+
+    # -- frames (control) ---------------------------------------------------------------------------------------
+
+    async def open_frame(self, url: str, width: int, height: int, dpr: int | None) -> str:
+        info = await self._call(lambda c: c.create_frame(url, width, height, dpr))
+        return json.dumps(_describe(info))
+
+    async def close_frame(self, frame: str) -> str:
+        await self._call(lambda c: c.delete_frame(frame), frame)
+        return f"frame {frame} closed"
+
+    # -- helpers ------------------------------------------------------------------------------------------------
+
+    async def resolve(self, frame: str | None) -> str:
+        """The frame a tool acts on: the one named, or the sandbox's only frame."""
+        if frame:
+            return frame
+        frames = await self._call(lambda c: c.list_frames())
+        if len(frames) == 1:
+            return frames[0].id
+        if not frames:
+            raise ToolRefusal("this sandbox has no frame (open_frame makes one)")
+        raise ToolRefusal("name a frame: " + ", ".join(f.id for f in frames))
+
+    async def _settle(self, frame: str, quiet_ms: int, timeout_s: float) -> None:
+        view = await self._call(lambda c: c.watch(frame), frame)
+        try:
+            await view.settle(quiet=quiet_ms / 1000, timeout=timeout_s)
+        except TimeoutError:
+            raise ToolRefusal(f"frame {frame} kept changing for {timeout_s:g} s") from None
+
+    async def _call(self, action: Callable[[Client], Awaitable[T]], frame: str | None = None) -> T:
+        client = await self.client()
+        try:
+            return await action(client)
+        except ServiceError as exc:
+            raise ToolRefusal(_plain(exc, frame)) from exc
+        except ConnectionLost as exc:
+            raise ToolRefusal(f"the connection to framestream dropped ({exc}); the step may not have been "
+                              "applied: look again before acting") from exc
+        except ClientError as exc:
+            raise ToolRefusal(str(exc)) from exc
+
+
+def _describe(info: FrameInfo) -> dict[str, object]:
+    return {"frame": info.id, "url": info.url, "state": info.state, "width": info.width, "height": info.height,
+            "dpr": info.dpr, "driver": info.driver}
+
+
+def _plain(exc: ServiceError, frame: str | None) -> str:
+    name = f"frame {frame}" if frame else "the frame"
+    if isinstance(exc, Superseded):
+        return (f"a person has taken control of {name} (their drive grant is newer); this step was not applied "
+                "and will not be retried. Wait until they are done, or ask them.")
+    if isinstance(exc, UnknownFrame):
+        return f"there is no {name}: list_frames shows the frames of this sandbox"
+    if isinstance(exc, Forbidden):
+        return f"not allowed on {name}: {exc.message}"
+    if isinstance(exc, Expired):
+        return "the grant expired before the service saw it (is this machine's clock right?)"
+    if isinstance(exc, RateLimited):
+        return "too many steps too fast: the step was not applied; slow down"
+    if isinstance(exc, DialogOpen):
+        return f"a dialog is open on {name}: it must be answered first"
+    if isinstance(exc, BadInput):
+        return f"the step was refused: {exc.message}"
+    return f"{exc.code}: {exc.message}"

@@ -1,0 +1,71 @@
+"""`framestream mcp` over stdio, driven by the official SDK's own client against the real service."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from framestream.client import png_to_rgb
+from tests.client.agent_page import BUTTON, GREY, MARKS, RED, near
+from tests.fixtures import service_fixture
+from tests.mcp.session import mcp_session, pngs, texts
+from tests.support import Service
+
+pytestmark = pytest.mark.integration
+
+# One frame at the default dpr 2: screenshots come back at its CSS size.
+service = service_fixture("agent.html@640x400")
+
+TOOLS = {"list_frames", "screenshot", "click", "double_click", "move", "drag", "scroll", "type_text", "press",
+         "navigate", "wait_for_settle", "open_frame", "close_frame"}
+
+
+async def test_lists_the_tools(service: Service) -> None:
+    async with mcp_session(service) as session:
+        listed = await session.list_tools()
+        assert {tool.name for tool in listed.tools} == TOOLS
+        click = next(tool for tool in listed.tools if tool.name == "click")
+        assert {"x", "y", "frame", "screenshot"} <= set(click.input_schema["properties"])
+
+
+async def test_screenshot_is_a_png_in_css_pixels_with_the_page_colours_at_their_places(
+        service: Service) -> None:
+    async with mcp_session(service) as session:
+        [frame] = service.frame_ids()
+        listed = json.loads(texts(await session.call_tool("list_frames", {}))[0])
+        assert [(f["frame"], f["width"], f["height"], f["dpr"]) for f in listed] == [(frame, 640, 400, 2)]
+        settled = await session.call_tool("wait_for_settle", {"quiet_ms": 300})
+        assert not settled.is_error, texts(settled)
+        result = await session.call_tool("screenshot", {})  # the only frame: no need to name it
+        assert not result.is_error, texts(result)
+        [png] = pngs(result)
+        rgb = png_to_rgb(png)
+        assert rgb.shape == (400, 640, 3)
+        for (x, y), colour in MARKS.items():
+            assert near(rgb[y, x], colour), (x, y, rgb[y, x])
+        assert near(rgb[BUTTON[1], BUTTON[0]], GREY)
+
+
+async def test_click_and_see_the_result(service: Service) -> None:
+    async with mcp_session(service) as session:
+        [frame] = service.frame_ids()
+        result = await session.call_tool("click", {"x": BUTTON[0], "y": BUTTON[1], "frame": frame})
+        assert not result.is_error, texts(result)
+        assert "click" in texts(result)[0]
+        [png] = pngs(result)
+        rgb = png_to_rgb(png)
+        assert rgb.shape == (400, 640, 3)
+        assert near(rgb[BUTTON[1], BUTTON[0]], RED), rgb[BUTTON[1], BUTTON[0]]
+        no_picture = await session.call_tool("move", {"x": 5, "y": 5, "screenshot": False})
+        assert not no_picture.is_error and pngs(no_picture) == []
+
+
+async def test_an_unknown_frame_answers_an_error_not_a_crash(service: Service) -> None:
+    async with mcp_session(service) as session:
+        for tool, args in [("click", {"x": 1, "y": 1, "frame": "nope"}), ("screenshot", {"frame": "nope"})]:
+            result = await session.call_tool(tool, args)
+            assert result.is_error
+            assert "nope" in texts(result)[0] and "list_frames" in texts(result)[0]
+        still = await session.call_tool("list_frames", {})
+        assert not still.is_error
