@@ -2,8 +2,10 @@
 
 `FrameFeed.publish` runs on the event loop once per encoded picture: it numbers the picture (the sequence is
 the frame's, shared by every viewer) and offers it to each `Viewer`. A viewer whose connection is behind (its
-`Outbox` is over budget) drops the picture and every delta after it, asks the frame for a keyframe and
-resumes only at one, so a stalled viewer costs the others nothing.
+`Outbox` is over its time budget at the link's measured rate) drops the picture and every delta after it,
+asks the frame for a keyframe once its queue has room and resumes only at one, so a stalled viewer costs the
+others nothing. A viewer that had to skip takes keyframes only until its link carries the stream again
+(framestream/link.py `StreamChoice`).
 
 A new watcher starts from the frame's last keyframe and the pictures since, when they fit in one outbox's
 budget (a still or slowly changing page): it sees the picture at once, without waiting for a fresh keyframe
@@ -16,75 +18,19 @@ Below both the frames and the server: a frame owns its feed, a connection owns i
 from __future__ import annotations
 
 import asyncio
-import collections
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, pack_video_header
+from framestream.link import StreamChoice
 from framestream.media.picture import Picture
+from framestream.outbox import OUTBOX_MAX_BYTES, OUTBOX_MAX_PICTURES, Outbox
 
 if TYPE_CHECKING:
     from framestream.frames.events import FrameEvent
 
-# A viewer may fall this far behind before it skips to the next keyframe: about half a second of motion.
-OUTBOX_MAX_BYTES = 2 * 1024 * 1024
-OUTBOX_MAX_PICTURES = 15
-
-
-class Outbox:
-    """One connection's outgoing messages. Text (JSON) always queues; video queues within a budget."""
-
-    def __init__(self, max_bytes: int = OUTBOX_MAX_BYTES, max_pictures: int = OUTBOX_MAX_PICTURES) -> None:
-        self._items: collections.deque[str | bytes] = collections.deque()
-        self._video_bytes = 0
-        self._video_count = 0
-        self._max_bytes = max_bytes
-        self._max_pictures = max_pictures
-        self._ready = asyncio.Event()
-        self.closed = False
-        self.bytes_sent = 0
-        self.pictures_sent = 0
-
-    def push_text(self, text: str) -> None:
-        if self.closed:
-            return
-        self._items.append(text)
-        self._ready.set()
-
-    def push_video(self, message: bytes) -> bool:
-        """Queue one video message; False (and nothing queued) when the connection is over budget."""
-        if self.closed:
-            return False
-        over = self._video_count >= self._max_pictures or self._video_bytes + len(message) > self._max_bytes
-        # An oversized keyframe still goes through when nothing else is queued, or it never would.
-        if over and self._video_count > 0:
-            return False
-        self._items.append(message)
-        self._video_bytes += len(message)
-        self._video_count += 1
-        self._ready.set()
-        return True
-
-    async def next(self) -> str | bytes | None:
-        """The next message to send, or None once closed and drained."""
-        while not self._items:
-            if self.closed:
-                return None
-            self._ready.clear()
-            await self._ready.wait()
-        item = self._items.popleft()
-        if isinstance(item, bytes):
-            self._video_bytes -= len(item)
-            self._video_count -= 1
-            self.bytes_sent += len(item)
-            self.pictures_sent += 1
-        return item
-
-    def close(self) -> None:
-        self.closed = True
-        self._ready.set()
-
+__all__ = ["FrameFeed", "Outbox", "Viewer"]  # Outbox lives in framestream/outbox.py; importers use it from here
 
 @dataclass(eq=False)
 class Viewer:
@@ -100,24 +46,48 @@ class Viewer:
     on_event: Callable[[FrameEvent], None]
     waiting_keyframe: bool = True
     configured: bool = False
-    skipped: int = 0
+    skipped: int = 0  # times it fell behind and skipped to a keyframe
+    choice: StreamChoice = field(default_factory=StreamChoice)  # full stream, or keyframes only (a slow link)
+    asked_keyframe: bool = True  # its frame asks for one when it is added
 
     def offer(self, picture: Picture, sequence: int, request_keyframe: Callable[[], None]) -> bool:
         """Queue the picture for this viewer; False when it was dropped (skipping to a keyframe)."""
+        if not picture.keyframe:
+            self.choice.deltas.add(len(picture.data))
         if self.waiting_keyframe and not picture.keyframe:
+            self._ask_keyframe(request_keyframe)
             return False
         if picture.keyframe and not self.configured:
             self.send_config(self)
             self.configured = True
         flags = (FLAG_KEYFRAME if picture.keyframe else 0) | (FLAG_REFINEMENT if picture.refinement else 0)
         message = pack_video_header(flags, self.slot, sequence, picture.capture_us) + picture.data
-        if self.outbox.push_video(message):
+        if self.outbox.push_video(message, strict=self.choice.update(self.outbox.link.rate)):
             self.waiting_keyframe = False
+            self.asked_keyframe = self.asked_keyframe and not picture.keyframe
             return True
+        if not self.waiting_keyframe:
+            self.skipped += 1
+            self.choice.skipped()
         self.waiting_keyframe = True
-        self.skipped += 1
-        request_keyframe()
+        self.asked_keyframe = False
+        self._ask_keyframe(request_keyframe)
         return False
+
+    def _ask_keyframe(self, request_keyframe: Callable[[], None]) -> None:
+        """Ask for the keyframe to resume at once there is room for it in the queue: a slow link gets them at
+        the rate it carries them, instead of making the frame send one a second to everybody."""
+        if self.asked_keyframe:
+            return
+        self.asked_keyframe = True
+
+        def ask() -> None:
+            if self.waiting_keyframe:
+                request_keyframe()
+            else:
+                self.asked_keyframe = False
+
+        self.outbox.call_when_room(ask)
 
 
 @dataclass(eq=False)
@@ -132,6 +102,7 @@ class FrameFeed:
     keyframes: int = 0
     bytes_encoded: int = 0
     dropped: int = 0  # pictures not delivered to a viewer that was behind
+    skips: int = 0  # times a viewer fell behind and skipped to a keyframe
     viewers: set[Viewer] = field(default_factory=set)
     # The last keyframe and every picture after it, with their sequence numbers, while they fit one outbox.
     _since_keyframe: list[tuple[Picture, int]] = field(default_factory=list)
@@ -147,6 +118,11 @@ class FrameFeed:
         for picture, sequence in self._since_keyframe:
             if not viewer.offer(picture, sequence, self.request_keyframe):
                 return  # its outbox is full: it waits for the keyframe the offer asked for
+
+    @property
+    def slow_viewers(self) -> int:
+        """Viewers on keyframes only because their link cannot carry the frame's stream."""
+        return sum(v.choice.slow for v in self.viewers)
 
     def remove(self, viewer: Viewer) -> None:
         self.viewers.discard(viewer)
@@ -175,8 +151,10 @@ class FrameFeed:
         self.bytes_encoded += len(picture.data)
         self._keep_since_keyframe(picture)
         for viewer in list(self.viewers):
+            skipped = viewer.skipped
             if not viewer.offer(picture, self.sequence, self.request_keyframe):
                 self.dropped += 1
+            self.skips += viewer.skipped - skipped
         if self._change_waiters and picture.changed:
             keep = []
             for after_us, future in self._change_waiters:

@@ -17,7 +17,7 @@ def viewer(outbox: Outbox, slot: int, configs: list[int]) -> Viewer:
 
 async def drain(outbox: Outbox) -> list[str | bytes]:
     items: list[str | bytes] = []
-    while outbox._items:
+    while len(outbox):
         item = await outbox.next()
         assert item is not None
         items.append(item)

@@ -23,6 +23,7 @@ from framestream.feed import Outbox, Viewer
 from framestream.frames import Frame
 from framestream.frames.events import FrameEvent
 from framestream.server.context import ServiceContext
+from framestream.server.drain import wait_drained
 from framestream.server.inputs import apply_step
 from framestream.server.session import (
     Action,
@@ -53,6 +54,7 @@ class ViewerConnection:
         )
         self.viewers: dict[str, Viewer] = {}  # what this connection added to each frame it watches
         self._tasks: set[asyncio.Task[None]] = set()
+        self.transport: asyncio.BaseTransport | None = None  # the socket under `ws`, for the writer's drain waits
 
     async def run(self) -> None:
         writer = asyncio.create_task(self._write(), name="ws-writer")
@@ -117,7 +119,7 @@ class ViewerConnection:
             frame_id=frame.id,
             slot=slot,
             outbox=self.outbox,
-            send_config=lambda v: self.outbox.push_text(config_text(frame, v.slot)),
+            send_config=lambda v: self.outbox.push_config(config_text(frame, v.slot)),
             on_event=self._on_event,
             configured=configured,
         )
@@ -161,10 +163,15 @@ class ViewerConnection:
                 item = await self.outbox.next()
                 if item is None:
                     return
+                started = time.monotonic()
                 if isinstance(item, bytes):
                     await self.ws.send_bytes(item)
                 else:
                     await self.ws.send_str(item)
+                # Until it has left the socket: the queue stays in the outbox (where a slow viewer can skip)
+                # and the time it took measures this connection's link.
+                await wait_drained(self.transport, self.outbox.link.rate)
+                self.outbox.sent(len(item), time.monotonic() - started)
         except (ConnectionError, RuntimeError):
             pass  # the peer went away; the reader sees it too and cleans up
 
@@ -184,6 +191,7 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
         await ws.close(code=CLOSE_TOO_MANY, message=b"too many connections")
         return ws
     conn = ViewerConnection(ctx, ws, request.remote)
+    conn.transport = request.transport
     ctx.connections.add(conn)
     try:
         await conn.run()

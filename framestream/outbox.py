@@ -1,0 +1,189 @@
+"""One connection's outgoing messages, with the queue delay bounded by time at the link's measured rate.
+
+Two queues: text that never waits behind video (acks, errors, frame state: a driver's input stays responsive on
+a slow link) and the stream (video, patches and the `video-config` that must stay in order with them). The
+stream is bounded by a time budget (`BUDGET_S` at the rate `LinkMeter` measured from the writer) and, as a
+backstop and before anything was measured, by pictures and bytes.
+
+Keyframes are the one thing allowed past the budget: an IDR at dpr 2 is about 300 KB (2.4 s at 1 Mbit/s), and
+skipping to a newer keyframe would not make it smaller. For a viewer on the full stream the budget therefore
+counts what is queued behind keyframes; for a slow one (`strict`) it counts everything, so it gets keyframes
+only, each when the previous one has gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from framestream.link import LinkMeter
+
+# A viewer may fall this far behind before it skips to the next keyframe (before its link is measured, and as
+# a backstop after): about half a second of motion.
+OUTBOX_MAX_BYTES = 2 * 1024 * 1024
+OUTBOX_MAX_PICTURES = 15
+BUDGET_S = 0.25  # the most a picture waits in a connection's queue at its link's rate (issue 18)
+
+_KIND_VIDEO, _KIND_PATCH = 1, 2  # the first byte of a binary message (docs/protocol.md)
+_FLAG_KEYFRAME = 1
+
+
+@dataclass(slots=True)
+class _Queued:
+    payload: str | bytes
+    size: int
+    video: bool  # video or patch: counted in the pictures budget
+    keyframe: bool
+    slot: int | None  # the slot of a video or patch message, for skipping one viewer's pictures
+
+
+def _describe(message: bytes) -> tuple[bool, int | None]:
+    """(keyframe, slot) of a binary message: keyframes and slots are only read from video and patch headers."""
+    if len(message) >= 4 and message[0] in (_KIND_VIDEO, _KIND_PATCH):
+        return message[0] == _KIND_VIDEO and bool(message[1] & _FLAG_KEYFRAME), int.from_bytes(message[2:4])
+    return False, None
+
+
+class Outbox:
+    """One connection's outgoing messages. Text always queues; video and patches within a time budget."""
+
+    def __init__(self, max_bytes: int = OUTBOX_MAX_BYTES, max_pictures: int = OUTBOX_MAX_PICTURES,
+                 budget_s: float = BUDGET_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self._urgent: collections.deque[str] = collections.deque()
+        self._stream: collections.deque[_Queued] = collections.deque()
+        self._video_bytes = 0
+        self._video_count = 0
+        self._max_bytes = max_bytes
+        self._max_pictures = max_pictures
+        self.budget_s = budget_s
+        self._clock = clock
+        self.link = LinkMeter(clock)
+        self._in_flight: _Queued | None = None  # taken by the writer, not reported sent yet
+        self._in_flight_since = 0.0
+        self._ready = asyncio.Event()
+        self.closed = False
+        self.bytes_sent = 0
+        self.pictures_sent = 0
+        self.purged = 0  # pictures dropped from the queue when their viewer skipped to a newer keyframe
+        self._when_room: list[Callable[[], None]] = []
+
+    def __len__(self) -> int:
+        """Messages waiting to be taken by `next`."""
+        return len(self._urgent) + len(self._stream)
+
+    def push_text(self, text: str) -> None:
+        """A text message that goes before any queued video."""
+        if self.closed:
+            return
+        self._urgent.append(text)
+        self._ready.set()
+
+    def push_config(self, text: str) -> None:
+        """A text message that stays in order with the video (a `video-config` before its keyframe)."""
+        if self.closed:
+            return
+        self._stream.append(_Queued(text, len(text), video=False, keyframe=False, slot=None))
+        self._ready.set()
+
+    def push_video(self, message: bytes, *, strict: bool = False) -> bool:
+        """Queue one video or patch message; False (and nothing queued) when it would wait past the budget.
+
+        A keyframe first drops what its own slot still has queued when that is over the budget (its viewer
+        skips to this newer picture). `strict`: keyframes queued ahead count too (a slow viewer)."""
+        if self.closed:
+            return False
+        keyframe, slot = _describe(message)
+        size = len(message)
+        if keyframe and slot is not None and not self._fits(size, strict):
+            self._purge(slot)
+        if not self._fits(size, strict):
+            return False
+        self._stream.append(_Queued(message, size, video=True, keyframe=keyframe, slot=slot))
+        self._video_bytes += size
+        self._video_count += 1
+        self._ready.set()
+        return True
+
+    def _fits(self, size: int, strict: bool) -> bool:
+        if self._video_count == 0 and self._in_flight is None:
+            return True  # an oversized keyframe still goes through when nothing is ahead of it, or it never would
+        if self._video_count >= self._max_pictures or self._video_bytes + size > self._max_bytes:
+            return self._video_count == 0
+        delay = self.delay_s(keyframes=strict)
+        rate = self.link.rate
+        if delay is None or rate is None:
+            return True
+        return delay + size / rate <= self.budget_s
+
+    def delay_s(self, *, keyframes: bool = True) -> float | None:
+        """Seconds to send what is ahead in the stream at the measured rate (None before any measure);
+        `keyframes=False` leaves out the keyframes' bytes."""
+        rate = self.link.rate
+        if rate is None:
+            return None
+        ahead = float(sum(q.size for q in self._stream if keyframes or not q.keyframe))
+        flight = self._in_flight
+        if flight is not None and (keyframes or not flight.keyframe):
+            ahead += max(0.0, flight.size - rate * (self._clock() - self._in_flight_since))
+        return ahead / rate
+
+    def room_for_keyframe(self) -> bool:
+        """Whether a keyframe asked for now would wait at most half the budget (always, before any measure)."""
+        delay = self.delay_s()
+        return delay is None or delay <= self.budget_s / 2
+
+    def call_when_room(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once `room_for_keyframe` holds: now, or when the writer reports a send."""
+        if self.room_for_keyframe():
+            callback()
+        else:
+            self._when_room.append(callback)
+
+    def _purge(self, slot: int) -> None:
+        keep: collections.deque[_Queued] = collections.deque()
+        for item in self._stream:
+            if item.video and item.slot == slot:
+                self._video_bytes -= item.size
+                self._video_count -= 1
+                self.purged += 1
+            else:
+                keep.append(item)
+        self._stream = keep
+
+    async def next(self) -> str | bytes | None:
+        """The next message to send (text first), or None once closed and drained."""
+        while not self._urgent and not self._stream:
+            if self.closed:
+                return None
+            self._ready.clear()
+            await self._ready.wait()
+        if self._urgent:
+            text = self._urgent.popleft()
+            self._in_flight, self._in_flight_since = _Queued(text, len(text), False, False, None), self._clock()
+            return text
+        item = self._stream.popleft()
+        if item.video:
+            self._video_bytes -= item.size
+            self._video_count -= 1
+        if isinstance(item.payload, bytes):
+            self.bytes_sent += item.size
+            self.pictures_sent += 1
+        self._in_flight, self._in_flight_since = item, self._clock()
+        return item.payload
+
+    def sent(self, size: int, busy_s: float) -> None:
+        """The writer's report: the last message taken (`size` bytes) left the socket after `busy_s` seconds."""
+        self.link.sent(size, busy_s)
+        self._in_flight = None
+        if self._when_room and self.room_for_keyframe():
+            waiting, self._when_room = self._when_room, []
+            for callback in waiting:
+                callback()
+
+    def close(self) -> None:
+        self.closed = True
+        self._when_room.clear()
+        self._ready.set()
