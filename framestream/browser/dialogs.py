@@ -84,9 +84,9 @@ class Dialogs:
         if session is None:
             return
         log.info("nobody answered dialog %s in %g s; dismissed", dialog_id, self.timeout_s)
+        self.gone(dialog_id, "timeout")  # before the browser's own "closed" arrives, which would say "answered"
         with contextlib.suppress(CDPError):
             await self.cdp.call("Page.handleJavaScriptDialog", {"accept": False}, session_id=session)
-        self.gone(dialog_id, "timeout")
 
     def close(self) -> None:
         for timer in self._timers.values():

@@ -224,6 +224,10 @@ async def test_navigation_goes_back_and_forward_and_never_leaves_the_frames_page
     await driver.colour(MARKER, GREY)
     assert (await driver.send({"type": "navigate", "action": "forward"}))["type"] == "input-ack"
     await driver.colour(TOP, PURPLE)
+    await driver.click(100, 40)  # the page paints itself yellow; a reload brings back what it loads as
+    await driver.colour(TOP, YELLOW)
+    assert (await driver.send({"type": "navigate", "action": "reload"}))["type"] == "input-ack"
+    await driver.colour(TOP, PURPLE)
     await driver.send({"type": "navigate", "action": "back"})
     await driver.colour(MARKER, GREY)
     # The first page has no history before it: Back answers an error and the frame stays where it is.
