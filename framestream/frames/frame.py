@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from framestream.browser.proctable import ProcessInfo
 from framestream.browser.tabs import TabEvent
 from framestream.config import FrameSize
 from framestream.core.control import FrameControl
@@ -104,6 +105,11 @@ class Frame:
 
     def snapshot(self) -> tuple[Any, int, int] | None:
         return self._runtime.snapshot() if self._runtime is not None else None
+
+    def process_ids(self, processes: Sequence[ProcessInfo]) -> list[int]:
+        """The processes of the frame's display and browser among `processes` (none while it is closed)."""
+        runtime = self._runtime
+        return runtime.process_ids(processes) if runtime is not None else []
 
     # -- viewers and what they hear ----------------------------------------------------------------------
 

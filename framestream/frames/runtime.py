@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from framestream.browser.chrome import ChromeBrowser
-from framestream.browser.proctable import mentioning
+from framestream.browser.proctable import ProcessInfo, mentioning
 from framestream.browser.tabs import PageCrashed, PageNavigated, TabEvent, Tabs, TabSettings
 from framestream.browser.xinput import DisplayInput
 from framestream.browser.xvfb import XvfbDisplay
@@ -80,6 +80,8 @@ class Runtime(Protocol):
 
     @property
     def tabs(self) -> Tabs | None: ...
+
+    def process_ids(self, processes: Sequence[ProcessInfo]) -> list[int]: ...
 
 
 RuntimeFactory = Callable[[str, FrameSize, RuntimeHooks], Runtime]  # (frame id, size, hooks)
@@ -275,6 +277,17 @@ class FrameRuntime:
 
     def snapshot(self) -> tuple[Any, int, int] | None:
         return self.pipeline.snapshot() if self.pipeline is not None else None
+
+    def process_ids(self, processes: Sequence[ProcessInfo]) -> list[int]:
+        """Every process of this launch among `processes` (one read of the process table): Xvfb and the browser
+        with all they forked (their process groups), and crashpad's handlers, which leave the browser's group
+        (they name the profile in their command line)."""
+        groups = {part.proc.pid for part in (self._display, self._browser) if part is not None}
+        if not groups:
+            return []
+        profile = f"{self._profile_dir}/".encode()
+        return [info.pid for info in processes
+                if not info.zombie and (info.pgrp in groups or profile in info.cmdline)]
 
     def _running_browser(self) -> ChromeBrowser:
         if self._browser is None:
