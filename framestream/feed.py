@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, pack_video_header
 from framestream.link import StreamChoice
-from framestream.media.picture import Picture
+from framestream.media.picture import PatchGate, Picture
 from framestream.outbox import OUTBOX_MAX_BYTES, OUTBOX_MAX_PICTURES, Outbox
 
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ class Viewer:
     skipped: int = 0  # times it fell behind and skipped to a keyframe
     choice: StreamChoice = field(default_factory=StreamChoice)  # full stream, or keyframes only (a slow link)
     asked_keyframe: bool = True  # its frame asks for one when it is added
+    patches: bool = False  # granted the `patches` feature: takes patch messages (kind 2) beside video
 
     def offer(self, picture: Picture, sequence: int, request_keyframe: Callable[[], None]) -> bool:
         """Queue the picture for this viewer; False when it was dropped (skipping to a keyframe)."""
@@ -57,11 +58,18 @@ class Viewer:
         if self.waiting_keyframe and not picture.keyframe:
             self._ask_keyframe(request_keyframe)
             return False
+        if picture.patch and not self.patches:
+            # Made while this viewer was joining (the worker had not yet seen the gate close): the H.264 stream
+            # alone lacks that change, so it resumes at a keyframe, as after any skip.
+            self.waiting_keyframe = True
+            self.asked_keyframe = False
+            self._ask_keyframe(request_keyframe)
+            return False
         if picture.keyframe and not self.configured:
             self.send_config(self)
             self.configured = True
         flags = (FLAG_KEYFRAME if picture.keyframe else 0) | (FLAG_REFINEMENT if picture.refinement else 0)
-        message = pack_video_header(flags, self.slot, sequence, picture.capture_us) + picture.data
+        message = pack_video_header(flags, self.slot, sequence, picture.capture_us, picture.kind) + picture.data
         if self.outbox.push_video(message, strict=self.choice.update(self.outbox.link.rate)):
             self.waiting_keyframe = False
             self.asked_keyframe = self.asked_keyframe and not picture.keyframe
@@ -104,6 +112,7 @@ class FrameFeed:
     dropped: int = 0  # pictures not delivered to a viewer that was behind
     skips: int = 0  # times a viewer fell behind and skipped to a keyframe
     viewers: set[Viewer] = field(default_factory=set)
+    patch_gate: PatchGate = field(default_factory=PatchGate)  # open while every viewer takes patches
     # The last keyframe and every picture after it, with their sequence numbers, while they fit one outbox.
     _since_keyframe: list[tuple[Picture, int]] = field(default_factory=list)
     _since_keyframe_bytes: int = 0
@@ -111,6 +120,7 @@ class FrameFeed:
 
     def add(self, viewer: Viewer) -> None:
         self.viewers.add(viewer)
+        self._update_gate()
         viewer.waiting_keyframe = True
         if not self._since_keyframe:
             self.request_keyframe()
@@ -126,9 +136,15 @@ class FrameFeed:
 
     def remove(self, viewer: Viewer) -> None:
         self.viewers.discard(viewer)
+        self._update_gate()
 
     def remove_all(self) -> None:
         self.viewers.clear()
+        self._update_gate()
+
+    def _update_gate(self) -> None:
+        # Patches only while every viewer takes them: the others need every change in their H.264 stream.
+        self.patch_gate.open = bool(self.viewers) and all(v.patches for v in self.viewers)
 
     def restarted(self) -> None:
         """A new encoder starts: every viewer waits for its first keyframe and gets a fresh video-config."""

@@ -6,10 +6,14 @@ back what happened. The rules:
 - an IDR only on demand, and beyond the first at most one per `keyframe_interval` (requests are coalesced);
 - when the picture has been still for `refine_after`, `refine_frames` higher-quality pictures make it sharp;
   an IDR of a still picture is encoded at that higher quality at once.
+
+`PatchRule` decides whether a change goes out as lossless patches instead of an H.264 picture (docs/performance.md,
+"Patches", for the measurements behind its numbers).
 """
 
 from __future__ import annotations
 
+import collections
 import math
 from dataclasses import dataclass
 
@@ -83,14 +87,16 @@ class EncodePolicy:
             waits.append(due - now)
         return Wait(min(waits) if waits else math.inf)
 
-    def note_encoded(self, now: float, decision: Encode, *, changed: bool) -> None:
+    def note_encoded(self, now: float, decision: Encode, *, changed: bool, patched: bool = False) -> None:
         """Report what the worker did with `decision`; `changed` is False when the grab equalled the last picture
-        (then nothing was encoded unless a keyframe was asked for)."""
+        (then nothing was encoded unless a keyframe was asked for). `patched`: the change went out as lossless
+        patches, which need no sharpening (a refinement still owed for earlier motion waits for stillness)."""
         if decision.grab:
             self._dirty = False
         if changed:
             self._last_change_at = now
-            self._refine_left = self.refine_frames
+            if not patched:
+                self._refine_left = self.refine_frames
         produced = changed or decision.keyframe or decision.refinement
         if not produced:
             return
@@ -102,3 +108,50 @@ class EncodePolicy:
                 self._refine_left = 0
         elif decision.refinement:
             self._refine_left -= 1
+
+
+class PatchRule:
+    """Small changes as patches, the rest (and costly regions that keep changing) as H.264.
+
+    Measured at 2560x1600 on two cores (docs/performance.md): x264 costs 10-18 ms per picture however little
+    changed, while a PNG of UI content costs about 15 ns a pixel (1 ms for 256x256) and of photographic content
+    up to 100 ns a pixel at ~3 bytes a pixel. So a change goes out as patches when its changed boxes cover at
+    most `max_area` pixels in at most `max_rects` boxes; when their images come out larger than `max_bytes`,
+    or patches have taken more than `max_rate` bytes over the last second (a video or a large animation
+    keeps changing with costly content), changes go through H.264 for `hold` seconds, which keeps bytes bounded.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_area: int = 128 * 1024,
+        max_rects: int = 16,
+        max_bytes: int = 96 * 1024,
+        max_rate: int = 768 * 1024,
+        hold: float = 1.0,
+    ) -> None:
+        self.max_area = max_area
+        self.max_rects = max_rects
+        self.max_bytes = max_bytes
+        self.max_rate = max_rate
+        self.hold = hold
+        self._video_until = -math.inf
+        self._sent: collections.deque[tuple[float, int]] = collections.deque()
+        self._sent_bytes = 0
+
+    def allows(self, now: float, boxes: list[tuple[int, int, int, int]]) -> bool:
+        """Whether the changed boxes (x0, y0, x1, y1) of one picture may go out as patches."""
+        if not boxes or len(boxes) > self.max_rects or now < self._video_until:
+            return False
+        return sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes) <= self.max_area
+
+    def note_sent(self, now: float, size: int) -> bool:
+        """Patches of `size` bytes were made; False (and video for `hold` s) when they cost too much to send."""
+        while self._sent and self._sent[0][0] <= now - 1.0:
+            self._sent_bytes -= self._sent.popleft()[1]
+        if size > self.max_bytes or self._sent_bytes + size > self.max_rate:
+            self._video_until = now + self.hold
+            return False
+        self._sent.append((now, size))
+        self._sent_bytes += size
+        return True

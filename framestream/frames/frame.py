@@ -206,7 +206,7 @@ class Frame:
         self._set_state(FrameState.LAUNCHING, self.message if self.state is FrameState.LAUNCHING else None)
         hooks = RuntimeHooks(on_picture=self._on_picture, on_fault=self._on_fault,
                              on_navigated=self._on_navigated, on_crashed=self._on_crashed,
-                             on_tab_event=self._on_tab_event)
+                             on_tab_event=self._on_tab_event, patch_gate=self.feed.patch_gate)
         runtime = self._runtime = self.manager.new_runtime(self.id, self.size, hooks)
         self.feed.restarted()
         self._published = 0

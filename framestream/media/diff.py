@@ -1,4 +1,5 @@
-"""Which rows of a picture really changed: Chromium often repaints identical pixels. Pure numpy (and memcmp)."""
+"""Which rows (and boxes) of a picture really changed: Chromium often repaints identical pixels. Pure numpy
+(and memcmp)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy.typing as npt
 
 from framestream.media.rects import DamageRect, clip
 
-__all__ = ["changed_rows"]
+__all__ = ["changed_boxes", "changed_rows"]
 
 Picture = npt.NDArray[np.uint8]
 
@@ -35,6 +36,21 @@ def changed_rows(
     """
     if prev.shape != cur.shape:
         return (0, int(cur.shape[0]))
+    boxes = changed_boxes(prev, cur, rect_hint, tight_area=0)
+    if not boxes:
+        return None
+    return min(b[1] for b in boxes), max(b[3] for b in boxes)
+
+
+def changed_boxes(
+    prev: Picture, cur: Picture, rect_hint: Sequence[DamageRect] | None = None, *, tight_area: int = 1 << 18
+) -> list[tuple[int, int, int, int]]:
+    """Per hinted rectangle, the box (x0, y0, x1, y1) that holds all its changed pixels; [] when none changed.
+
+    Rows are always tight. Columns are tightened too when the changed rows of a rectangle cover at most
+    `tight_area` pixels (a column scan reads every pixel of them, so large changes keep the rectangle's
+    width: they go to the video encoder anyway). Pictures must have the same shape.
+    """
     height, width = int(cur.shape[0]), int(cur.shape[1])
     boxes: list[tuple[int, int, int, int]] = []
     if rect_hint is None:
@@ -54,16 +70,22 @@ def changed_rows(
                     max(b[3] for b in boxes),
                 )
             ]
-    top, bottom = height, 0
+    found: list[tuple[int, int, int, int]] = []
     for x0, y0, x1, y1 in boxes:
         pa, pb = prev[y0:y1, x0:x1], cur[y0:y1, x0:x1]
         wide = _wide_ok(pa) and _wide_ok(pb)  # both sides must use the same word size
         a, b = _words(pa, wide), _words(pb, wide)
         first = _first_changed(a, b)
-        if first is not None:
-            last = _last_changed(a, b, first)
-            top, bottom = min(top, y0 + first), max(bottom, y0 + last + 1)
-    return (top, bottom) if bottom > 0 else None
+        if first is None:
+            continue
+        last = _last_changed(a, b, first)
+        top, bottom = y0 + first, y0 + last + 1
+        if (bottom - top) * (x1 - x0) <= tight_area:
+            cols = np.flatnonzero((pa[first : last + 1] != pb[first : last + 1]).any(axis=(0, 2)))
+            found.append((x0 + int(cols[0]), top, x0 + int(cols[-1]) + 1, bottom))
+        else:
+            found.append((x0, top, x1, bottom))
+    return found
 
 
 def _wide_ok(region: Picture) -> bool:

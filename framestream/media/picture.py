@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+KIND_VIDEO = 1  # `data` is one H.264 access unit
+KIND_PATCH = 2  # `data` is a patch payload (core/wire: a rectangle table and lossless images)
+
 
 @dataclass(frozen=True, slots=True)
 class Picture:
@@ -14,3 +17,16 @@ class Picture:
     encoded_us: int  # when the access unit was ready; capture-to-send is measured from capture_us
     codec: str | None
     changed: bool = True  # False for a keyframe or refinement of a picture that did not change
+    kind: int = KIND_VIDEO
+
+    @property
+    def patch(self) -> bool:
+        return self.kind == KIND_PATCH
+
+
+class PatchGate:
+    """Whether the frame's worker may send small changes as patches: the feed opens it while every viewer of
+    the frame asked for them, and the worker reads it before each picture (a plain bool: atomic to read)."""
+
+    def __init__(self) -> None:
+        self.open = False

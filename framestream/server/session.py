@@ -177,6 +177,7 @@ class ViewerSession(Generic[F]):
         self.phase = Phase.HELLO
         self.hello_deadline = now + settings.hello_timeout_s
         self.claims: Claims | None = None
+        self.features: frozenset[str] = frozenset()  # granted in welcome (hello `features`)
         self.watching: dict[str, int] = {}  # frame id -> slot
         self._next_slot = 1
         self._input_bucket = TokenBucket(settings.input_rate_per_s, settings.input_rate_per_s)
@@ -307,8 +308,9 @@ class ViewerSession(Generic[F]):
             return self._refuse(CLOSE_FORBIDDEN, "this token may not view frames")
         self.claims = claims
         self.phase = Phase.OPEN
+        self.features = frozenset(parsed.features or ())  # every feature the wire knows is granted
         self._log(logging.INFO, "viewer joined as %s (%s)", claims.sub, claims.role, peer=self.peer)
-        return [Send(welcome(self._settings.sandbox_id, self._settings.shared_frames))]
+        return [Send(welcome(self._settings.sandbox_id, self._settings.shared_frames, parsed.features))]
 
     # -- after welcome --------------------------------------------------------------------------------------
 

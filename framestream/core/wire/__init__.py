@@ -8,13 +8,15 @@ One public surface over private modules, one job each:
 - `_client_messages`: every client message parsed into frozen dataclasses;
 - `_tab_messages`: a driver's `page`, `navigate` and `dialog-answer` (the tab rather than input);
 - `_server_messages`: the JSON the service sends, its error codes and close codes;
-- `_video_header`: the 16-byte header in front of each access unit.
+- `_video_header`: the 16-byte header in front of each binary message;
+- `_patch_message`: the body of a patch message (kind 2).
 
 Import from here (`from framestream.core.wire import Input`), never from the private modules. The client side
 (encoding what a client sends) is `framestream.client.wire`.
 """
 
 from framestream.core.wire._client_messages import (
+    FEATURES,
     ClientMessage,
     Hello,
     Input,
@@ -64,6 +66,13 @@ from framestream.core.wire._limits import (
     MAX_URL_CHARS,
     MAX_WHEEL_DELTA,
 )
+from framestream.core.wire._patch_message import (
+    FORMAT_PNG,
+    PATCH_ENTRY,
+    PatchRect,
+    pack_patch_payload,
+    unpack_patch_payload,
+)
 from framestream.core.wire._server_messages import (
     CLOSE_FORBIDDEN,
     CLOSE_GOING_AWAY,
@@ -105,6 +114,7 @@ from framestream.core.wire._tab_messages import (
 from framestream.core.wire._video_header import (
     FLAG_KEYFRAME,
     FLAG_REFINEMENT,
+    KIND_PATCH,
     KIND_VIDEO,
     VIDEO_HEADER,
     VideoHeader,
@@ -125,10 +135,13 @@ __all__ = [
     "DIALOG_KINDS",
     "DOWNLOAD_STATES",
     "ERROR_CODES",
+    "FEATURES",
     "FLAG_KEYFRAME",
     "FLAG_REFINEMENT",
+    "FORMAT_PNG",
     "FRAME_STATES",
     "KEY_ACTIONS",
+    "KIND_PATCH",
     "KIND_VIDEO",
     "MAX_BUTTONS_MASK",
     "MAX_CLICKS",
@@ -153,6 +166,7 @@ __all__ = [
     "NAVIGATE_ACTIONS",
     "PAGE_ACTIONS",
     "PAGE_FIELDS",
+    "PATCH_ENTRY",
     "PROTOCOL_VERSION",
     "TOUCH_ACTIONS",
     "VIDEO_HEADER",
@@ -172,6 +186,7 @@ __all__ = [
     "PageAction",
     "PageRequest",
     "PasteEvent",
+    "PatchRect",
     "TextEvent",
     "TouchAction",
     "TouchEvent",
@@ -191,10 +206,12 @@ __all__ = [
     "file_chooser_message",
     "frame_state",
     "input_ack",
+    "pack_patch_payload",
     "pack_video_header",
     "parse_client_message",
     "parse_input_body",
     "parse_navigate_body",
+    "unpack_patch_payload",
     "unpack_video_header",
     "video_config",
     "welcome",

@@ -69,9 +69,16 @@ from framestream.core.wire._tab_messages import (
 from framestream.errors import ProtocolError
 
 
+# What a client may ask for in hello's `features` (the service grants those it has; unknown names are ignored).
+FEATURES = ("patches",)
+_MAX_FEATURES = 16
+_MAX_FEATURE_CHARS = 64
+
+
 @dataclass(frozen=True, slots=True)
 class Hello:
     token: str
+    features: tuple[str, ...] | None = None  # None: the hello had no `features` (welcome then names none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +222,18 @@ _DRIVER_PARSERS: Final[Mapping[str, Callable[[Mapping[str, Any]], ClientMessage]
 }
 
 
+def _features(obj: dict[str, Any]) -> tuple[str, ...] | None:
+    """hello's optional `features`: a list of names; unknown names are kept out, a wrong type is refused."""
+    raw = obj.get("features")
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) > _MAX_FEATURES or not all(
+        isinstance(name, str) and len(name) <= _MAX_FEATURE_CHARS for name in raw
+    ):
+        raise ProtocolError("bad-message", f"hello's features must be a list of at most {_MAX_FEATURES} names")
+    return tuple(name for name in FEATURES if name in raw)
+
+
 def parse_client_message(text: str | bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> ClientMessage:
     """Parse one WebSocket message from a client; raise ProtocolError for anything the contract forbids."""
     obj = load_json(text, max_bytes)
@@ -226,7 +245,7 @@ def parse_client_message(text: str | bytes, *, max_bytes: int = MAX_MESSAGE_BYTE
         return driver_parser(obj)
     with refused_as("bad-message", frame=frame_of(obj)):
         if kind == "hello":
-            return Hello(string(obj, "token", "hello", max_len=MAX_TOKEN_CHARS))
+            return Hello(string(obj, "token", "hello", max_len=MAX_TOKEN_CHARS), _features(obj))
         if kind == "watch":
             return Watch(string(obj, "frame", "watch", max_len=MAX_ID_CHARS))
         if kind == "unwatch":

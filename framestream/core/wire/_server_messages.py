@@ -57,10 +57,14 @@ def _check(value: str, allowed: tuple[str, ...], what: str) -> None:
         raise ValueError(f"unknown {what} {value!r}")
 
 
-def welcome(sandbox: str, shared_frames: bool) -> str:
-    return _dumps(
-        {"type": "welcome", "protocol": PROTOCOL_VERSION, "sandbox": sandbox, "shared_frames": shared_frames}
-    )
+def welcome(sandbox: str, shared_frames: bool, features: tuple[str, ...] | None = None) -> str:
+    """`features`: those granted, listed only when the hello asked for any (None: today's welcome, unchanged)."""
+    body: dict[str, object] = {
+        "type": "welcome", "protocol": PROTOCOL_VERSION, "sandbox": sandbox, "shared_frames": shared_frames
+    }
+    if features is not None:
+        body["features"] = list(features)
+    return _dumps(body)
 
 
 def video_config(  # noqa: PLR0917 - the contract's field order

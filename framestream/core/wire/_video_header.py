@@ -1,4 +1,4 @@
-"""The 16-byte header in front of every binary video message: kind, flags, slot, sequence, capture time."""
+"""The 16-byte header in front of every binary message: kind (1 video, 2 patch), flags, slot, sequence, capture."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from typing import Final, NamedTuple
 
 VIDEO_HEADER: Final = struct.Struct(">BBHIQ")
 KIND_VIDEO: Final = 1
+KIND_PATCH: Final = 2  # opt-in (hello `features`): a picture's changed rectangles, see _patch_message
+KINDS: Final = (KIND_VIDEO, KIND_PATCH)
 FLAG_KEYFRAME: Final = 1
 FLAG_REFINEMENT: Final = 2
 
@@ -27,15 +29,18 @@ class VideoHeader(NamedTuple):
         return bool(self.flags & FLAG_REFINEMENT)
 
 
-def pack_video_header(flags: int, slot: int, sequence: int, capture_us: int) -> bytes:
-    """The 16-byte header in front of one access unit. `sequence` wraps modulo 2**32."""
+def pack_video_header(flags: int, slot: int, sequence: int, capture_us: int, kind: int = KIND_VIDEO) -> bytes:
+    """The 16-byte header in front of one access unit (or a patch payload, `kind` 2). `sequence` wraps modulo
+    2**32."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown message kind {kind}")
     if not 0 <= flags <= 0xFF:
         raise ValueError(f"flags {flags} out of range 0..255")
     if not 0 <= slot <= 0xFFFF:
         raise ValueError(f"slot {slot} out of range 0..65535")
     if not 0 <= capture_us < 2**64:
         raise ValueError(f"capture time {capture_us} out of range")
-    return VIDEO_HEADER.pack(KIND_VIDEO, flags, slot, sequence & 0xFFFFFFFF, capture_us)
+    return VIDEO_HEADER.pack(kind, flags, slot, sequence & 0xFFFFFFFF, capture_us)
 
 
 def unpack_video_header(data: bytes) -> VideoHeader:

@@ -1,0 +1,113 @@
+"""Each change of a frame as lossless patches or as one H.264 picture, and the encoder kept behind the patches.
+
+The encoder's reference never sees a patch: a patched change stays pending (its rows and boxes), and the next
+H.264 picture, which is made whenever something else changes, a keyframe is asked for or a refinement is due,
+first brings the encoder's picture up to date with every pending change. That picture then carries the whole
+current picture, so it also covers whatever the patches showed, and every decoder stays exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from framestream.core.pacing import PatchRule
+from framestream.core.wire import pack_patch_payload
+from framestream.media.encoder import H264Encoder
+from framestream.media.patches import Box, make_patches, merge_boxes
+from framestream.media.picture import KIND_PATCH, KIND_VIDEO, PatchGate
+
+# More pending row ranges than this are converted as their bounding range (one swscale call each otherwise).
+_MAX_PENDING_RANGES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    data: bytes
+    keyframe: bool
+    refinement: bool
+    kind: int  # KIND_VIDEO or KIND_PATCH
+    patch_bytes: int = 0  # of images, for the statistics
+
+
+class ChangeSender:
+    """One capture's way out: owned by the frame's worker thread, like its encoder."""
+
+    def __init__(self, encoder: H264Encoder, gate: PatchGate | None, rule: PatchRule | None = None) -> None:
+        self._encoder = encoder
+        self._gate = gate
+        self.rule = rule or PatchRule()
+        self._pending_rows: list[tuple[int, int]] = []
+        self._pending_boxes: list[Box] = []
+
+    @property
+    def pending(self) -> bool:
+        """Whether patches were sent that the encoder's picture does not have yet."""
+        return bool(self._pending_rows)
+
+    def send(
+        self,
+        kept: npt.NDArray[np.uint8],
+        *,
+        now: float,
+        keyframe: bool,
+        refinement: bool,
+        rows: tuple[int, int] | None,
+        boxes: Sequence[Box],
+        hint: list[tuple[int, int, int, int]] | None,
+    ) -> Outgoing | None:
+        """Send the current picture `kept` (BGRX). `rows` and `boxes` (x0, y0, x1, y1) say what changed since the
+        last send (rows None: nothing); `hint` is what x264 may restrict its analysis to (None: everything).
+        None when the encoder made no access unit."""
+        if rows is not None and not (keyframe or refinement) and hint is not None:
+            patch = self._patches(kept, now, boxes)
+            if patch is not None:
+                return patch
+        return self._video(kept, keyframe=keyframe, refinement=refinement, rows=rows, hint=hint)
+
+    def _patches(self, kept: npt.NDArray[np.uint8], now: float, boxes: Sequence[Box]) -> Outgoing | None:
+        if self._gate is None or not self._gate.open:
+            return None
+        merged = merge_boxes(boxes)
+        if not self.rule.allows(now, merged):
+            return None
+        rects = make_patches(kept, merged)
+        size = sum(len(r.data) for r in rects)
+        if not self.rule.note_sent(now, size):
+            return None  # too costly to send as images: this change (and the next ones for a while) as video
+        for x0, y0, x1, y1 in merged:
+            self._pending_rows.append((y0, y1))
+            self._pending_boxes.append((x0, y0, x1, y1))
+        return Outgoing(pack_patch_payload(rects), False, False, KIND_PATCH, size)
+
+    def _video(
+        self,
+        kept: npt.NDArray[np.uint8],
+        *,
+        keyframe: bool,
+        refinement: bool,
+        rows: tuple[int, int] | None,
+        hint: list[tuple[int, int, int, int]] | None,
+    ) -> Outgoing | None:
+        encoder = self._encoder
+        ranges = list(self._pending_rows)
+        if rows is not None:
+            ranges.append(rows)
+        if len(ranges) > _MAX_PENDING_RANGES:
+            ranges = [(min(r[0] for r in ranges), max(r[1] for r in ranges))]
+        for span in ranges:
+            encoder.update(kept, span)
+        changed = hint
+        if changed is not None:
+            changed = changed + [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in self._pending_boxes]
+        self._pending_rows.clear()
+        self._pending_boxes.clear()
+        encoded = encoder.encode(
+            keyframe=keyframe, refinement=refinement, changed=changed if rows is not None or ranges else None
+        )
+        if not encoded.data:
+            return None
+        return Outgoing(encoded.data, encoded.keyframe, encoded.refinement, KIND_VIDEO)

@@ -1,0 +1,50 @@
+"""PatchRule: which changes go out as patches, pure, with time passed in."""
+
+from __future__ import annotations
+
+import math
+
+from framestream.core.pacing import Encode, EncodePolicy, PatchRule, Wait
+
+
+def test_small_changes_are_patches_and_large_or_many_are_not() -> None:
+    rule = PatchRule(max_area=10_000, max_rects=2)
+    assert rule.allows(0.0, [(0, 0, 50, 50)])
+    assert rule.allows(0.0, [(0, 0, 50, 50), (100, 100, 150, 150)])  # 5000 pixels
+    assert not rule.allows(0.0, [(0, 0, 101, 100)])
+    assert not rule.allows(0.0, [(0, 0, 1, 1)] * 3)
+    assert not rule.allows(0.0, [])
+
+
+def test_costly_patches_send_video_for_a_while() -> None:
+    rule = PatchRule(max_bytes=1000, max_rate=2500, hold=1.0)
+    assert rule.note_sent(0.0, 900)
+    assert not rule.note_sent(0.1, 1001)  # one picture too big
+    assert not rule.allows(0.5, [(0, 0, 1, 1)])
+    assert rule.allows(1.2, [(0, 0, 1, 1)])
+    assert rule.note_sent(1.2, 900)
+    assert rule.note_sent(1.3, 900)
+    assert not rule.note_sent(1.4, 900)  # 2700 bytes within a second: a region that keeps changing
+    assert not rule.allows(2.3, [(0, 0, 1, 1)])
+    assert rule.allows(2.5, [(0, 0, 1, 1)])
+    assert rule.note_sent(2.5, 900)  # the window has moved on
+
+
+def test_a_patched_change_asks_for_no_refinement() -> None:
+    policy = EncodePolicy(fps=30, refine_after=0.1)
+    first = policy.decide(0.0)
+    assert isinstance(first, Encode)
+    policy.note_encoded(0.0, first, changed=True)
+    # Still long enough: the two sharpening pictures owed to the first picture.
+    refine = policy.decide(0.5)
+    assert isinstance(refine, Encode) and refine.refinement
+    policy.note_encoded(0.5, refine, changed=False)
+    second = policy.decide(0.6)
+    assert isinstance(second, Encode) and second.refinement
+    policy.note_encoded(0.6, second, changed=False)
+    policy.note_damage()
+    change = policy.decide(1.0)
+    assert isinstance(change, Encode) and not change.refinement
+    policy.note_encoded(1.0, change, changed=True, patched=True)
+    still = policy.decide(2.0)
+    assert isinstance(still, Wait) and still.seconds == math.inf

@@ -1,0 +1,154 @@
+"""Density (issue 17): a frame runs only what it needs, and a paused frame gives back its pipeline's memory.
+
+If a Chromium or Xvfb update silently ignores a setting of browser/chrome.py or browser/xvfb.py, these fail: one
+renderer for the frame's one page (no spare one, no preloaded address-bar WebUI), no network service process of
+its own, and no GLX extension in the frame's Xvfb.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+
+from framestream.browser import proctable
+from framestream.browser.xvfb import SERVICE_FLAGS, XvfbServer
+from framestream.media.picture import Picture
+from framestream.media.pipeline import FramePipeline
+from tests.fixtures import service_fixture
+from tests.support import Service, browser_pid
+
+pytestmark = pytest.mark.integration
+
+service = service_fixture("box.html@640x400")
+
+
+def frame_processes(service: Service, frame_id: str) -> list[proctable.ProcessInfo]:
+    return proctable.mentioning(str(service.state_dir / "profiles" / frame_id).encode())
+
+
+def has_extension(display: str, name: bytes) -> bool:
+    """Whether the X server of `display` offers the extension `name` (XQueryExtension)."""
+    x11 = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x11.XQueryExtension.argtypes = [ctypes.c_void_p, ctypes.c_char_p] + [ctypes.POINTER(ctypes.c_int)] * 3
+    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    dpy = x11.XOpenDisplay(display.encode())
+    assert dpy, f"cannot open {display}"
+    try:
+        codes = [ctypes.c_int() for _ in range(3)]
+        return bool(x11.XQueryExtension(dpy, name, *(ctypes.byref(c) for c in codes)))
+    finally:
+        x11.XCloseDisplay(dpy)
+
+
+def frame_display(service: Service, frame_id: str) -> str:
+    with open(f"/proc/{browser_pid(service, frame_id)}/environ", "rb") as fh:
+        env = dict(item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item)
+    return env[b"DISPLAY"].decode()
+
+
+async def test_a_frame_runs_one_renderer_no_webui_no_network_process(service: Service) -> None:
+    (frame_id,) = service.frame_ids()
+    await service.wait_state_async(frame_id, "live")
+    commands = [info.cmdline.replace(b"\0", b" ") for info in frame_processes(service, frame_id)]
+    renderers = [c for c in commands if b"--type=renderer" in c]
+    assert not [c for c in renderers if b"--top-chrome-webui" in c], \
+        "a top-chrome WebUI renderer runs (the omnibox popup is preloaded again: see MEMORY_FEATURES_OFF)"
+    assert len(renderers) == 1, f"one page, so one renderer (no spare one); found {len(renderers)}"
+    assert not [c for c in commands if b"network.mojom.NetworkService" in c], \
+        "the network service runs in a process of its own (NetworkServiceInProcess2 was ignored)"
+
+
+async def test_the_frame_display_has_no_glx(service: Service) -> None:
+    (frame_id,) = service.frame_ids()
+    await service.wait_state_async(frame_id, "live")
+    display = frame_display(service, frame_id)
+    assert has_extension(display, b"DAMAGE"), "the capture needs DAMAGE"
+    assert not has_extension(display, b"GLX"), "Xvfb loaded GLX (Mesa, LLVM) although nothing here uses it"
+
+
+# -- the pipeline gives back its capture, encoder and kept picture while paused ---------------------------------
+
+
+@pytest.fixture
+def display() -> Iterator[XvfbServer]:
+    server = XvfbServer.start(640, 400, *SERVICE_FLAGS)
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def attached_segments() -> int:
+    """SysV shared-memory segments this process has attached (the capture's XShm picture is one)."""
+    pid = str(os.getpid())
+    with open("/proc/sysvipc/shm") as fh:
+        rows = [line.split() for line in fh.readlines()[1:]]
+    # Columns: key shmid perms size cpid lpid nattch ...: created by us and still attached by someone.
+    return sum(1 for r in rows if r[4] == pid and int(r[6]) > 0)
+
+
+class Pictures:
+    def __init__(self) -> None:
+        self.items: list[Picture] = []
+        self.changed = threading.Condition()
+
+    def add(self, picture: Picture) -> None:
+        with self.changed:
+            self.items.append(picture)
+            self.changed.notify_all()
+
+    def wait_keyframe(self, after: int, timeout: float = 30.0) -> Picture:
+        with self.changed:
+            found = self.changed.wait_for(
+                lambda: any(p.keyframe for p in self.items[after:]), timeout)
+            assert found, "no keyframe"
+            return next(p for p in self.items[after:] if p.keyframe)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll until `predicate` holds (what the worker thread does has no event to wait on)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+
+
+def test_paused_pipeline_holds_no_capture_and_resumes_with_a_keyframe(display: XvfbServer) -> None:
+    pictures = Pictures()
+    failures: list[Exception] = []
+    segments_before = attached_segments()
+    pipeline = FramePipeline(display.name, 640, 400, on_picture=pictures.add, on_failure=failures.append)
+    pipeline.start()
+    try:
+        first = pictures.wait_keyframe(0)
+        assert first.codec
+        wait_for(lambda: pipeline.snapshot() is not None)
+        before = pipeline.snapshot()
+        assert before is not None
+        assert attached_segments() == segments_before + 1, "the live capture holds one XShm segment"
+
+        pipeline.set_paused(True)
+        # Paused: no kept picture, the XShm segment detached (the capture is closed with its encoder).
+        wait_for(lambda: pipeline.snapshot() is None and attached_segments() == segments_before)
+
+        count = len(pictures.items)
+        pipeline.set_paused(False)
+        resumed = pictures.wait_keyframe(count)
+        assert resumed.codec == first.codec, "the new encoder makes the same stream"
+        wait_for(lambda: pipeline.snapshot() is not None)
+        after = pipeline.snapshot()
+        assert after is not None
+        assert np.array_equal(after[0], before[0]), "the resumed capture shows the same screen"
+        assert attached_segments() == segments_before + 1
+        assert not failures
+    finally:
+        pipeline.stop()

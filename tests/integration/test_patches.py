@@ -1,0 +1,152 @@
+"""Small changes as lossless patches beside H.264 (issue 11), end to end: real Xvfb, Chromium and libx264.
+
+A patch-aware client (tests/patch_client.py) asks for `patches` in hello and composes patches and video; a client
+without the feature must get today's stream, H.264 only. No timing is asserted: each test waits for messages.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.fixtures import service_fixture
+from tests.patch_client import PatchClient, screenshot_rgb
+from tests.support import Service
+
+pytestmark = pytest.mark.integration
+
+service = service_fixture("spinner.html@320x200", "typing.html@480x120", "flip.html@320x200", scope="module")
+
+
+def frame_of(service: Service, page: str) -> str:
+    status, body = service.get("/frames")
+    assert status == 200, body
+    (frame,) = [f["id"] for f in body["frames"] if page in f["url"]]
+    return str(frame)
+
+
+async def settled(client: PatchClient, count: int = 10, timeout: float = 30.0) -> None:
+    """Wait for `count` patch messages in a row (the page is in its steady state)."""
+    run = 0
+    while run < count:
+        msg = await client.next_message(timeout)
+        run = run + 1 if msg.patch else 0
+
+
+async def test_welcome_lists_the_granted_features(service: Service) -> None:
+    client = await PatchClient.connect(service, features=["patches", "no-such-feature"])
+    assert client.welcome["features"] == ["patches"]
+    await client.close()
+    plain = await PatchClient.connect(service)
+    assert "features" not in plain.welcome  # today's welcome, byte for byte
+    await plain.close()
+
+
+async def test_spinner_sends_patches_and_no_video_once_settled(service: Service) -> None:
+    frame = frame_of(service, "spinner")
+    client = await PatchClient.connect(service, features=["patches"])
+    await client.watch(frame)
+    first = await client.next_message(30)
+    assert first.keyframe and not first.patch
+    await settled(client)
+    after = [await client.next_message() for _ in range(30)]
+    assert all(m.patch for m in after), [(m.kind, m.flags) for m in after]
+    sequences = [m.sequence for m in after]
+    assert sequences == list(range(sequences[0], sequences[0] + 30)), "patches share the frame's numbering"
+    assert client.gaps == 0
+    spinner = client.patched
+    assert spinner is not None
+    ys, xs = np.nonzero(spinner)
+    # The spinner is 32x32 CSS at (100, 100): 64x64 pixels at (200, 200) at dpr 2 (with a few pixels of
+    # antialiasing around it); the text beside it may have been painted after the keyframe too.
+    assert ys.min() >= 192 and ys.max() < 272 and xs.min() >= 192, (ys.min(), ys.max(), xs.min())
+    assert spinner[200:264, 200:264].mean() > 0.5
+    await client.close()
+
+
+async def test_a_client_without_the_feature_gets_only_h264(service: Service) -> None:
+    frame = frame_of(service, "spinner")
+    client = await PatchClient.connect(service)
+    await client.watch(frame)
+    got = [await client.next_message(30) for _ in range(40)]
+    assert got[0].keyframe
+    assert all(not m.patch for m in got)
+    assert client.gaps == 0 and client.canvas is not None
+    await client.close()
+
+
+async def test_a_plain_viewer_joining_turns_patches_back_into_video(service: Service) -> None:
+    frame = frame_of(service, "spinner")
+    patched = await PatchClient.connect(service, features=["patches"])
+    await patched.watch(frame)
+    await settled(patched)
+    plain = await PatchClient.connect(service)
+    await plain.watch(frame)
+    got = [await plain.next_message(30) for _ in range(30)]
+    assert got[0].keyframe and all(not m.patch for m in got)
+    # The patch-aware viewer sees the same H.264 pictures from then on, in one numbering.
+    video = [await patched.next_message() for _ in range(30)]
+    assert not any(m.patch for m in video[-20:])
+    assert patched.gaps == 0
+    await plain.close()
+    await patched.close()
+
+
+def _key(action: str, letter: str) -> dict[str, Any]:
+    return {"kind": "key", "action": action, "key": letter, "code": f"Key{letter.upper()}"}
+
+
+async def test_typed_letters_are_patches_matching_the_screenshot_exactly(service: Service) -> None:
+    frame = frame_of(service, "typing")
+    token = service.token("drive", frame=frame, subject="typist")
+    client = await PatchClient.connect(service, token, features=["patches"])
+    await client.watch(frame)
+    while not (await client.next_message(30)).keyframe:
+        pass
+    start = len(client.messages)
+    typed_us = time.time_ns() // 1000
+    for seq, letter in enumerate("patches", start=1):
+        before = len(client.messages)
+        await client.send({"type": "input", "frame": frame, "grant": token, "seq": seq,
+                           "events": [_key("down", letter), _key("up", letter)]})
+        # The sharpening owed to the first keyframe may come between letters; each letter is a patch.
+        while not any(m.patch for m in client.messages[before:]):
+            await client.next_message()
+    # A joiner first gets the frame's last keyframe and the pictures since (made before it watched): only what
+    # was captured after the first letter counts.
+    typed = [m for m in client.messages[start:] if m.capture_us >= typed_us]
+    kinds = [(m.kind, m.flags) for m in typed]
+    # Besides patches: the keyframe the join asked for (at most one a second) and its sharpening.
+    assert all(m.patch or m.refinement or m.keyframe for m in typed), kinds
+    assert all(m.patch for m in client.messages[-3:]), f"no video once settled: {kinds}"
+    # Wait until the last letter's patch is in: the screenshot then shows what the patches drew.
+    assert client.canvas is not None and client.patched is not None
+    while True:
+        shot, shot_us = screenshot_rgb(service, frame)
+        if shot_us <= client.messages[-1].capture_us:
+            break
+        await client.next_message()
+    region = client.patched
+    assert region.sum() > 0
+    assert not any(not m.patch for m in client.messages[-5:]), "typing must not produce video pictures"
+    assert np.array_equal(client.canvas[region], shot[region]), "patched pixels must equal the screenshot"
+    await client.close()
+
+
+async def test_a_whole_body_change_goes_as_video(service: Service) -> None:
+    frame = frame_of(service, "flip")
+    token = service.token("drive", frame=frame, subject="flipper")
+    client = await PatchClient.connect(service, token, features=["patches"])
+    await client.watch(frame)
+    while not (await client.next_message(30)).keyframe:
+        pass
+    press = [{"kind": "mouse", "action": action, "x": 100, "y": 100} for action in ("down", "up")]
+    await client.send({"type": "input", "frame": frame, "grant": token, "seq": 1, "events": press})
+    clicked = len(client.messages)
+    while client.canvas is None or abs(int(client.canvas[100, 100, 0]) - 220) > 12:
+        await client.next_message()
+    assert not any(m.patch for m in client.messages[clicked:]), [(m.kind, m.flags) for m in client.messages]
+    await client.close()

@@ -1,0 +1,111 @@
+"""Patches as images and the sender that keeps the encoder behind them (real libx264, no display)."""
+
+from __future__ import annotations
+
+import io
+
+import av
+import numpy as np
+
+from framestream.core.wire import FORMAT_PNG, unpack_patch_payload
+from framestream.media.diff import changed_boxes
+from framestream.media.encoder import H264Encoder
+from framestream.media.patches import encode_png, make_patches, merge_boxes
+from framestream.media.picture import KIND_PATCH, KIND_VIDEO, PatchGate
+from framestream.media.rects import DamageRect
+from framestream.media.sender import ChangeSender
+
+
+def rgb_of_png(data: bytes) -> np.ndarray:
+    with av.open(io.BytesIO(data)) as container:
+        return np.asarray(next(container.decode(video=0)).to_ndarray(format="rgb24"))
+
+
+def test_png_is_exact() -> None:
+    bgrx = np.random.default_rng(3).integers(0, 256, (37, 53, 4), np.uint8)
+    assert np.array_equal(rgb_of_png(encode_png(bgrx)), bgrx[:, :, 2::-1])
+    strided = np.random.default_rng(4).integers(0, 256, (40, 80, 4), np.uint8)[5:20, 7:30]
+    assert np.array_equal(rgb_of_png(encode_png(strided)), strided[:, :, 2::-1])
+
+
+def test_make_patches_cuts_the_boxes_in_order() -> None:
+    picture = np.random.default_rng(5).integers(0, 256, (60, 90, 4), np.uint8)
+    rects = make_patches(picture, [(10, 20, 30, 25), (0, 0, 1, 1)])
+    assert [(r.x, r.y, r.width, r.height, r.format) for r in rects] == [(10, 20, 20, 5, FORMAT_PNG),
+                                                                         (0, 0, 1, 1, FORMAT_PNG)]
+    assert np.array_equal(rgb_of_png(rects[0].data), picture[20:25, 10:30, 2::-1])
+
+
+def test_merge_boxes_joins_near_ones_only() -> None:
+    assert merge_boxes([(0, 0, 10, 10), (15, 0, 20, 10)], gap=8) == [(0, 0, 20, 10)]
+    assert merge_boxes([(0, 0, 10, 10), (30, 0, 40, 10)], gap=8) == [(0, 0, 10, 10), (30, 0, 40, 10)]
+    # A grown box can reach one it had passed.
+    assert merge_boxes([(0, 30, 10, 40), (5, 0, 15, 10), (8, 12, 12, 28)], gap=8) == [(0, 0, 15, 40)]
+
+
+def test_changed_boxes_are_tight() -> None:
+    a = np.zeros((64, 96, 4), np.uint8)
+    b = a.copy()
+    b[10:12, 30:33] = 255
+    b[50, 90] = 1
+    assert changed_boxes(a, b, [DamageRect(0, 0, 48, 64), DamageRect(48, 0, 48, 64)]) == [
+        (30, 10, 33, 12), (90, 50, 91, 51)
+    ]
+    assert changed_boxes(a, b, [DamageRect(0, 0, 96, 64)], tight_area=0) == [(0, 10, 96, 51)]
+    assert changed_boxes(a, a.copy(), None) == []
+
+
+def _decode(decoder: av.VideoCodecContext, data: bytes) -> np.ndarray:
+    frames = decoder.decode(av.Packet(data))
+    assert frames
+    return np.asarray(frames[-1].to_ndarray(format="rgb24"))
+
+
+def test_the_encoder_never_sees_patches_and_its_next_picture_covers_them() -> None:
+    width, height = 320, 192
+    kept = np.full((height, width, 4), 255, np.uint8)
+    encoder = H264Encoder(width, height)
+    gate = PatchGate()
+    sender = ChangeSender(encoder, gate)
+    decoder = av.CodecContext.create("h264", "r")
+    first = sender.send(kept, now=0.0, keyframe=True, refinement=False, rows=(0, height),
+                        boxes=[(0, 0, width, height)], hint=None)
+    assert first is not None and first.kind == KIND_VIDEO and first.keyframe
+    _decode(decoder, first.data)
+
+    kept[40:60, 40:80] = (0, 0, 200, 0)  # red (BGRX)
+    closed = sender.send(kept, now=0.1, keyframe=False, refinement=False, rows=(40, 60),
+                         boxes=[(40, 40, 80, 60)], hint=[(40, 40, 40, 20)])
+    assert closed is not None and closed.kind == KIND_VIDEO  # the gate is closed: today's stream
+    _decode(decoder, closed.data)
+
+    gate.open = True
+    kept[100:120, 200:240] = (200, 0, 0, 0)  # blue
+    patch = sender.send(kept, now=0.2, keyframe=False, refinement=False, rows=(100, 120),
+                        boxes=[(200, 100, 240, 120)], hint=[(200, 100, 40, 20)])
+    assert patch is not None and patch.kind == KIND_PATCH and not patch.keyframe
+    (rect,) = unpack_patch_payload(patch.data)
+    assert (rect.x, rect.y, rect.width, rect.height) == (200, 100, 40, 20)
+    assert np.array_equal(rgb_of_png(rect.data), kept[100:120, 200:240, 2::-1])
+    assert sender.pending
+
+    # Something else changes as video (a plain viewer joined): that picture brings the patched box along.
+    gate.open = False
+    kept[150:160, 10:20] = (0, 200, 0, 0)
+    video = sender.send(kept, now=0.3, keyframe=False, refinement=False, rows=(150, 160),
+                        boxes=[(10, 150, 20, 160)], hint=[(10, 150, 10, 10)])
+    assert video is not None and video.kind == KIND_VIDEO and not sender.pending
+    picture = _decode(decoder, video.data)
+    assert np.abs(picture[110, 220].astype(int) - (0, 0, 200)).max() < 24, picture[110, 220]
+    assert np.abs(picture[155, 15].astype(int) - (0, 200, 0)).max() < 24, picture[155, 15]
+    encoder.close()
+
+
+def test_a_keyframe_is_always_video() -> None:
+    kept = np.zeros((64, 64, 4), np.uint8)
+    gate = PatchGate()
+    gate.open = True
+    sender = ChangeSender(H264Encoder(64, 64), gate)
+    out = sender.send(kept, now=0.0, keyframe=True, refinement=False, rows=(0, 4), boxes=[(0, 0, 4, 4)],
+                      hint=[(0, 0, 4, 4)])
+    assert out is not None and out.kind == KIND_VIDEO and out.keyframe

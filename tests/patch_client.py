@@ -1,0 +1,150 @@
+"""A patch-aware viewer for tests: asks for `patches` in hello and composes H.264 pictures and PNG patches
+into one RGB picture, in sequence order, the way a viewer's canvas does."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import time
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+import av
+import numpy as np
+import websockets
+
+from framestream.core.wire import (
+    FORMAT_PNG,
+    KIND_PATCH,
+    KIND_VIDEO,
+    PatchRect,
+    unpack_patch_payload,
+    unpack_video_header,
+)
+from tests.support import Service, VideoFlags
+
+
+@dataclass
+class Message(VideoFlags):
+    kind: int
+    flags: int
+    slot: int
+    sequence: int
+    capture_us: int
+    payload: bytes
+    received_at: float
+
+    @property
+    def patch(self) -> bool:
+        return self.kind == KIND_PATCH
+
+
+def png_rgb(png: bytes) -> np.ndarray:
+    with av.open(io.BytesIO(png), mode="r") as container:
+        return np.asarray(next(container.decode(video=0)).to_ndarray(format="rgb24"))
+
+
+class PatchClient:
+    """One connection; `canvas` is the composed picture (None until the first keyframe)."""
+
+    def __init__(self, ws: websockets.ClientConnection, features: list[str] | None) -> None:
+        self.ws = ws
+        self.features = features
+        self.texts: list[dict[str, Any]] = []
+        self.messages: list[Message] = []
+        self.canvas: np.ndarray | None = None
+        self.patched: np.ndarray | None = None  # where patches drew since the last video picture
+        self._decoder = av.CodecContext.create("h264", "r")
+        self._last_sequence: int | None = None
+        self.gaps = 0
+
+    @classmethod
+    async def connect(cls, service: Service, token: str | None = None,
+                      features: list[str] | None = None) -> PatchClient:
+        ws = await websockets.connect(service.ws_url, max_size=None)
+        client = cls(ws, features)
+        hello: dict[str, Any] = {"type": "hello", "token": token or service.token("view")}
+        if features is not None:
+            hello["features"] = features
+        await client.send(hello)
+        client.welcome = await client.next_text("welcome")
+        return client
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.ws.send(json.dumps(message))
+
+    async def receive(self, timeout: float) -> dict[str, Any] | Message | None:
+        try:
+            raw = await asyncio.wait_for(self.ws.recv(), timeout)
+        except TimeoutError:
+            return None
+        if isinstance(raw, str):
+            text: dict[str, Any] = json.loads(raw)
+            self.texts.append(text)
+            return text
+        h = unpack_video_header(raw)
+        msg = Message(h.kind, h.flags, h.slot, h.sequence, h.capture_us, bytes(raw[16:]), time.monotonic())
+        self.messages.append(msg)
+        self._apply(msg)
+        return msg
+
+    def _apply(self, msg: Message) -> None:
+        """Compose like a viewer: video from a keyframe on; a patch only right after the picture before it."""
+        follows = self._last_sequence is not None and msg.sequence == (self._last_sequence + 1) & 0xFFFFFFFF
+        if not msg.keyframe and not follows:
+            if self._last_sequence is not None:
+                self.gaps += 1
+            self._last_sequence = None  # wait for a keyframe
+            return
+        self._last_sequence = msg.sequence
+        if msg.kind == KIND_VIDEO:
+            frames = self._decoder.decode(av.Packet(msg.payload))
+            if frames:
+                self.canvas = np.asarray(frames[-1].to_ndarray(format="rgb24")).copy()
+                self.patched = np.zeros(self.canvas.shape[:2], bool)
+            return
+        assert msg.kind == KIND_PATCH, msg.kind
+        assert self.canvas is not None and self.patched is not None
+        for rect in unpack_patch_payload(msg.payload):
+            self.draw(rect)
+
+    def draw(self, rect: PatchRect) -> None:
+        assert self.canvas is not None and self.patched is not None
+        assert rect.format == FORMAT_PNG
+        image = png_rgb(rect.data)
+        assert image.shape == (rect.height, rect.width, 3), (image.shape, rect)
+        self.canvas[rect.y : rect.y + rect.height, rect.x : rect.x + rect.width] = image
+        self.patched[rect.y : rect.y + rect.height, rect.x : rect.x + rect.width] = True
+
+    async def next_text(self, type_: str, timeout: float = 30.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            msg = await self.receive(left)
+            if isinstance(msg, dict) and msg.get("type") == type_:
+                return msg
+        raise AssertionError(f"no {type_} within {timeout} s; got {self.texts[-5:]}")
+
+    async def next_message(self, timeout: float = 15.0) -> Message:
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            msg = await self.receive(left)
+            if isinstance(msg, Message):
+                return msg
+        raise AssertionError(f"no binary message within {timeout} s; texts {self.texts[-5:]}")
+
+    async def watch(self, frame_id: str) -> dict[str, Any]:
+        await self.send({"type": "watch", "frame": frame_id})
+        return await self.next_text("video-config")
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+def screenshot_rgb(service: Service, frame_id: str) -> tuple[np.ndarray, int]:
+    """GET /frames/{id}/screenshot as RGB, with its capture time."""
+    req = urllib.request.Request(f"{service.base}/frames/{frame_id}/screenshot",
+                                 headers={"Authorization": f"Bearer {service.token('view')}"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return png_rgb(resp.read()), int(resp.headers["X-Capture-Time-Us"])
