@@ -30,7 +30,7 @@ from framestream.config import FrameSize, Settings
 from framestream.core.keys import cdp_calls
 from framestream.core.wire import InputEvent, MouseEvent, PasteEvent, WheelEvent
 from framestream.errors import BrowserError, CDPError, ProtocolError
-from framestream.media.picture import Picture
+from framestream.media.picture import PatchGate, Picture
 
 if TYPE_CHECKING:
     from framestream.media.pipeline import FramePipeline, PipelineStats
@@ -51,6 +51,7 @@ class RuntimeHooks:
     on_navigated: Callable[[str], None]  # the active page is at this URL now
     on_crashed: Callable[[], None]  # the active page's renderer died (the browser lives on)
     on_tab_event: Callable[[TabEvent], None] = lambda event: None  # pages, dialogs, files, clipboard
+    patch_gate: PatchGate | None = None  # the feed's: whether the worker may send patches
 
 
 class Runtime(Protocol):
@@ -144,7 +145,7 @@ class FrameRuntime:
             self._display.name, size.width, size.height,
             on_picture=lambda picture: _post(loop, hooks.on_picture, pipeline, picture),
             on_failure=lambda exc: _post(loop, hooks.on_fault, f"capture failed: {exc}"),
-            settings=EncoderSettings(fps=settings.fps), name=self._name,
+            settings=EncoderSettings(fps=settings.fps), name=self._name, patch_gate=hooks.patch_gate,
         )
         self.pipeline, self._stats = pipeline, pipeline.stats
         pipeline.start()

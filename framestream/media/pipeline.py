@@ -22,10 +22,11 @@ import numpy as np
 from framestream.core.pacing import Encode, EncodePolicy
 from framestream.errors import CaptureError
 from framestream.media.capture import DisplayCapture
-from framestream.media.diff import changed_rows
-from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
-from framestream.media.picture import Picture
+from framestream.media.diff import changed_boxes
+from framestream.media.encoder import EncoderSettings, H264Encoder
+from framestream.media.picture import KIND_PATCH, PatchGate, Picture
 from framestream.media.rects import DamageRect
+from framestream.media.sender import ChangeSender
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class FramePipeline:
         on_failure: FailureSink,
         settings: EncoderSettings | None = None,
         name: str = "frame",
+        patch_gate: PatchGate | None = None,
     ) -> None:
         self.display = display
         self.name = name  # the frame id, for logs
@@ -52,6 +54,7 @@ class FramePipeline:
         self.height = height
         self._on_picture = on_picture
         self._on_failure = on_failure
+        self._patch_gate = patch_gate  # open: small changes may go out as patches (media/sender.py)
         self._settings = settings or EncoderSettings()
         self._policy = EncodePolicy(fps=self._settings.fps)
         self._lock = threading.Lock()
@@ -162,6 +165,7 @@ class FramePipeline:
         kept = np.zeros((self.height, self.width, 4), np.uint8)  # the current picture, as encoded
         full_grab_needed = True  # the first picture of this capture
         damage: list[DamageRect] = []
+        sender = ChangeSender(encoder, self._patch_gate)  # patches or H.264 for each change
         timeout = 0.0
         while True:
             ready, _, _ = select.select([capture.fileno(), self._wake_r], [], [], timeout)
@@ -194,6 +198,7 @@ class FramePipeline:
                 timeout = min(decision.seconds, 3600.0)
                 continue
             rows: tuple[int, int] | None = None
+            boxes: list[tuple[int, int, int, int]] = []
             capture_us = self._last_capture_us
             # What x264 may skip: exactly X's damage when this grab read only it; after a full grab, nothing.
             hint = None if full_grab_needed else [(r.x, r.y, r.width, r.height) for r in damage]
@@ -202,7 +207,8 @@ class FramePipeline:
                 frame = capture.grab(None if full_grab_needed else damage)
                 capture_us = time.time_ns() // 1000
                 # A new capture's first grab is new in every row: the new encoder's own picture is blank.
-                rows = (0, self.height) if full_grab_needed else changed_rows(kept, frame, damage)
+                boxes = [(0, 0, self.width, self.height)] if full_grab_needed else changed_boxes(kept, frame, damage)
+                rows = (min(b[1] for b in boxes), max(b[3] for b in boxes)) if boxes else None
                 full_grab_needed = False
                 damage.clear()
                 with self._lock:  # snapshot() copies `kept`; never let it see half a picture
@@ -213,34 +219,36 @@ class FramePipeline:
                     self._last = kept
                     self._last_capture_us = capture_us
             changed = rows is not None
+            patched = False
             if changed or decision.keyframe or decision.refinement:
                 started = time.perf_counter()
-                if rows is not None:
-                    encoder.update(kept, rows)
-                encoded: EncodedPicture = encoder.encode(
-                    keyframe=decision.keyframe, refinement=decision.refinement, changed=hint if changed else None
-                )
+                out = sender.send(kept, now=now, keyframe=decision.keyframe, refinement=decision.refinement,
+                                  rows=rows, boxes=boxes, hint=hint)
                 self.stats.encode_seconds += time.perf_counter() - started
                 self.stats.pictures += 1
-                if encoded.data:
+                if out is not None:
+                    patched = out.kind == KIND_PATCH
+                    self.stats.patches += patched
+                    self.stats.patch_bytes += out.patch_bytes
                     with self._lock:
                         self._emitted += 1
-                        if encoded.keyframe:
+                        if out.keyframe:
                             self._last_keyframe_index = self._emitted
                     self._on_picture(
                         Picture(
-                            data=encoded.data,
-                            keyframe=encoded.keyframe,
-                            refinement=encoded.refinement,
+                            data=out.data,
+                            keyframe=out.keyframe,
+                            refinement=out.refinement,
                             capture_us=capture_us,
                             encoded_us=time.time_ns() // 1000,
-                            codec=encoder.codec_string,
+                            codec=None if patched else encoder.codec_string,
                             changed=changed,
+                            kind=out.kind,
                         )
                     )
             # The slot is when this picture was decided, not when its encode ended: otherwise every picture's
             # encode time would stretch the period (measured: 24 fps at 1280x800, 15 at 2560x1600).
-            policy.note_encoded(now, decision, changed=changed)
+            policy.note_encoded(now, decision, changed=changed, patched=patched)
             timeout = 0.0  # ask the policy again at once: it knows the next deadline
 
 
@@ -257,7 +265,9 @@ def give_back_freed_memory() -> None:
 class PipelineStats:
     pictures: int = 0
     changes: int = 0
-    encode_seconds: float = 0.0
+    encode_seconds: float = 0.0  # x264 and patch images
+    patches: int = 0  # of `pictures`, those sent as patches
+    patch_bytes: int = 0
 
 
 __all__ = ["CaptureError", "FramePipeline", "Picture", "PipelineStats"]
