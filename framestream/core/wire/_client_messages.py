@@ -68,7 +68,6 @@ from framestream.core.wire._tab_messages import (
 )
 from framestream.errors import ProtocolError
 
-
 # What a client may ask for in hello's `features` (the service grants those it has; unknown names are ignored).
 FEATURES = ("patches",)
 _MAX_FEATURES = 16
