@@ -58,9 +58,44 @@ class Picture:
         return self._rgb
 
     def pixel(self, x: float, y: float, dpr: float = 1.0) -> tuple[int, int, int]:
-        """The colour at CSS point (x, y) of a frame at `dpr`."""
-        row = self.rgb[min(self.height - 1, int(y * dpr)), min(self.width - 1, int(x * dpr))]
-        return int(row[0]), int(row[1]), int(row[2])
+        """The colour at CSS point (x, y) of a frame at `dpr`.
+
+        Read from the YUV planes with the same BT.709 limited-range matrix when the picture was not converted
+        yet: checking one place of every picture must not cost a whole-picture conversion each."""
+        row, col = min(self.height - 1, int(y * dpr)), min(self.width - 1, int(x * dpr))
+        if self._rgb is None and self.frame.format.name == "yuv420p":
+            return _yuv420_pixel(self.frame, row, col)
+        rgb = self.rgb[row, col]
+        return int(rgb[0]), int(rgb[1]), int(rgb[2])
+
+    def png(self, width: int | None = None, height: int | None = None) -> bytes:
+        """The picture as PNG, scaled (area average) to `width` x `height` if given (a CSS-size picture)."""
+        width, height = width or self.width, height or self.height
+        if (width, height) == (self.width, self.height):
+            return rgb_to_png(self.rgb)
+        scaled = self.frame.reformat(width, height, format="rgb24", interpolation="AREA",
+                                     src_colorspace=Colorspace.ITU709, src_color_range=ColorRange.MPEG,
+                                     dst_color_range=ColorRange.JPEG)
+        return _encode_png(scaled)
+
+
+def _yuv420_pixel(frame: av.VideoFrame, row: int, col: int) -> tuple[int, int, int]:
+    planes = frame.planes
+    y = _plane_at(planes[0], row, col) - 16.0
+    u = _plane_at(planes[1], row // 2, col // 2) - 128.0
+    v = _plane_at(planes[2], row // 2, col // 2) - 128.0
+    r = 1.16438 * y + 1.79274 * v
+    g = 1.16438 * y - 0.21325 * u - 0.53291 * v
+    b = 1.16438 * y + 2.11240 * u
+    return _clip(r), _clip(g), _clip(b)
+
+
+def _plane_at(plane: av.video.plane.VideoPlane, row: int, col: int) -> float:
+    return float(memoryview(plane)[row * plane.line_size + col])
+
+
+def _clip(value: float) -> int:
+    return max(0, min(255, round(value)))
 
 
 class StreamDecoder:

@@ -84,9 +84,8 @@ class ComputerTools:
     async def wait_for_settle(self, frame: str | None, quiet_ms: int, timeout_s: float, picture: bool
                               ) -> StepOutcome:
         frame_id = await self.resolve(frame)
-        await self._settle(frame_id, quiet_ms, timeout_s)
-        png = await self.screenshot(frame_id) if picture else None
-        return StepOutcome(f"frame {frame_id} has not changed for {quiet_ms} ms", png)
+        png = await self._settled_png(frame_id, quiet_ms, timeout_s)
+        return StepOutcome(f"frame {frame_id} has not changed for {quiet_ms} ms", png if picture else None)
 
     # -- steps ----------------------------------------------------------------------------------------------------
 
@@ -99,9 +98,8 @@ class ComputerTools:
         await self._call(lambda c: send(c, frame_id), frame_id)
         if not picture:
             return StepOutcome(f"{what} on frame {frame_id}: done", None)
-        await self._settle(frame_id, self.settle_ms, 10.0)
         return StepOutcome(f"{what} on frame {frame_id}: done; the picture after it settled follows",
-                           await self.screenshot(frame_id))
+                           await self._settled_png(frame_id, self.settle_ms, 10.0))
 
     # -- frames (control) ---------------------------------------------------------------------------------------
 
@@ -126,12 +124,18 @@ class ComputerTools:
             raise ToolRefusal("this sandbox has no frame (open_frame makes one)")
         raise ToolRefusal("name a frame: " + ", ".join(f.id for f in frames))
 
-    async def _settle(self, frame: str, quiet_ms: int, timeout_s: float) -> None:
+    async def _settled_png(self, frame: str, quiet_ms: int, timeout_s: float) -> bytes:
+        """The stream's picture once the page settled, as PNG at the frame's CSS size. After a still period the
+        newest picture is a refinement (re-encoded at a high quality), so no screenshot round trip is needed."""
         view = await self._call(lambda c: c.watch(frame), frame)
         try:
-            await view.settle(quiet=quiet_ms / 1000, timeout=timeout_s)
+            picture = await view.settle(quiet=quiet_ms / 1000, timeout=timeout_s)
         except TimeoutError:
             raise ToolRefusal(f"frame {frame} kept changing for {timeout_s:g} s") from None
+        config = view.config
+        if config is None:
+            raise ToolRefusal(f"the connection to frame {frame} dropped; look again")
+        return await asyncio.to_thread(picture.png, config.css_width, config.css_height)
 
     async def _call(self, action: Callable[[Client], Awaitable[T]], frame: str | None = None) -> T:
         client = await self.client()

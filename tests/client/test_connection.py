@@ -32,11 +32,11 @@ async def test_reconnects_after_the_service_restarts_and_watches_again(service: 
         await view.wait_for(lambda v: v.config is None)  # the socket went
         with pytest.raises(ConnectionLost):
             await client.click(frame, *BUTTON)
+        restarted_us = time.time_ns() // 1000  # every picture of the new service is captured after this
         await asyncio.to_thread(service.start)
         await client.connection.wait_connected()
         assert client.connection.connects == 2
         await view.wait_for(lambda v: v.config is not None, timeout=60)
-        restarted_us = time.time_ns() // 1000
         # Pictures flow again on the same view, and steps work again.
         await view.picture_after(restarted_us, where=lambda p: near(p.pixel(*BUTTON, dpr=2), GREY), timeout=60)
         step = await client.click(frame, *BUTTON)

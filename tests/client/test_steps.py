@@ -33,12 +33,14 @@ async def test_typed_text_appears(client: Client, frame: str) -> None:
     await view.picture_after(0, where=lambda p: near(p.pixel(*BUTTON), GREY))
     await client.click(frame, *FIELD)
     await client.type_text(frame, "héllo, agent")
-    await client.press(frame, "Shift+1")
+    step = await client.press(frame, "Shift+1")
+    await view.picture_after(step.sent_us)  # the page repainted (a busy machine may take a while)
     await view.settle(quiet=0.3)
     shot = await client.screenshot(frame)
     assert typed_text(png_to_rgb(shot.png)) == "héllo, agent!"
     await client.press(frame, "Control+A")
-    await client.press(frame, "Backspace")
+    step = await client.press(frame, "Backspace")
+    await view.picture_after(step.sent_us)
     await view.settle(quiet=0.3)
     assert typed_text(png_to_rgb((await client.screenshot(frame)).png)) == ""
 
