@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from framestream.errors import ConfigError
+from framestream.webrtc.ice import IceServer, parse_ice_hosts, parse_ice_servers
 
 MAX_ENCODED_WIDTH = 2560
 MAX_ENCODED_HEIGHT = 1600
@@ -126,6 +127,12 @@ class Settings:
     download_max_count: int = 32
     clipboard_to_viewers: bool = False  # copied text also to view-only viewers
     webgl: bool = True  # WebGL through SwiftShader (CPU); off: no GPU process work at all
+    # WebRTC (framestream/webrtc, deploy/README.md): host candidates offered (empty: every interface but
+    # loopback), STUN/TURN servers, peer connections at once, and how long one may take to connect or reconnect.
+    ice_hosts: tuple[str, ...] = ()
+    ice_servers: tuple[IceServer, ...] = ()
+    max_peer_connections: int = 32
+    ice_timeout_s: float = 10.0
     frames: tuple[tuple[str, FrameSize], ...] = field(default_factory=tuple)
 
 
@@ -142,6 +149,8 @@ _ENV_NUMBERS: Final[Mapping[str, tuple[str, type[int] | type[float], float, floa
     "upload_max_bytes": ("FRAMESTREAM_UPLOAD_MAX_BYTES", int, 1, 4 * 1024**3),
     "download_max_bytes": ("FRAMESTREAM_DOWNLOAD_MAX_BYTES", int, 1, 64 * 1024**3),
     "download_max_count": ("FRAMESTREAM_DOWNLOAD_MAX_COUNT", int, 1, 10_000),
+    "max_peer_connections": ("FRAMESTREAM_MAX_PEER_CONNECTIONS", int, 0, 10_000),
+    "ice_timeout_s": ("FRAMESTREAM_ICE_TIMEOUT_S", float, 1.0, 600.0),
 }
 # Switches that one environment variable each may set: field -> variable.
 _ENV_SWITCHES: Final[Mapping[str, str]] = {
@@ -236,6 +245,10 @@ def load_settings(
         given["allowed_origins"] = origins
     if (url_hosts := _env_list(env, "FRAMESTREAM_URL_ALLOW_HOSTS")) is not None:
         given["allowed_url_hosts"] = tuple(h.lower() for h in url_hosts)
+    if ice_hosts := env.get("FRAMESTREAM_ICE_HOSTS"):
+        given["ice_hosts"] = parse_ice_hosts(ice_hosts)
+    if ice_servers := env.get("FRAMESTREAM_ICE_SERVERS"):
+        given["ice_servers"] = parse_ice_servers(ice_servers)
     given["frames"] = tuple(parse_frame_arg(f) for f in frames)
     # --insecure-dev only counts when it is what supplied the secret.
     dev = insecure_dev and not env.get("TERMINAL_AUTH_SECRET")

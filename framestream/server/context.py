@@ -12,6 +12,7 @@ from framestream.core.control import ReplayGuard
 from framestream.core.tokens import Claims, derive_key, verify
 from framestream.errors import ProtocolError, TokenError
 from framestream.frames import FrameManager
+from framestream.webrtc.registry import PeerRegistry
 
 
 @dataclass(eq=False)
@@ -26,9 +27,11 @@ class ServiceContext:
     inputs_applied: int = 0
     inputs_refused: dict[str, int] = field(default_factory=dict)
     connection_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))  # for logs
+    peers: PeerRegistry = field(default_factory=PeerRegistry)  # WebRTC peer connections
 
     def __post_init__(self) -> None:
         self.key = derive_key(self.settings.secret, self.settings.sandbox_id)
+        self.peers.limit = self.settings.max_peer_connections
 
     def verify_drive(self, grant: str, frame_id: str) -> Claims:
         """Claims of a grant that may drive `frame_id`; ProtocolError (`unauthorized`, `expired`, `forbidden`)."""

@@ -29,18 +29,22 @@ from framestream.core.wire import (
     ClientMessage,
     DialogAnswer,
     Hello,
+    IceCandidate,
     Input,
     KeyframeRequest,
     Navigate,
     PageRequest,
     Unwatch,
     Watch,
+    WebrtcIce,
+    WebrtcOffer,
     control_message,
     error_message,
     frame_state,
     input_ack,
     parse_client_message,
     video_config,
+    webrtc_closed,
     welcome,
 )
 from framestream.errors import ProtocolError, TokenError
@@ -102,11 +106,19 @@ class Close:
 
 @dataclass(frozen=True, slots=True)
 class StartWatching(Generic[F]):
-    """Add a viewer of `frame` under `slot`; `configured`: its video-config was sent already."""
+    """Add a viewer of `frame` under `slot`; `configured`: its video-config was sent already. With `offer`, its
+    pictures go over a new WebRTC peer connection answering that SDP offer (refused: `peer_ended`)."""
 
     frame: F
     slot: int
     configured: bool
+    offer: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AddIceCandidate(Generic[F]):
+    frame: F
+    candidate: IceCandidate
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +146,8 @@ class ApplyStep(Generic[F]):
     message: Step
 
 
-Action = Send | Close | StartWatching[F] | StopWatching[F] | RequestKeyframe[F] | BringUp[F] | ApplyStep[F]
+Action = (Send | Close | StartWatching[F] | StopWatching[F] | RequestKeyframe[F] | BringUp[F] | ApplyStep[F]
+          | AddIceCandidate[F])
 
 
 Step = Input | PageRequest | Navigate | DialogAnswer  # what a driver sends under a grant, in order
@@ -179,6 +192,7 @@ class ViewerSession(Generic[F]):
         self.claims: Claims | None = None
         self.features: frozenset[str] = frozenset()  # granted in welcome (hello `features`)
         self.watching: dict[str, int] = {}  # frame id -> slot
+        self.webrtc: set[str] = set()  # frames watched over a WebRTC peer connection
         self._next_slot = 1
         self._input_bucket = TokenBucket(settings.input_rate_per_s, settings.input_rate_per_s)
         self._steps: collections.deque[ApplyStep[F]] = collections.deque()  # the first one is being applied
@@ -274,6 +288,14 @@ class ViewerSession(Generic[F]):
             actions.append(self._steps[0])
         return actions
 
+    def peer_ended(self, frame: F, why: ProtocolError | str) -> list[Action[F]]:
+        """The frame's peer connection was refused (`why`: the error) or closed by the service (`why`: the
+        `webrtc-closed` reason): the frame is no longer watched, and the client is told."""
+        if self.phase is Phase.CLOSED or frame.id not in self.webrtc:
+            return []
+        text = webrtc_closed(frame.id, why) if isinstance(why, str) else error_message(why.code, why.message, frame.id)
+        return [*self._unwatch(frame.id), Send(text)]
+
     def bring_up_failed(self, frame: F, error: ProtocolError) -> list[Action[F]]:
         """The frame could not be made live for this watch: `capacity` (not a viewer of a frame it cannot see)
         or `unknown-frame` (deleted meanwhile)."""
@@ -323,6 +345,8 @@ class ViewerSession(Generic[F]):
             return [RequestKeyframe(self._viewable(message.frame))]
         if isinstance(message, Input | PageRequest | Navigate | DialogAnswer):
             return self._input(message, now)
+        if isinstance(message, WebrtcOffer | WebrtcIce):
+            return self._webrtc(message)
         raise ProtocolError("bad-message", "hello was already accepted")
 
     def _viewable(self, frame_id: str) -> F:
@@ -334,7 +358,7 @@ class ViewerSession(Generic[F]):
             raise ProtocolError("forbidden", "this token may not view this frame", frame=frame_id)
         return frame
 
-    def _watch(self, frame_id: str) -> list[Action[F]]:
+    def _watch(self, frame_id: str, offer: str | None = None) -> list[Action[F]]:
         frame = self._viewable(frame_id)
         if frame_id in self.watching:
             return [RequestKeyframe(frame)]
@@ -351,7 +375,7 @@ class ViewerSession(Generic[F]):
         actions += [
             Send(frame_state(state.frame_id, state.state, state.url, state.viewers, state.driver, state.message,
                              state.pages)),
-            StartWatching(frame, slot, configured),
+            StartWatching(frame, slot, configured, offer),
             BringUp(frame),
         ]
         self._log(logging.INFO, "watching", frame=frame_id)
@@ -359,11 +383,23 @@ class ViewerSession(Generic[F]):
 
     def _unwatch(self, frame_id: str) -> list[Action[F]]:
         slot = self.watching.pop(frame_id, None)
+        self.webrtc.discard(frame_id)
         frame = self._lookup(frame_id)
         if slot is None or frame is None:
             return []
         self._log(logging.INFO, "stopped watching", frame=frame_id)
         return [StopWatching(frame)]
+
+    def _webrtc(self, message: WebrtcOffer | WebrtcIce) -> list[Action[F]]:
+        frame = self._viewable(message.frame)
+        if isinstance(message, WebrtcIce):
+            if frame.id not in self.webrtc:
+                raise ProtocolError("bad-message", "webrtc-ice before a webrtc-offer for this frame", frame=frame.id)
+            return [AddIceCandidate(frame, message.candidate)]
+        # An offer watches the frame over its own peer connection, replacing how it was watched before.
+        actions = [*self._unwatch(frame.id), *self._watch(frame.id, offer=message.sdp)]
+        self.webrtc.add(frame.id)
+        return actions
 
     def _input(self, message: Step, now: float) -> list[Action[F]]:
         frame = self._viewable(message.frame)
@@ -379,6 +415,7 @@ class ViewerSession(Generic[F]):
 
 __all__ = [
     "Action",
+    "AddIceCandidate",
     "ApplyStep",
     "BringUp",
     "Close",

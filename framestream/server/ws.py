@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from framestream.core.wire import CLOSE_GOING_AWAY, CLOSE_TOO_MANY, Input
+from framestream.core.wire import CLOSE_GOING_AWAY, CLOSE_TOO_MANY, IceCandidate, Input, error_message
 from framestream.errors import CapacityError, FrameGone, ProtocolError, protocol_error
 from framestream.feed import Outbox, Viewer
 from framestream.frames import Frame
@@ -27,6 +27,7 @@ from framestream.server.drain import wait_drained
 from framestream.server.inputs import apply_step
 from framestream.server.session import (
     Action,
+    AddIceCandidate,
     ApplyStep,
     BringUp,
     Close,
@@ -38,6 +39,7 @@ from framestream.server.session import (
     ViewerSession,
     config_text,
 )
+from framestream.webrtc.connection import ConnectionPeers
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,7 @@ class ViewerConnection:
             number=next(ctx.connection_numbers), peer=peer,
         )
         self.viewers: dict[str, Viewer] = {}  # what this connection added to each frame it watches
+        self.peers = ConnectionPeers(ctx.settings, ctx.peers, self.session.number)  # its WebRTC peers
         self._tasks: set[asyncio.Task[None]] = set()
         self.transport: asyncio.BaseTransport | None = None  # the socket under `ws`, for the writer's drain waits
 
@@ -102,11 +105,14 @@ class ViewerConnection:
             elif isinstance(action, Close):
                 await self.close(action.code, action.reason)
             elif isinstance(action, StartWatching):
-                self._start_watching(action.frame, action.slot, action.configured)
+                self._start_watching(action.frame, action.slot, action.configured, action.offer)
             elif isinstance(action, StopWatching):
                 viewer = self.viewers.pop(action.frame.id, None)
                 if viewer is not None:
                     action.frame.remove_viewer(viewer)
+                await self.peers.stop(action.frame.id)
+            elif isinstance(action, AddIceCandidate):
+                self._spawn(self._add_candidate(action.frame, action.candidate), f"ice-{action.frame.id}")
             elif isinstance(action, RequestKeyframe):
                 action.frame.request_keyframe()
             elif isinstance(action, BringUp):
@@ -114,11 +120,13 @@ class ViewerConnection:
             elif isinstance(action, ApplyStep):
                 self._spawn(self._apply(action.frame, action.message), f"input-{action.frame.id}")
 
-    def _start_watching(self, frame: Frame, slot: int, configured: bool) -> None:
+    def _start_watching(self, frame: Frame, slot: int, configured: bool, offer: str | None) -> None:
+        # Over WebRTC the pictures go to the peer's track (video only: such a viewer never takes patches).
+        outbox = self.outbox if offer is None else self.peers.create(frame)
         viewer = Viewer(
             frame_id=frame.id,
             slot=slot,
-            outbox=self.outbox,
+            outbox=outbox,
             send_config=lambda v: self.outbox.push_config(config_text(frame, v.slot)),
             on_event=self._on_event,
             configured=configured,
@@ -126,6 +134,19 @@ class ViewerConnection:
         )
         self.viewers[frame.id] = viewer
         frame.add_viewer(viewer)
+        if offer is not None:
+            self._spawn(self._run_peer(frame, offer), f"webrtc-{frame.id}")
+
+    async def _run_peer(self, frame: Frame, offer: str) -> None:
+        peer = self.peers.current(frame.id)
+        ended = await self.peers.run(frame, frame.feed.codec, offer, self.outbox.push_text)
+        if ended is not None and self.peers.current(frame.id) is peer:  # not replaced by a newer offer since
+            await self._perform(self.session.peer_ended(frame, ended))
+
+    async def _add_candidate(self, frame: Frame, candidate: IceCandidate) -> None:
+        error = await self.peers.add_candidate(frame.id, candidate)
+        if error is not None:
+            self.outbox.push_text(error_message(error.code, error.message, frame.id))
 
     def _on_event(self, event: FrameEvent) -> None:
         text = self.session.event_text(event)

@@ -8,6 +8,7 @@ One public surface over private modules, one job each:
 - `_client_messages`: every client message parsed into frozen dataclasses;
 - `_tab_messages`: a driver's `page`, `navigate` and `dialog-answer` (the tab rather than input);
 - `_server_messages`: the JSON the service sends, its error codes and close codes;
+- `_webrtc_messages`: WebRTC signalling (`webrtc-offer`, `webrtc-ice`, `webrtc-answer`, `webrtc-closed`);
 - `_video_header`: the 16-byte header in front of each binary message;
 - `_patch_message`: the body of a patch message (kind 2).
 
@@ -121,6 +122,14 @@ from framestream.core.wire._video_header import (
     pack_video_header,
     unpack_video_header,
 )
+from framestream.core.wire._webrtc_messages import (
+    WEBRTC_CLOSE_REASONS,
+    IceCandidate,
+    WebrtcIce,
+    WebrtcOffer,
+    webrtc_answer,
+    webrtc_closed,
+)
 
 __all__ = [
     "BUTTON_BITS",
@@ -170,9 +179,11 @@ __all__ = [
     "PROTOCOL_VERSION",
     "TOUCH_ACTIONS",
     "VIDEO_HEADER",
+    "WEBRTC_CLOSE_REASONS",
     "ClientMessage",
     "DialogAnswer",
     "Hello",
+    "IceCandidate",
     "Input",
     "InputEvent",
     "KeyAction",
@@ -194,6 +205,8 @@ __all__ = [
     "Unwatch",
     "VideoHeader",
     "Watch",
+    "WebrtcIce",
+    "WebrtcOffer",
     "WheelEvent",
     "check_bounds",
     "clipboard_message",
@@ -214,5 +227,7 @@ __all__ = [
     "unpack_patch_payload",
     "unpack_video_header",
     "video_config",
+    "webrtc_answer",
+    "webrtc_closed",
     "welcome",
 ]

@@ -66,6 +66,7 @@ from framestream.core.wire._tab_messages import (
     parse_navigate,
     parse_page,
 )
+from framestream.core.wire._webrtc_messages import WebrtcIce, WebrtcOffer, parse_webrtc_ice, parse_webrtc_offer
 from framestream.errors import ProtocolError
 
 # What a client may ask for in hello's `features` (the service grants those it has; unknown names are ignored).
@@ -103,7 +104,8 @@ class Input:
     events: tuple[InputEvent, ...]
 
 
-ClientMessage = Hello | Watch | Unwatch | KeyframeRequest | Input | PageRequest | Navigate | DialogAnswer
+ClientMessage = (Hello | Watch | Unwatch | KeyframeRequest | Input | PageRequest | Navigate | DialogAnswer
+                 | WebrtcOffer | WebrtcIce)
 
 
 # --- parsing ------------------------------------------------------------------------------------------------
@@ -242,6 +244,10 @@ def parse_client_message(text: str | bytes, *, max_bytes: int = MAX_MESSAGE_BYTE
     driver_parser = _DRIVER_PARSERS.get(kind) if isinstance(kind, str) else None
     if driver_parser is not None:
         return driver_parser(obj)
+    if kind == "webrtc-offer":
+        return parse_webrtc_offer(obj)
+    if kind == "webrtc-ice":
+        return parse_webrtc_ice(obj)
     with refused_as("bad-message", frame=frame_of(obj)):
         if kind == "hello":
             return Hello(string(obj, "token", "hello", max_len=MAX_TOKEN_CHARS), _features(obj))

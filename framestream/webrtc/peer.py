@@ -1,0 +1,139 @@
+"""One peer connection carrying one frame's own H.264 pictures to one viewer connection.
+
+The answer offers only H.264 with packetization-mode 1 and announces the stream's real profile and level
+(`sdp`). RTCP PLI and FIR reach the sender's `_send_keyframe`, which on its own only sets a flag for aiortc's
+encoder path (unused for packets): it is replaced here by the frame's keyframe request, so the request goes
+through the frame's own coalescing (at most one IDR a second beyond the first). The watchdog reports a peer
+connection that does not connect within the ICE timeout, fails, or stays disconnected that long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from aiortc import (
+    RTCConfiguration,
+    RTCIceServer,
+    RTCPeerConnection,
+    RTCRtpCodecParameters,
+    RTCSessionDescription,
+)
+from aiortc.sdp import candidate_from_sdp
+
+from framestream.core.wire import IceCandidate
+from framestream.outbox import Outbox
+from framestream.webrtc.ice import IceServer
+from framestream.webrtc.sdp import with_profile_level_id
+from framestream.webrtc.track import EncodedTrack
+
+log = logging.getLogger(__name__)
+
+
+class PeerError(Exception):
+    """The offer cannot be answered (not SDP, no video, no H.264 with packetization-mode 1)."""
+
+
+def _configuration(servers: tuple[IceServer, ...]) -> RTCConfiguration:
+    # An explicit list, even empty: with none aiortc would ask Google's public STUN server.
+    return RTCConfiguration(iceServers=[RTCIceServer(list(s.urls), s.username, s.credential) for s in servers])
+
+
+def _h264_only(codecs: list[RTCRtpCodecParameters]) -> list[RTCRtpCodecParameters]:
+    """The first H.264 with packetization-mode 1 the offer and aiortc share, and its RTX: the sender sends with
+    the first codec of the list, and our packets are H.264 whatever else was offered first (VP8...)."""
+    h264 = [c for c in codecs if c.mimeType.lower() == "video/h264"
+            and str(c.parameters.get("packetization-mode")) == "1"][:1]
+    rtx = [c for c in codecs if h264 and c.mimeType.lower() == "video/rtx"
+           and c.parameters.get("apt") == h264[0].payloadType]
+    return h264 + rtx
+
+
+class Peer:
+    """Answer one offer, take trickled candidates, close once."""
+
+    def __init__(self, frame_id: str, *, servers: tuple[IceServer, ...], ice_timeout_s: float,
+                 on_keyframe_request: Callable[[], None]) -> None:
+        self.frame_id = frame_id
+        self.outbox = Outbox()  # filled by the frame's feed through a Viewer, read by the track
+        self.track = EncodedTrack(self.outbox)
+        self._servers = servers
+        self._ice_timeout_s = ice_timeout_s
+        self._on_keyframe_request = on_keyframe_request
+        self._pc: RTCPeerConnection | None = None
+        self._changed = asyncio.Event()
+        self.keyframe_requests = 0  # PLI and FIR received
+        self.trouble: str | None = None  # why the service closes it: failed or stalled
+
+    @property
+    def packets(self) -> int:
+        return self.track.packets
+
+    @property
+    def state(self) -> str:
+        return "new" if self._pc is None else self._pc.connectionState
+
+    async def answer(self, offer: str, profile_level_id: str) -> str:
+        """The SDP answer to `offer` (every server candidate in it: aiortc gathers before answering)."""
+        pc = self._pc = RTCPeerConnection(_configuration(self._servers))
+        pc.on("connectionstatechange", self._changed.set)
+        try:
+            await pc.setRemoteDescription(RTCSessionDescription(sdp=offer, type="offer"))
+        except Exception as exc:  # aiortc raises ValueError, KeyError, IndexError... for malformed SDP
+            raise PeerError(f"not a usable SDP offer ({type(exc).__name__})") from None
+        video = [t for t in pc.getTransceivers() if t.kind == "video"]
+        if len(video) != 1 or video[0].direction not in ("recvonly", "sendrecv"):
+            raise PeerError("the offer must have one video section that receives")
+        # aiortc chose the answer's codecs in setRemoteDescription (preferences set now would come too late).
+        video[0]._codecs = _h264_only(video[0]._codecs)
+        if not video[0]._codecs:
+            raise PeerError("the offer has no H.264 with packetization-mode 1")
+        sender = pc.addTrack(self.track)
+        sender._send_keyframe = self._keyframe_requested  # type: ignore[method-assign]
+        try:
+            await pc.setLocalDescription(await pc.createAnswer())
+        except Exception as exc:  # no common codec, or an offer aiortc cannot answer
+            raise PeerError(f"the offer cannot be answered: {exc or type(exc).__name__}") from None
+        return with_profile_level_id(pc.localDescription.sdp, profile_level_id)
+
+    def _keyframe_requested(self) -> None:
+        self.keyframe_requests += 1
+        log.debug("keyframe requested by RTCP (PLI or FIR)", extra={"frame": self.frame_id})
+        self._on_keyframe_request()
+
+    async def add_candidate(self, candidate: IceCandidate) -> None:
+        if self._pc is None:
+            return
+        if not candidate.candidate:  # end of candidates
+            await self._pc.addIceCandidate(None)
+            return
+        line = candidate.candidate.removeprefix("a=").removeprefix("candidate:")
+        try:
+            parsed = candidate_from_sdp(line)
+        except (ValueError, IndexError) as exc:
+            raise PeerError("not an ICE candidate") from exc
+        parsed.sdpMid, parsed.sdpMLineIndex = candidate.sdp_mid, candidate.sdp_mline_index
+        await self._pc.addIceCandidate(parsed)
+
+    async def wait_trouble(self) -> str | None:
+        """`failed` or `stalled` once the connection is in trouble; None once closed."""
+        while True:
+            state = self.state
+            if state == "failed":
+                return "failed"
+            if state == "closed":
+                return None
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), None if state == "connected" else self._ice_timeout_s)
+            except TimeoutError:
+                return "stalled"
+
+    async def close(self) -> None:
+        self.track.stop()
+        if self._pc is not None:
+            with contextlib.suppress(Exception):  # closing is best effort; a half-made connection may raise
+                await self._pc.close()
+            self._changed.set()
