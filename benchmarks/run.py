@@ -30,13 +30,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from benchmarks import chart, convert, cpu, fanout, faults, latency, lifecycle, load, quality, report
+from benchmarks import agent, chart, convert, cpu, fanout, faults, latency, lifecycle, load, quality, report
 from benchmarks.common import Bench, Timing, pages, scratch, start_service, stop_all, stop_service
 from benchmarks.peers import selkies_available
 from benchmarks.procstat import loadavg
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS = ("lifecycle", "cpu", "latency", "quality", "convert", "fanout", "scale", "load",
+SECTIONS = ("lifecycle", "cpu", "latency", "agent", "quality", "convert", "fanout", "scale", "load",
             "faults")  # the default run
 OPTIONAL = ("soak",)  # ten minutes: only when asked
 
@@ -112,6 +112,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             results["selkies"] = {"available": bench.selkies[0], "detail": bench.selkies[1]}
         if "lifecycle" in only:
             await _section(bench, "lifecycle", lifecycle.run(bench))
+        if "agent" in only:
+            await _section(bench, "agent", agent.run(bench))
         service_sections = [s for s in ("cpu", "latency", "quality", "fanout", "scale") if s in only]
         if service_sections:
             service = await start_service(work, "main")
@@ -160,7 +162,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 SOAK_MARGIN = 300
 SECTION_LIMIT = {"lifecycle": 240, "cpu": 900, "latency": 240, "quality": 240, "convert": 120, "fanout": 240,
                  "scale": 300, "load.viewers_100": 300, "load.six_by_ten": 300, "load.storm": 300,
-                 "faults": 300, "soak": 600 + SOAK_MARGIN}
+                 "faults": 300, "soak": 600 + SOAK_MARGIN, "agent": 400}
 
 
 async def _load_sections(bench: Bench, work: Path) -> None:
@@ -214,6 +216,8 @@ def render(results: dict[str, Any]) -> str:
         out.append("\n3. Input to picture (ms; WebSocket input -> first received and decoded picture with the "
                    "change)")
         out.append(report.latency_table(results["latency"]))
+    if "agent" in results:
+        out.append(agent.render(results["agent"]))
     if "quality" in results:
         out.append("\n4. Quality and bandwidth (decoded vs raw capture from /frames/{id}/screenshot)")
         out.append(report.quality_table(results["quality"]))
