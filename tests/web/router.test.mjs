@@ -55,7 +55,7 @@ test('short, foreign-kind and unparseable binary messages are ignored', () => {
   const r = routerWith('a');
   r.route(config('a', 1));
   r.routeBinary(new Uint8Array(3).buffer);
-  r.routeBinary(pic(1, 5, { kind: 2 }).buffer);
+  r.routeBinary(pic(1, 5, { kind: 3 }).buffer);
   r.routeBinary('text');
   assert.deepEqual(r.get('a').video.got, []);
 });

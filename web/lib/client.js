@@ -5,6 +5,7 @@
 import { Transport, defaultUrl } from './transport.js';
 import { Router, WatchedFrame } from './router.js';
 import { FrameDecoder } from './decoder.js';
+import { FEATURE_PATCHES } from './patches.js';
 import { debugHooks } from './debug.js';
 import { decodeClaims, roleOf } from './token.js';
 import { monotonicMs as now } from './clock.js';
@@ -14,7 +15,7 @@ import { monotonicMs as now } from './clock.js';
  *   open {welcome}; close {code, reason, reconnectInMs|null}; fatal {code, reason}
  *   frame-state, video-config, control, input-ack, error, and the tab's dialog, dialog-closed, file-chooser,
  *   file-chooser-closed, download, clipboard: the server's messages as they are
- *   decoder-error {frame, error}; keyframe-request {frame, reason}
+ *   decoder-error {frame, error}; keyframe-request {frame, reason}; patches-off {error} (video only from now)
  */
 export class FramestreamClient extends EventTarget {
   /**
@@ -25,9 +26,11 @@ export class FramestreamClient extends EventTarget {
    * @param {boolean} [o.reconnect=true] reconnect with backoff after a lost connection
    * @param {import('./backoff.js').Backoff|object} [o.backoff] a Backoff, or options for one
    * @param {boolean} [o.sizeCanvas=true] set the canvas's CSS width (and aspect ratio) to the frame's CSS size
+   * @param {boolean} [o.patches=true] take small changes as lossless patches beside the video (hello
+   *   `features`); turned off for the next connections if a patch fails to decode
    * @param {typeof WebSocket} [o.WebSocket] for tests
    */
-  constructor({ url, token, reconnect = true, backoff, sizeCanvas = true, WebSocket } = {}) {
+  constructor({ url, token, reconnect = true, backoff, sizeCanvas = true, patches = true, WebSocket } = {}) {
     super();
     if (!token) throw new TypeError('framestream: a token is required');
     this.sizeCanvas = sizeCanvas;
@@ -36,6 +39,7 @@ export class FramestreamClient extends EventTarget {
     this.pendingInput = new Map(); // seq -> {frame, sentAt}
     this.transport = new Transport({
       url: url || defaultUrl(), token, reconnect, backoff, WebSocket,
+      features: patches ? [FEATURE_PATCHES] : [],
       onWelcome: (welcome) => this._welcomed(welcome),
       onMessage: (msg) => this._onMessage(msg),
       onBinary: (data) => this.router.routeBinary(data),
@@ -116,10 +120,19 @@ export class FramestreamClient extends EventTarget {
       sizeCanvas: this.sizeCanvas,
       onKeyframeNeeded: (reason) => this.requestKeyframe(frameId, reason),
       onError: (detail) => this.emit('decoder-error', { frame: frameId, ...detail }),
+      onPatchFailure: (error) => this._videoOnly(error),
     }));
     this.router.add(f);
     this.transport.send({ type: 'watch', frame: frameId });
     return f;
+  }
+
+  /** A patch could not be decoded here: reconnect without `patches` (the service then sends H.264 only). */
+  _videoOnly(error) {
+    if (!this.transport.features.includes(FEATURE_PATCHES)) return;
+    this.transport.features = this.transport.features.filter((f) => f !== FEATURE_PATCHES);
+    this.emit('patches-off', { error });
+    this.transport.ws?.close(1000, 'video only');
   }
 
   unwatch(frameId) {

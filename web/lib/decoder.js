@@ -1,10 +1,13 @@
 // One frame's pictures: a WebCodecs VideoDecoder fed with the frame's video messages, kept in step by
 // DecodeSync (after a gap or a broken decoder only a keyframe may be decoded), and every decoded picture drawn
-// into the canvas at once. It knows nothing of the socket: keyframe requests and errors go to callbacks.
+// into the canvas at once. Patch messages (patches.js) share the sequence numbering: decoded off the main
+// thread, a picture's patches are drawn together and in order with the pictures (PresentQueue). It knows
+// nothing of the socket: keyframe requests and errors go to callbacks.
 
 import { DecodeSync, DECODE } from './sync.js';
 import { StatsWindow } from './stats.js';
 import { monotonicMs as now, wallUs } from './clock.js';
+import { PresentQueue, decodePatches, parsePatchPayload } from './patches.js';
 
 // More queued chunks than this means the decoder cannot keep up: drop and wait for a keyframe.
 export const MAX_DECODE_QUEUE = 24;
@@ -22,18 +25,22 @@ export class FrameDecoder {
    * @param {(reason: string) => void} o.onKeyframeNeeded ask the service for a keyframe
    * @param {(detail: {error: string, fatal?: boolean}) => void} o.onError the decoder failed (fatal: it
    *   cannot even be configured)
+   * @param {(error: string) => void} [o.onPatchFailure] a patch could not be decoded (go video-only)
    */
-  constructor(canvas, { sizeCanvas = true, onKeyframeNeeded, onError }) {
+  constructor(canvas, { sizeCanvas = true, onKeyframeNeeded, onError, onPatchFailure }) {
     this.sizeCanvas = sizeCanvas;
     this.onKeyframeNeeded = onKeyframeNeeded;
     this.onError = onError;
+    this.onPatchFailure = onPatchFailure;
+    this.present = new PresentQueue((entry) => this.drawEntry(entry));
     this.config = null; // last video-config
     this.decoder = null;
     this.decoderConfig = null;
     this.sync = new DecodeSync();
     this.stats = new StatsWindow();
     this.inflight = []; // [{captureUs, t0}] in decode order
-    this.counts = { drawn: 0, decoded: 0, decoderErrors: 0, decoderResets: 0, keyframeRequests: 0, gaps: 0 };
+    this.counts = { drawn: 0, decoded: 0, decoderErrors: 0, decoderResets: 0, keyframeRequests: 0, gaps: 0,
+      patches: 0, patchesDrawn: 0, patchErrors: 0 };
     this.lastDraw = null; // {captureUs, drawnUs}
     this.dropNext = 0; // debug: video messages to throw away, as if lost
     this.tracer = null; // debug: called for every video message and every picture drawn
@@ -98,6 +105,7 @@ export class FrameDecoder {
   newDecoder() {
     this.closeDecoder();
     this.inflight = [];
+    this.present.clear();
     if (!webCodecsAvailable() || !this.decoderConfig) return;
     const decoder = new VideoDecoder({
       output: (frame) => this.onOutput(frame),
@@ -132,6 +140,7 @@ export class FrameDecoder {
     this.counts.decoderErrors += 1;
     this.closeDecoder();
     this.inflight = [];
+    this.present.clear();
     this.onError({ error: String(err && err.message ? err.message : err) });
     if (this.sync.onDecoderError(now())) this.requestKeyframe('decoder-error');
   }
@@ -165,6 +174,7 @@ export class FrameDecoder {
     }
     try {
       this.inflight.push({ captureUs: pic.captureUs, t0: t });
+      this.present.addVideo(pic.captureUs);
       this.decoder.decode(new EncodedVideoChunk({
         type: pic.keyframe ? 'key' : 'delta',
         timestamp: pic.captureUs,
@@ -175,38 +185,96 @@ export class FrameDecoder {
     }
   }
 
-  /** A decoded picture: draw it at once and let it go. */
+  /** A decoded picture: drawn as soon as everything before it is (at once, unless a patch is decoding). */
   onOutput(frame) {
-    try {
-      const t = now();
-      let entry = this.inflight.shift();
-      while (entry && entry.captureUs !== frame.timestamp && this.inflight.length) entry = this.inflight.shift();
-      this.counts.decoded += 1;
-      if (this.canvas && this.ctx) {
-        const w = frame.displayWidth;
-        const h = frame.displayHeight;
-        if (this.canvas.width !== w) this.canvas.width = w;
-        if (this.canvas.height !== h) this.canvas.height = h;
-        this.ctx.drawImage(frame, 0, 0, w, h);
-      }
-      const drawnUs = wallUs();
-      this.counts.drawn += 1;
-      this.lastDraw = { captureUs: frame.timestamp, drawnUs };
-      const latencyMs = frame.timestamp >= this.liveFromUs ? (drawnUs - frame.timestamp) / 1000 : null;
-      this.stats.drawn(t, entry ? t - entry.t0 : 0, latencyMs);
-      this.tracer?.({ drawn: frame.timestamp });
-    } finally {
-      frame.close();
+    const t = now();
+    let entry = this.inflight.shift();
+    while (entry && entry.captureUs !== frame.timestamp && this.inflight.length) entry = this.inflight.shift();
+    this.counts.decoded += 1;
+    this.present.videoDecoded(frame, entry ? t - entry.t0 : 0);
+  }
+
+  /** One patch message for this frame (parsed by header.js): decoded off the main thread, then presented. */
+  onPatch(pic, byteLength) {
+    const t = now();
+    this.stats.received(byteLength, t);
+    if (this.dropNext > 0) {
+      this.dropNext -= 1;
+      this.tracer?.({ sequence: pic.sequence, keyframe: false, patch: true, action: 'lost' });
+      return;
     }
+    // A patch follows the picture before it like a delta: after a gap it is never drawn (on an older picture).
+    const decision = this.sync.onPicture({ sequence: pic.sequence, keyframe: false }, t);
+    this.tracer?.({ sequence: pic.sequence, keyframe: false, patch: true, action: decision.action, gap: decision.gap,
+      requestKeyframe: decision.requestKeyframe });
+    if (decision.gap) this.counts.gaps += 1;
+    if (decision.requestKeyframe) this.requestKeyframe(decision.gap ? 'gap' : 'waiting');
+    if (decision.action !== DECODE) return;
+    this.counts.patches += 1;
+    const entry = this.present.addPatch(pic.captureUs);
+    let rects;
+    try {
+      rects = parsePatchPayload(pic.payload);
+    } catch (err) {
+      this.patchFailed(entry, err);
+      return;
+    }
+    decodePatches(rects).then(
+      (patches) => this.present.patchReady(entry, patches),
+      (err) => this.patchFailed(entry, err),
+    );
+  }
+
+  /** A patch could not be decoded: repair the picture with a keyframe and let the client go video-only. */
+  patchFailed(entry, err) {
+    const error = String(err && err.message ? err.message : err);
+    this.counts.patchErrors += 1;
+    this.present.drop(entry);
+    this.onError({ error: `patch: ${error}` });
+    if (this.sync.onDecoderError(now())) this.requestKeyframe('patch-error');
+    this.onPatchFailure?.(error);
+  }
+
+  /** Draw one presented entry: a decoded picture (then let it go) or a picture's patches, all together. */
+  drawEntry(entry) {
+    const t = now();
+    if (entry.kind === 'video') {
+      const frame = entry.frame;
+      try {
+        if (this.canvas && this.ctx) {
+          const w = frame.displayWidth;
+          const h = frame.displayHeight;
+          if (this.canvas.width !== w) this.canvas.width = w;
+          if (this.canvas.height !== h) this.canvas.height = h;
+          this.ctx.drawImage(frame, 0, 0, w, h);
+        }
+      } finally {
+        frame.close();
+      }
+    } else {
+      for (const p of entry.patches) {
+        if (this.ctx) this.ctx.drawImage(p.image, p.x, p.y);
+        p.image.close?.();
+      }
+      this.counts.patchesDrawn += 1;
+    }
+    const drawnUs = wallUs();
+    this.counts.drawn += 1;
+    this.lastDraw = { captureUs: entry.captureUs, drawnUs };
+    const latencyMs = entry.captureUs >= this.liveFromUs ? (drawnUs - entry.captureUs) / 1000 : null;
+    this.stats.drawn(t, entry.decodeMs || 0, latencyMs);
+    this.tracer?.(entry.kind === 'patch' ? { drawn: entry.captureUs, patch: true } : { drawn: entry.captureUs });
   }
 
   /** The connection is gone: wait for the keyframe that starts the next watch. */
   reset() {
     this.inflight = [];
+    this.present.clear();
     this.sync.reset(now());
   }
 
   dispose() {
     this.closeDecoder();
+    this.present.clear();
   }
 }

@@ -4,6 +4,7 @@
 
 import { parseVideoMessage, KIND_VIDEO } from './header.js';
 import { TabState, TAB_MESSAGES } from './tabstate.js';
+import { KIND_PATCH } from './patches.js';
 
 /** One watched frame: its slot on this connection, its last state and control messages, and its decoder. */
 export class WatchedFrame {
@@ -80,7 +81,7 @@ export class Router {
     }
   }
 
-  /** One binary message: a video message goes to the frame of its slot; anything else is ignored. */
+  /** One binary message: a video or patch message goes to the frame of its slot; anything else is ignored. */
   routeBinary(data) {
     let pic;
     try {
@@ -88,9 +89,11 @@ export class Router {
     } catch {
       return;
     }
-    if (pic.kind !== KIND_VIDEO) return; // future kinds: ignore
+    if (pic.kind !== KIND_VIDEO && pic.kind !== KIND_PATCH) return; // future kinds: ignore
     const frame = this.slots.get(pic.slot);
-    if (frame) frame.video.onPicture(pic, data.byteLength);
+    if (!frame) return;
+    if (pic.kind === KIND_PATCH) frame.video.onPatch(pic, data.byteLength);
+    else frame.video.onPicture(pic, data.byteLength);
   }
 
   /** The connection is gone: its slots mean nothing, and every frame waits for a keyframe again. */

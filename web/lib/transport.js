@@ -30,6 +30,7 @@ export class Transport {
    * @param {Backoff|object} [o.backoff] a Backoff, or options for one
    * @param {typeof WebSocket} [o.WebSocket] for tests
    * @param {number} [o.helloTimeoutMs] how long to wait for `welcome` before closing with 4408
+   * @param {string[]} [o.features] asked for in `hello` (none: the field is left out)
    * @param {(welcome: object) => void} o.onWelcome the connection is open (after its state is updated)
    * @param {(msg: object) => void} o.onMessage every other JSON message
    * @param {(data: ArrayBuffer) => void} o.onBinary every binary message
@@ -37,7 +38,7 @@ export class Transport {
    * @param {(type: 'close'|'fatal', detail: object) => void} o.emit the client's events about the connection
    */
   constructor({ url, token, reconnect = true, backoff, WebSocket: WS, helloTimeoutMs = HELLO_TIMEOUT_MS,
-    onWelcome, onMessage, onBinary, onDown, emit }) {
+    features = [], onWelcome, onMessage, onBinary, onDown, emit }) {
     this.url = url;
     this.tokenSource = token;
     this.token = typeof token === 'string' ? token : null;
@@ -45,6 +46,7 @@ export class Transport {
     this.backoff = backoff instanceof Backoff ? backoff : new Backoff(backoff || {});
     this.WS = WS || globalThis.WebSocket;
     this.helloTimeoutMs = helloTimeoutMs;
+    this.features = features;
     Object.assign(this, { onWelcome, onMessage, onBinary, onDown, emit });
     this.ws = null;
     this.state = 'idle'; // idle | connecting | open | waiting (to reconnect) | closed
@@ -68,7 +70,9 @@ export class Transport {
     this.connections += 1;
     let helloTimer = null;
     ws.onopen = () => {
-      ws.send(JSON.stringify({ type: 'hello', token: this.token }));
+      const hello = { type: 'hello', token: this.token };
+      if (this.features.length) hello.features = this.features;
+      ws.send(JSON.stringify(hello));
       helloTimer = setTimeout(() => ws.close(4408, 'no welcome'), this.helloTimeoutMs);
     };
     ws.onmessage = (ev) => {
