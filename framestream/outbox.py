@@ -2,13 +2,14 @@
 
 Two queues: text that never waits behind video (acks, errors, frame state: a driver's input stays responsive on
 a slow link) and the stream (video, patches and the `video-config` that must stay in order with them). The
-stream is bounded by a time budget (`BUDGET_S` at the rate `LinkMeter` measured from the writer) and, as a
-backstop and before anything was measured, by pictures and bytes.
+stream is bounded by a time budget (`BUDGET_S` at the rate `LinkMeter` measured from the writer), by bytes as
+a backstop and, before anything was measured, by pictures.
 
-Keyframes are the one thing allowed past the budget: an IDR at dpr 2 is about 300 KB (2.4 s at 1 Mbit/s), and
-skipping to a newer keyframe would not make it smaller. For a viewer on the full stream the budget therefore
-counts what is queued behind keyframes; for a slow one (`strict`) it counts everything, so it gets keyframes
-only, each when the previous one has gone.
+Keyframes are the one thing allowed past the budget: an IDR at dpr 2 is 150-400 KB (1.2-3.2 s at 1 Mbit/s),
+and skipping to a newer keyframe would not make it smaller. For a viewer on the full stream the queue may
+therefore hold the budget plus one keyframe's transfer (the least a skip would cost); for a slow one (`strict`)
+the budget alone, so it gets keyframes only (a picture that fits behind one is sent too), each when the
+previous one has gone.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from dataclasses import dataclass
 
 from framestream.link import LinkMeter
 
-# A viewer may fall this far behind before it skips to the next keyframe (before its link is measured, and as
-# a backstop after): about half a second of motion.
+# Before a connection's link is measured, a viewer may fall this far behind (about half a second of motion)
+# before it skips to the next keyframe; the bytes stay a backstop after.
 OUTBOX_MAX_BYTES = 2 * 1024 * 1024
 OUTBOX_MAX_PICTURES = 15
 BUDGET_S = 0.25  # the most a picture waits in a connection's queue at its link's rate (issue 18)
@@ -56,6 +57,7 @@ class Outbox:
         self._stream: collections.deque[_Queued] = collections.deque()
         self._video_bytes = 0
         self._video_count = 0
+        self._keyframe_bytes = 0  # the last keyframe queued: what a skip would cost at least
         self._max_bytes = max_bytes
         self._max_pictures = max_pictures
         self.budget_s = budget_s
@@ -97,26 +99,34 @@ class Outbox:
             return False
         keyframe, slot = _describe(message)
         size = len(message)
-        if keyframe and slot is not None and not self._fits(size, strict):
+        if keyframe and slot is not None and not self._fits(size, strict, keyframe):
             self._purge(slot)
-        if not self._fits(size, strict):
+        if not self._fits(size, strict, keyframe):
             return False
         self._stream.append(_Queued(message, size, video=True, keyframe=keyframe, slot=slot))
+        if keyframe:
+            self._keyframe_bytes = size
         self._video_bytes += size
         self._video_count += 1
         self._ready.set()
         return True
 
-    def _fits(self, size: int, strict: bool) -> bool:
+    def _fits(self, size: int, strict: bool, keyframe: bool) -> bool:
         if self._video_count == 0 and self._in_flight is None:
             return True  # an oversized keyframe still goes through when nothing is ahead of it, or it never would
-        if self._video_count >= self._max_pictures or self._video_bytes + size > self._max_bytes:
-            return self._video_count == 0
-        delay = self.delay_s(keyframes=strict)
         rate = self.link.rate
-        if delay is None or rate is None:
+        counted = rate is None and self._video_count >= self._max_pictures  # the count only until measured
+        if counted or self._video_bytes + size > self._max_bytes:
+            return self._video_count == 0
+        ahead = self.delay_s()
+        if ahead is None or rate is None:
             return True
-        return delay + size / rate <= self.budget_s
+        # On the full stream the queue may also hold one keyframe's transfer: a skip could only wait for
+        # another keyframe as big, so what is queued is still the quickest way to a current picture.
+        allowed = self.budget_s + (0.0 if strict else self._keyframe_bytes / rate)
+        if keyframe:
+            return ahead <= allowed  # its own transfer is what resuming costs anyway
+        return ahead + size / rate <= allowed
 
     def delay_s(self, *, keyframes: bool = True) -> float | None:
         """Seconds to send what is ahead in the stream at the measured rate (None before any measure);
@@ -175,7 +185,8 @@ class Outbox:
         return item.payload
 
     def sent(self, size: int, busy_s: float) -> None:
-        """The writer's report: the last message taken (`size` bytes) left the socket after `busy_s` seconds."""
+        """The writer's report on the last message taken: `size` bytes reached the viewer's side over the
+        `busy_s` seconds the writer spent on it."""
         self.link.sent(size, busy_s)
         self._in_flight = None
         if self._when_room and self.room_for_keyframe():

@@ -1,9 +1,10 @@
-"""When a message has really left a connection's socket: the writer's clock for the link's drain rate.
+"""When a message has really left for the viewer: the writer's clock for the link's drain rate.
 
 `send_bytes` returns once the bytes are in the transport or the kernel's send buffer, which on loopback grows to
-megabytes (seconds of a slow link). So after each message the writer waits until neither the transport's buffer
-nor the kernel (SIOCOUTQNSD: bytes not yet sent) holds any of it. What is queued then stays in the `Outbox`,
-where a viewer that falls behind can skip to a keyframe, and the time the wait took measures the link.
+megabytes (seconds of a slow link). So after each message the writer waits until what the transport and the
+kernel still hold for the connection (SIOCOUTQ: not yet sent or not yet acknowledged by the viewer's side) is
+at most about 50 ms of the link. The queue then stays in the `Outbox`, where a viewer that falls behind can skip
+to a keyframe, and the bytes acknowledged over the time the wait took measure the link.
 """
 
 from __future__ import annotations
@@ -13,38 +14,51 @@ import fcntl
 import socket
 import struct
 import time
+from collections.abc import Awaitable
 from typing import Any
 
-SIOCOUTQNSD = 0x894B  # linux/sockios.h: bytes in a TCP socket's send queue not yet sent
+SIOCOUTQ = 0x5411  # linux/sockios.h (= TIOCOUTQ): bytes in a TCP socket's send queue, unsent or unacknowledged
 POLL_MIN_S = 0.002
 POLL_MAX_S = 0.02
+IN_NETWORK_S = 0.05  # what may stay in the network below us, in seconds of the measured link
+IN_NETWORK_MIN, IN_NETWORK_MAX, IN_NETWORK_UNMEASURED = 4096, 256 * 1024, 64 * 1024
 
 
-def unsent_bytes(sock: Any) -> int:
-    """Bytes the kernel holds for `sock` that have not gone out yet (0 when it cannot tell)."""
+def kernel_queued(sock: Any) -> int:
+    """Bytes the kernel holds for `sock`, unsent or unacknowledged (0 when it cannot tell)."""
     try:
         if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
             return 0
-        raw = fcntl.ioctl(sock.fileno(), SIOCOUTQNSD, b"\0\0\0\0")
+        raw = fcntl.ioctl(sock.fileno(), SIOCOUTQ, b"\0\0\0\0")
     except (OSError, AttributeError, ValueError):
         return 0
     return int(struct.unpack("i", raw)[0])
 
 
-def pending_bytes(transport: asyncio.BaseTransport | None) -> int:
-    """Bytes written to `transport` that have not left the machine's socket yet."""
+def queued_bytes(transport: asyncio.BaseTransport | None) -> int:
+    """Bytes written to `transport` that the viewer's side has not acknowledged yet."""
     if transport is None or transport.is_closing():
         return 0
     buffered = transport.get_write_buffer_size() if isinstance(transport, asyncio.WriteTransport) else 0
-    return buffered + unsent_bytes(transport.get_extra_info("socket"))
+    return buffered + kernel_queued(transport.get_extra_info("socket"))
 
 
-async def wait_drained(transport: asyncio.BaseTransport | None, rate: float | None) -> float:
-    """Wait until nothing written to `transport` is left unsent; the seconds it took. Polls with a step
-    from what is left at `rate` (bytes/s), so a fast link costs one check and a slow one a few a picture."""
+def in_network_allowance(rate: float | None) -> int:
+    if rate is None:
+        return IN_NETWORK_UNMEASURED
+    return int(min(IN_NETWORK_MAX, max(IN_NETWORK_MIN, rate * IN_NETWORK_S)))
+
+
+async def timed_send(transport: asyncio.BaseTransport | None, rate: float | None, size: int,
+                     send: Awaitable[None]) -> tuple[int, float]:
+    """Await `send` (a message of `size` bytes), then until at most `in_network_allowance` of what was written
+    is left unacknowledged. Returns the bytes acknowledged meanwhile and the seconds it all took (the link's
+    busy time). Polls with a step from what is left at `rate`: one check on a fast link."""
     started = time.monotonic()
-    while (left := pending_bytes(transport)) > 0:
-        step = POLL_MAX_S if not rate else left / rate
+    before = queued_bytes(transport)
+    await send
+    allowance = in_network_allowance(rate)
+    while (left := queued_bytes(transport)) > allowance:
+        step = POLL_MAX_S if not rate else (left - allowance) / rate
         await asyncio.sleep(min(POLL_MAX_S, max(POLL_MIN_S, step)))
-    return time.monotonic() - started
-
+    return max(0, before + size - left), time.monotonic() - started

@@ -49,6 +49,12 @@ def render(ctx: ServiceContext, memory: MemoryReport | None = None) -> str:
     family("framestream_dropped_pictures_total", "counter",
            "Pictures not delivered to a viewer that was behind (it skipped to a keyframe).",
            [_line("framestream_dropped_pictures_total", f.feed.dropped, {"frame": f.id}) for f in frames])
+    family("framestream_viewer_skips_total", "counter",
+           "Times a viewer fell behind its time budget and skipped to a keyframe.",
+           [_line("framestream_viewer_skips_total", f.feed.skips, {"frame": f.id}) for f in frames])
+    family("framestream_slow_viewers", "gauge",
+           "Viewers on keyframes only because their link cannot carry the frame's stream.",
+           [_line("framestream_slow_viewers", f.feed.slow_viewers, {"frame": f.id}) for f in frames])
     family("framestream_encode_seconds_total", "counter", "Time spent converting and encoding per frame.",
            [_line("framestream_encode_seconds_total", f.encode_seconds, {"frame": f.id}) for f in frames])
     sent = ctx.bytes_sent_closed + sum(c.outbox.bytes_sent for c in ctx.connections)

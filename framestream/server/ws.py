@@ -23,7 +23,7 @@ from framestream.feed import Outbox, Viewer
 from framestream.frames import Frame
 from framestream.frames.events import FrameEvent
 from framestream.server.context import ServiceContext
-from framestream.server.drain import wait_drained
+from framestream.server.drain import timed_send
 from framestream.server.inputs import apply_step
 from framestream.server.session import (
     Action,
@@ -185,15 +185,11 @@ class ViewerConnection:
                 item = await self.outbox.next()
                 if item is None:
                     return
-                started = time.monotonic()
-                if isinstance(item, bytes):
-                    await self.ws.send_bytes(item)
-                else:
-                    await self.ws.send_str(item)
-                # Until it has left the socket: the queue stays in the outbox (where a slow viewer can skip)
-                # and the time it took measures this connection's link.
-                await wait_drained(self.transport, self.outbox.link.rate)
-                self.outbox.sent(len(item), time.monotonic() - started)
+                send = self.ws.send_bytes(item) if isinstance(item, bytes) else self.ws.send_str(item)
+                # Until it has (nearly) reached the viewer: the queue stays in the outbox (where a slow viewer
+                # can skip) and the time it took measures this connection's link.
+                delivered, busy = await timed_send(self.transport, self.outbox.link.rate, len(item), send)
+                self.outbox.sent(delivered, busy)
         except (ConnectionError, RuntimeError):
             pass  # the peer went away; the reader sees it too and cleans up
 

@@ -1,0 +1,161 @@
+"""Inside a shaped namespace (tests/netns): the service, one frame and its viewers; prints what each received.
+
+    python -m tests.netns.slowlink '{"page": "scroll_fast.html", "size": [640, 400, 1], "seconds": 8,
+                                     "viewers": [{"name": "slow", "port": 40001}, {"name": "fast"}]}'
+
+A viewer with a `port` connects from that local port (so `tc` can limit it alone). Each viewer reads everything
+as it arrives and records, per video message, its sequence, keyframe flag, size, capture time (the service's wall
+clock, the same machine's) and receive time, from its first keyframe on. The summary (JSON, last line of output)
+has, per viewer, the pictures, keyframes, sequence gaps, capture-to-receive percentiles, the longest time
+without a picture, and the frame's counters from /metrics (pictures encoded in the window, skips, slow viewers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import websockets
+
+from framestream.core.wire import unpack_video_header
+from tests.support import Service, page_server
+
+BENCH_PAGES = Path(__file__).resolve().parents[2] / "benchmarks" / "pages"
+TEST_PAGES = Path(__file__).resolve().parents[1] / "pages"
+
+
+@dataclass
+class Reader:
+    name: str
+    ws: Any
+    records: list[tuple[int, bool, int, int, int]] = field(default_factory=list)  # seq, key, size, cap, recv µs
+    texts: list[dict[str, Any]] = field(default_factory=list)
+    keyed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def read(self) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            async for raw in self.ws:
+                if isinstance(raw, str):
+                    self.texts.append(json.loads(raw))
+                    continue
+                recv_us = time.time_ns() // 1000
+                h = unpack_video_header(raw[:16])
+                if h.keyframe:
+                    self.keyed.set()
+                if self.keyed.is_set():
+                    self.records.append((h.sequence, h.keyframe, len(raw), h.capture_us, recv_us))
+
+
+def percentiles(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return {"p50": round(statistics.median(ordered), 1), "p95": round(ordered[min(len(ordered) - 1,
+            int(0.95 * len(ordered)))], 1), "max": round(ordered[-1], 1), "n": len(ordered)}
+
+
+def summary(records: list[tuple[int, bool, int, int, int]], t0_us: int, t1_us: int,
+            link_kbit: float | None) -> dict[str, Any]:
+    inside = [r for r in records if t0_us <= r[4] < t1_us]
+    seconds = (t1_us - t0_us) / 1e6
+    gaps = sum(1 for a, b in itertools.pairwise(inside) if (b[0] - a[0]) & 0xFFFFFFFF != 1)
+    latency = [(r[4] - r[3]) / 1000 for r in inside]
+    # The time a picture waited beyond its own transfer at the link's rate: what the queue added.
+    waited = [(r[4] - r[3]) / 1000 - (r[2] * 8 / link_kbit if link_kbit else 0.0) for r in inside]
+    times = [t0_us] + [r[4] for r in inside] + [t1_us]
+    return {
+        "pictures": len(inside), "fps": round(len(inside) / seconds, 2),
+        "keyframes": sum(1 for r in inside if r[1]), "gaps": gaps,
+        "sequences": [r[0] for r in inside],
+        "kbps": round(sum(r[2] for r in inside) * 8 / seconds / 1000, 1),
+        "capture_to_recv_ms": percentiles(latency), "queue_wait_ms": percentiles(waited),
+        "longest_without_picture_s": round(max(b - a for a, b in itertools.pairwise(times)) / 1e6, 2),
+    }
+
+
+def frame_metrics(service: Service, frame_id: str) -> dict[str, float]:
+    import urllib.request
+
+    with urllib.request.urlopen(f"{service.base}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if f'frame="{frame_id}"' in line and not line.startswith("#"):
+            name = line.split("{", 1)[0]
+            out[name] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+async def open_reader(service: Service, name: str, port: int | None) -> Reader:
+    kwargs: dict[str, Any] = {"max_size": None}
+    if port is not None:
+        kwargs["local_addr"] = ("127.0.0.1", port)
+    ws = await websockets.connect(service.ws_url, **kwargs)
+    await ws.send(json.dumps({"type": "hello", "token": service.token("view")}))
+    welcome = json.loads(await ws.recv())
+    assert welcome["type"] == "welcome", welcome
+    return Reader(name, ws)
+
+
+async def scenario(args: dict[str, Any]) -> dict[str, Any]:
+    width, height, dpr = args.get("size", [640, 400, 1])
+    page_dir = BENCH_PAGES if (BENCH_PAGES / args["page"]).exists() else TEST_PAGES
+    with page_server(page_dir) as base, tempfile.TemporaryDirectory(prefix="fs-netns-") as state:
+        service = Service(state_dir=Path(state))
+        await asyncio.to_thread(service.start, 30.0)
+        readers: list[Reader] = []
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            status, body = await asyncio.to_thread(service.request, "POST", "/frames", {
+                "url": f"{base}/{args['page']}", "width": width, "height": height, "dpr": dpr})
+            assert status == 201, body
+            frame_id = str(body["id"])
+            await service.wait_state_async(frame_id, "live", 60.0)
+            for spec in args["viewers"]:
+                reader = await open_reader(service, spec["name"], spec.get("port"))
+                readers.append(reader)
+                tasks.append(asyncio.create_task(reader.read()))
+                await reader.ws.send(json.dumps({"type": "watch", "frame": frame_id}))
+            for reader in readers:
+                await asyncio.wait_for(reader.keyed.wait(), 60.0)
+            await asyncio.sleep(float(args.get("warm", 2.0)))  # past the first keyframe's own transfer
+            before = await asyncio.to_thread(frame_metrics, service, frame_id)
+            t0 = time.time_ns() // 1000
+            await asyncio.sleep(float(args["seconds"]))
+            t1 = time.time_ns() // 1000
+            after = await asyncio.to_thread(frame_metrics, service, frame_id)
+        finally:
+            for reader in readers:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(reader.ws.close(), 5.0)
+            for task in tasks:
+                task.cancel()
+            await asyncio.to_thread(service.stop)
+            service.kill_leftovers()
+    links = {spec["name"]: spec.get("link_kbit") for spec in args["viewers"]}
+    return {
+        "viewers": {r.name: summary(r.records, t0, t1, links[r.name]) for r in readers},
+        "frame": {"pictures": after.get("framestream_pictures_total", 0) - before.get("framestream_pictures_total", 0),
+                  "skips": after.get("framestream_viewer_skips_total", 0),
+                  "skips_in_window": after.get("framestream_viewer_skips_total", 0)
+                  - before.get("framestream_viewer_skips_total", 0),
+                  "slow_viewers": after.get("framestream_slow_viewers", 0)},
+    }
+
+
+def main() -> None:
+    args = json.loads(sys.argv[1])
+    print(json.dumps(asyncio.run(scenario(args))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
