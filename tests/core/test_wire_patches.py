@@ -23,12 +23,13 @@ from framestream.errors import ProtocolError
 
 def test_the_worked_example_of_docs_protocol() -> None:
     # Slot 2, picture 259, captured at 1700000000.123456 s: one 24x32 PNG at (200, 96).
-    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 4
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 205  # 213 bytes, as in the example
     message = pack_video_header(0, 2, 259, 1_700_000_000_123_456, KIND_PATCH) + pack_patch_payload(
         [PatchRect(200, 96, 24, 32, FORMAT_PNG, png)]
     )
     assert message[:16].hex(" ") == "02 00 00 02 00 00 01 03 00 06 0a 24 18 20 22 40"
-    assert message[16:32].hex(" ") == "00 01 00 c8 00 60 00 18 00 20 01 00 00 00 00 0c"
+    assert len(message) == 16 + 2 + 14 + 213
+    assert message[16:32].hex(" ") == "00 01 00 c8 00 60 00 18 00 20 01 00 00 00 00 d5"
     header = unpack_video_header(message)
     assert (header.kind, header.slot, header.sequence, header.keyframe) == (KIND_PATCH, 2, 259, False)
     assert unpack_patch_payload(message[16:]) == [PatchRect(200, 96, 24, 32, FORMAT_PNG, png)]
