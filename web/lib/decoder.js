@@ -11,6 +11,8 @@ import { PresentQueue, decodePatches, parsePatchPayload } from './patches.js';
 
 // More queued chunks than this means the decoder cannot keep up: drop and wait for a keyframe.
 export const MAX_DECODE_QUEUE = 24;
+export const LINK_WINDOW_MS = 3000;
+export const SLOW_HOLD_MS = 3000; // as the server's SLOW_HOLD_S (framestream/link.py)
 
 /** Whether this browser can decode (WebCodecs needs a secure context: https or http://127.0.0.1/localhost). */
 export function webCodecsAvailable() {
@@ -38,6 +40,11 @@ export class FrameDecoder {
     this.decoderConfig = null;
     this.sync = new DecodeSync();
     this.stats = new StatsWindow();
+    // The link as this viewer sees it (issue 18): what arrived over a few seconds, and when the server last
+    // skipped pictures for it (a sequence jump: its link could not carry the stream, it gets keyframes).
+    this.linkWindow = new StatsWindow({ windowMs: LINK_WINDOW_MS });
+    this.lastSequence = null;
+    this.skippedAt = null;
     this.inflight = []; // [{captureUs, t0}] in decode order
     this.counts = { drawn: 0, decoded: 0, decoderErrors: 0, decoderResets: 0, keyframeRequests: 0, gaps: 0,
       patches: 0, patchesDrawn: 0, patchErrors: 0 };
@@ -71,12 +78,31 @@ export class FrameDecoder {
       dropped: this.sync.dropped,
       lastDraw: this.lastDraw,
       stats: this.stats.snapshot(now()),
+      link: this.linkInfo(now()),
     };
+  }
+
+  /** {kbps: what arrived over the last LINK_WINDOW_MS, keyframesOnly: the server skipped pictures for this
+   * viewer within SLOW_HOLD_MS (it sends a slow link keyframes at the rate the link carries them)}. */
+  linkInfo(t) {
+    return {
+      kbps: this.linkWindow.snapshot(t).kbps,
+      keyframesOnly: this.skippedAt !== null && t - this.skippedAt < SLOW_HOLD_MS,
+    };
+  }
+
+  /** A video or patch message arrived: the statistics and the link's. */
+  arrived(pic, byteLength, t) {
+    this.stats.received(byteLength, t);
+    this.linkWindow.received(byteLength, t);
+    if (this.lastSequence !== null && pic.sequence !== ((this.lastSequence + 1) >>> 0)) this.skippedAt = t;
+    this.lastSequence = pic.sequence;
   }
 
   /** video-config arrived: size the canvas and (re)configure the decoder when codec or size changed. */
   configure(msg) {
     this.config = msg;
+    this.lastSequence = null; // a new watch or encoder: its first sequence follows nothing we saw
     if (this.canvas) {
       // Setting width/height clears a canvas even to the same value: only touch them on a real change, so a
       // re-watch after a reconnect keeps the last picture on screen.
@@ -153,7 +179,7 @@ export class FrameDecoder {
   /** One binary video message for this frame (parsed by header.js). */
   onPicture(pic, byteLength) {
     const t = now();
-    this.stats.received(byteLength, t);
+    this.arrived(pic, byteLength, t);
     if (this.dropNext > 0) {
       this.dropNext -= 1;
       this.tracer?.({ sequence: pic.sequence, keyframe: pic.keyframe, action: 'lost' });
@@ -197,7 +223,7 @@ export class FrameDecoder {
   /** One patch message for this frame (parsed by header.js): decoded off the main thread, then presented. */
   onPatch(pic, byteLength) {
     const t = now();
-    this.stats.received(byteLength, t);
+    this.arrived(pic, byteLength, t);
     if (this.dropNext > 0) {
       this.dropNext -= 1;
       this.tracer?.({ sequence: pic.sequence, keyframe: false, patch: true, action: 'lost' });
