@@ -1,6 +1,7 @@
 // The demo page served at `/`: reads `token` and `frame` (repeatable) from the URL fragment, shows one view per
 // frame (every frame the token may see when no frame is named) and the Go live form when shared frames are on.
-// Fragment keys: token=T, frame=F (repeatable), control=C (a control token for Go live), stats=1.
+// Fragment keys: token=T, frame=F (repeatable), control=C (a control token for Go live), stats=1,
+// transport=webrtc (pictures over WebRTC, back to the WebSocket when ICE does not connect).
 
 import { connect, mountFrame, mountTabUi, webCodecsAvailable } from './framestream.js';
 import { decodeClaims, roleOf } from './lib/token.js';
@@ -10,6 +11,7 @@ const params = new URLSearchParams(location.hash.slice(1));
 const token = params.get('token');
 const named = params.getAll('frame').filter(Boolean);
 const startWithStats = params.get('stats') === '1';
+const transport = params.get('transport') === 'webrtc' ? 'webrtc' : 'websocket';
 const views = new Map(); // frame id -> view
 let client = null;
 
@@ -136,7 +138,7 @@ function main() {
   const claims = decodeClaims(token);
   $('who').textContent = claims ? `${claims.sub || 'anonymous'} · ${claims.role}` : 'unreadable token';
 
-  client = connect({ token });
+  client = connect({ token, transport });
   window.framestream.client = client;
   const conn = $('conn');
   const setConn = (state, text) => {

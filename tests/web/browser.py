@@ -103,9 +103,10 @@ class Page:
 class Browser:
     """`async with Browser() as b: page = await b.page()`"""
 
-    def __init__(self, width: int = 1400, height: int = 1000) -> None:
+    def __init__(self, width: int = 1400, height: int = 1000, extra_args: tuple[str, ...] = ()) -> None:
         self.width = width
         self.height = height
+        self.extra_args = extra_args
         self.proc: asyncio.subprocess.Process | None = None
         self.dir = tempfile.mkdtemp(prefix="fs-viewer-chrome-")
         self.port = 0
@@ -128,6 +129,7 @@ class Browser:
             "--mute-audio",
             f"--window-size={self.width},{self.height}",
             "--force-device-scale-factor=1",
+            *self.extra_args,
             "about:blank",
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,

@@ -56,6 +56,7 @@ class RtcViewer:
         self._message_added = asyncio.Event()
         self.pictures: asyncio.Queue[np.ndarray] = asyncio.Queue()
         self.decoded = 0
+        self.keyframes_decoded = 0
         self._tasks: list[asyncio.Task[None]] = []
         self.answer_sdp = ""
 
@@ -115,6 +116,7 @@ class RtcViewer:
             while True:
                 frame = await track.recv()
                 self.decoded += 1
+                self.keyframes_decoded += bool(getattr(frame, "key_frame", False))
                 await self.pictures.put(frame.to_ndarray(format="rgb24"))  # type: ignore[union-attr]
 
     async def next_picture(self, timeout: float = 30.0) -> np.ndarray:

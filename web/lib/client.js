@@ -5,6 +5,7 @@
 import { Transport, defaultUrl } from './transport.js';
 import { Router, WatchedFrame } from './router.js';
 import { FrameDecoder } from './decoder.js';
+import { WebRtcVideo, webRtcAvailable } from './webrtc.js';
 import { FEATURE_PATCHES } from './patches.js';
 import { debugHooks } from './debug.js';
 import { decodeClaims, roleOf } from './token.js';
@@ -16,6 +17,7 @@ import { monotonicMs as now } from './clock.js';
  *   frame-state, video-config, control, input-ack, error, and the tab's dialog, dialog-closed, file-chooser,
  *   file-chooser-closed, download, clipboard: the server's messages as they are
  *   decoder-error {frame, error}; keyframe-request {frame, reason}; patches-off {error} (video only from now)
+ *   webrtc-fallback {frame, reason}: a frame asked over WebRTC goes over the WebSocket instead
  */
 export class FramestreamClient extends EventTarget {
   /**
@@ -28,10 +30,17 @@ export class FramestreamClient extends EventTarget {
    * @param {boolean} [o.sizeCanvas=true] set the canvas's CSS width (and aspect ratio) to the frame's CSS size
    * @param {boolean} [o.patches=true] take small changes as lossless patches beside the video (hello
    *   `features`); turned off for the next connections if a patch fails to decode
+   * @param {'websocket'|'webrtc'} [o.transport='websocket'] how pictures come: over the WebSocket, or over a
+   *   WebRTC peer connection per frame (lib/webrtc.js; back to the WebSocket when ICE does not connect)
+   * @param {number} [o.webrtcTimeoutMs] how long ICE may take to connect before falling back
    * @param {typeof WebSocket} [o.WebSocket] for tests
    */
-  constructor({ url, token, reconnect = true, backoff, sizeCanvas = true, patches = true, WebSocket } = {}) {
+  constructor({ url, token, reconnect = true, backoff, sizeCanvas = true, patches = true, transport = 'websocket',
+    webrtcTimeoutMs, WebSocket } = {}) {
     super();
+    this.videoTransport = transport === 'webrtc' && webRtcAvailable() ? 'webrtc' : 'websocket';
+    this.webrtcTimeoutMs = webrtcTimeoutMs;
+    this.rtc = new Map(); // frame id -> WebRtcVideo of the open connection
     if (!token) throw new TypeError('framestream: a token is required');
     this.sizeCanvas = sizeCanvas;
     this.router = new Router();
@@ -45,6 +54,8 @@ export class FramestreamClient extends EventTarget {
       onBinary: (data) => this.router.routeBinary(data),
       onDown: () => {
         this.pendingInput.clear();
+        for (const rtc of this.rtc.values()) rtc.close(); // peer connections belong to the connection
+        this.rtc.clear();
         this.router.disconnected();
       },
       emit: (type, detail) => this.emit(type, detail),
@@ -93,11 +104,12 @@ export class FramestreamClient extends EventTarget {
     // Slots were per connection: watch every frame again (the service answers with video-config).
     for (const f of this.router.frames.values()) {
       f.video.markLive();
-      this.transport.send({ type: 'watch', frame: f.id });
+      this._startVideo(f);
     }
   }
 
   _onMessage(msg) {
+    if (msg.frame !== undefined && this.rtc.get(msg.frame)?.onMessage(msg)) return;
     if (msg.type === 'input-ack' || (msg.type === 'error' && msg.seq !== undefined)) {
       this.pendingInput.delete(msg.seq);
     }
@@ -123,8 +135,38 @@ export class FramestreamClient extends EventTarget {
       onPatchFailure: (error) => this._videoOnly(error),
     }));
     this.router.add(f);
-    this.transport.send({ type: 'watch', frame: frameId });
+    this._startVideo(f);
     return f;
+  }
+
+  /** Watch `f` over the chosen transport (once the connection is open; welcome starts the others). */
+  _startVideo(f) {
+    if (this.videoTransport !== 'webrtc' || f.webrtcFellBack) {
+      this.transport.send({ type: 'watch', frame: f.id });
+      return;
+    }
+    if (this.transport.state !== 'open') return;
+    this.rtc.get(f.id)?.close();
+    const rtc = new WebRtcVideo({
+      frameId: f.id,
+      send: (msg) => this.transport.send(msg),
+      target: () => ({ canvas: f.video.canvas, ctx: f.video.ctx }),
+      onFallback: (reason) => this._webrtcFellBack(f, rtc, reason),
+      onDrawn: () => { f.video.counts.drawn += 1; },
+      ...(this.webrtcTimeoutMs ? { connectTimeoutMs: this.webrtcTimeoutMs } : {}),
+    });
+    this.rtc.set(f.id, rtc);
+    rtc.start();
+  }
+
+  /** WebRTC did not work out for this frame: watch it over the WebSocket from now on. */
+  _webrtcFellBack(f, rtc, reason) {
+    if (this.rtc.get(f.id) !== rtc) return;
+    this.rtc.delete(f.id);
+    f.webrtcFellBack = reason;
+    this.emit('webrtc-fallback', { frame: f.id, reason });
+    this.transport.send({ type: 'unwatch', frame: f.id }); // ends the peer connection if the service kept it
+    this.transport.send({ type: 'watch', frame: f.id });
   }
 
   /** A patch could not be decoded here: reconnect without `patches` (the service then sends H.264 only). */
@@ -138,6 +180,8 @@ export class FramestreamClient extends EventTarget {
   unwatch(frameId) {
     const f = this.router.remove(frameId);
     if (!f) return;
+    this.rtc.get(frameId)?.close();
+    this.rtc.delete(frameId);
     f.video.dispose();
     this.transport.send({ type: 'unwatch', frame: frameId });
   }
@@ -194,7 +238,11 @@ export class FramestreamClient extends EventTarget {
   /** Counters and statistics of one frame (for overlays and tests). */
   info(frameId) {
     const f = this.router.get(frameId);
-    return f ? f.info() : null;
+    if (!f) return null;
+    const rtc = this.rtc.get(frameId);
+    // Which transport carries the pictures: `webrtc` once connected (`webrtc-connecting` before).
+    const transport = !rtc ? 'websocket' : rtc.state === 'connected' ? 'webrtc' : 'webrtc-connecting';
+    return { ...f.info(), transport, webrtcFallback: f.webrtcFellBack ?? null };
   }
 
   /** Close for good. */

@@ -169,7 +169,8 @@ export function mountFrame(client, frameId, container, { showStats = false, titl
     const cfg = info.config;
     statsEl.textContent = `${formatStats(info.stats)}\n`
       + `${cfg ? `${cfg.width}x${cfg.height} ${cfg.codec}` : 'no video yet'} · drawn ${info.drawn}`
-      + ` · keyframe asks ${info.keyframeRequests} · decoder errors ${info.decoderErrors}`;
+      + ` · keyframe asks ${info.keyframeRequests} · decoder errors ${info.decoderErrors}`
+      + ` · ${info.transport ?? 'websocket'}`;
   };
   const toggleStats = (on = statsEl.hidden) => {
     statsEl.hidden = !on;
