@@ -1,10 +1,11 @@
 """Section 3: input to picture, and capture to receive.
 
-A page whose button turns green or red on each click (tests/pages/clicker.html). The viewer decodes every
-picture it gets (from the first keyframe on). Each click is one WebSocket `input` message (mouse down + up)
-under a drive grant; the latency is from just before the send to the moment the first picture showing the
-new colour at the button has been received AND decoded. Between clicks the viewer keeps reading and
-decoding for a short random pause, so clicks never queue behind each other.
+A page whose button turns green or red on each click (tests/pages/clicker.html), watched and driven through
+`framestream.client` (the library agents use): it decodes every picture as it arrives, from the first keyframe
+on. Each click is one WebSocket `input` message (mouse down + up) under a person's drive grant; the latency is
+from just before the send to the moment the first picture showing the new colour at the button has been
+received AND decoded (`view.picture_after`, which checks every decoded picture). Between clicks the client keeps
+reading and decoding for a short random pause, so clicks never queue behind each other.
 
 The breakdown uses the header's capture time (the service's wall clock, the same machine's):
 send -> capture of the first changed picture (page reaction + damage + grab),
@@ -13,14 +14,15 @@ capture -> receive (convert, encode, fan-out, WebSocket), receive -> decoded (th
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from benchmarks.common import Bench, create_frame, delete_frame
-from benchmarks.viewer import Viewer, percentiles
+from benchmarks.viewer import percentiles
+from framestream.client import Client, ClientError, FrameView, Picture
 from tests.support import Service
 
 RED = (220, 30, 30)
@@ -28,88 +30,58 @@ GREEN = (30, 180, 60)
 PROBE_CSS = (60, 60)  # inside the button (40..240, 40..160), away from its label
 
 
-def near(pixel: np.ndarray, rgb: tuple[int, int, int], tol: int = 40) -> bool:
-    return bool(np.all(np.abs(pixel.astype(int) - np.array(rgb)) <= tol))
+def near(pixel: tuple[int, int, int], rgb: tuple[int, int, int], tol: int = 40) -> bool:
+    return all(abs(a - b) <= tol for a, b in zip(pixel, rgb, strict=True))
+
+
+def showing(rgb: tuple[int, int, int], dpr: int) -> Callable[[Picture], bool]:
+    return lambda picture: near(picture.pixel(*PROBE_CSS, dpr=dpr), rgb)
+
+
+async def colour_now(view: FrameView, dpr: int) -> tuple[int, int, int]:
+    """The button's colour once the page is painted and still."""
+    await view.picture_after(0, where=lambda p: showing(RED, dpr)(p) or showing(GREEN, dpr)(p), timeout=20)
+    picture = await view.settle(quiet=0.5, timeout=20)
+    return GREEN if showing(GREEN, dpr)(picture) else RED
 
 
 async def run_one(bench: Bench, service: Service, size: tuple[int, int, int], clicks: int) -> dict[str, Any]:
     css_w, css_h, dpr = size
     frame_id = await create_frame(service, bench.page("clicker.html"), css_w, css_h, dpr)
-    viewer = await Viewer.open(service, keep=True)
-    px, py = PROBE_CSS[0] * dpr, PROBE_CSS[1] * dpr
-
-    def decode_pending() -> np.ndarray | None:
-        """Decode every video message not decoded yet, in order; the newest picture (or None)."""
-        picture = None
-        for _, out in viewer.decoded():
-            if out is not None:
-                picture = out
-        return picture
-
-    async def read_for(seconds: float) -> np.ndarray | None:
-        last = None
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            await viewer.receive(left)
-            pic = decode_pending()
-            if pic is not None:
-                last = pic
-        return last
-
+    client = await Client.connect(service.base, token=service.token("view"), grants=service.token("drive", ttl=120),
+                                  reconnect=False)
+    totals, to_capture, capture_to_recv, recv_to_decoded, acks = [], [], [], [], []
+    misses = 0
+    x, y = PROBE_CSS
     try:
-        await viewer.send({"type": "watch", "frame": frame_id})
-        current = None
-        deadline = time.monotonic() + 20
-        while current is None and time.monotonic() < deadline:
-            await viewer.receive(1.0)
-            pic = decode_pending()
-            if pic is not None:
-                current = pic
-        if current is None:
-            raise RuntimeError("no picture from the clicker page")
-        last = await read_for(0.5)
-        if last is not None:
-            current = last
-        state = GREEN if near(current[py, px], GREEN) else RED
-        grant = service.token("drive", ttl=120)
-        totals, to_capture, capture_to_recv, recv_to_decoded, acks = [], [], [], [], []
-        misses = 0
-        x, y = PROBE_CSS
-        for seq in range(clicks):
+        view = await client.watch(frame_id)
+        state = await colour_now(view, dpr)
+        for _ in range(clicks):
             target = RED if state == GREEN else GREEN
-            message = {"type": "input", "frame": frame_id, "grant": grant, "seq": seq, "events": [
-                {"kind": "mouse", "action": "down", "x": x, "y": y},
-                {"kind": "mouse", "action": "up", "x": x, "y": y}]}
             sent_wall_us = time.time_ns() // 1000
-            sent = time.perf_counter()
-            await viewer.send(message)
-            found = False
-            limit = sent + 3.0
-            while not found and time.perf_counter() < limit:
-                msg = await viewer.receive(max(0.001, limit - time.perf_counter()))
-                if isinstance(msg, dict) and msg.get("type") == "input-ack" and msg.get("seq") == seq:
-                    acks.append((time.perf_counter() - sent) * 1000)
-                for video, pic in viewer.decoded():
-                    if pic is not None and near(pic[py, px], target) and not found:
-                        decoded_at = time.perf_counter()
-                        recv_at = video.received_at
-                        found = True
-                        totals.append((decoded_at - sent) * 1000)
-                        to_capture.append((video.capture_us - sent_wall_us) / 1000)
-                        rec = next(r for r in reversed(viewer.recs) if r.seq == video.sequence)
-                        capture_to_recv.append((rec.recv_us - video.capture_us) / 1000)
-                        recv_to_decoded.append((decoded_at - recv_at) * 1000)
-            if found:
-                state = target
-            else:
+            seen = asyncio.ensure_future(view.picture_after(sent_wall_us, where=showing(target, dpr), timeout=3))
+            await asyncio.sleep(0)  # the waiter is registered before the click goes out: no picture is missed
+            sent = time.monotonic()
+            try:
+                await client.click(frame_id, x, y)
+            except BaseException:
+                seen.cancel()
+                raise
+            acks.append((time.monotonic() - sent) * 1000)
+            try:
+                picture = await seen
+            except ClientError:
                 misses += 1
-                last = await read_for(0.5)
-                if last is not None:
-                    state = GREEN if near(last[py, px], GREEN) else RED
-            await read_for(random.uniform(0.12, 0.25))
-            viewer.forget_decoded()  # keep memory flat
+                state = await colour_now(view, dpr)
+                continue
+            state = target
+            totals.append((picture.decoded_at - sent) * 1000)
+            to_capture.append((picture.capture_us - sent_wall_us) / 1000)
+            capture_to_recv.append((picture.received_us - picture.capture_us) / 1000)
+            recv_to_decoded.append((picture.decoded_at - picture.received_at) * 1000)
+            await asyncio.sleep(random.uniform(0.12, 0.25))
     finally:
-        await viewer.close()
+        await client.close()
         await delete_frame(service, frame_id)
     return {
         "size": f"{css_w}x{css_h}@{dpr}x", "clicks": clicks, "missed": misses,

@@ -30,6 +30,7 @@ class Picture:
     flags: int
     received_us: int  # when this client received it (its wall clock, microseconds)
     decoded_at: float  # time.monotonic() once decoded
+    received_at: float = 0.0  # time.monotonic() when its message was received
     _rgb: Rgb | None = field(default=None, repr=False)
 
     @property
@@ -118,8 +119,8 @@ class StreamDecoder:
         """Pictures were skipped: decode nothing until the next keyframe."""
         self._synced = False
 
-    def decode(self, payload: bytes, *, sequence: int, capture_us: int, flags: int, received_us: int
-               ) -> Picture | None:
+    def decode(self, payload: bytes, *, sequence: int, capture_us: int, flags: int, received_us: int,
+               received_at: float = 0.0) -> Picture | None:
         """The picture this access unit completes, or None (not synced yet, or the decoder gave none).
 
         Raises `av.FFmpegError` on a broken unit; the caller then waits for a keyframe."""
@@ -134,7 +135,7 @@ class StreamDecoder:
             raise
         if not frames:
             return None
-        return Picture(frames[-1], sequence, capture_us, flags, received_us, time.monotonic())
+        return Picture(frames[-1], sequence, capture_us, flags, received_us, time.monotonic(), received_at)
 
 
 def _decode_png(data: bytes) -> av.VideoFrame:

@@ -84,6 +84,7 @@ class FrameView:
         self._changed = asyncio.Event()  # set (and replaced) on every change
         self._ask_keyframe = on_keyframe_needed
         self._waiters: list[_PictureWaiter] = []
+        self._keyframe_asked_at = -1.0
 
     # -- fed by the connection ----------------------------------------------------------------------------------
 
@@ -114,25 +115,33 @@ class FrameView:
         self._wake()
 
     def on_video(self, flags: int, sequence: int, capture_us: int, payload: bytes) -> None:
-        received_us = time.time_ns() // 1000
+        received_us, received_at = time.time_ns() // 1000, time.monotonic()
         self.pictures_received += 1
         if self._last_sequence is not None and (sequence - self._last_sequence) & 0xFFFFFFFF != 1:
             self._decoder.lose_sync()  # skipped pictures: the service resumes us at a keyframe
         self._last_sequence = sequence
         if not flags & 2:  # not a refinement: the page changed
             self.last_change_at = time.monotonic()
+        if self.decode and not self._decoder.synced and not flags & 1:
+            self._need_keyframe(received_at)  # out of step (skipped pictures): a keyframe brings it back
         if self.decode:
             try:
                 picture = self._decoder.decode(payload, sequence=sequence, capture_us=capture_us, flags=flags,
-                                               received_us=received_us)
+                                               received_us=received_us, received_at=received_at)
             except av.FFmpegError:
-                self._ask_keyframe(self.frame)
+                self._need_keyframe(received_at)
                 picture = None
             if picture is not None:
                 self.latest = picture
                 for waiter in self._waiters:
                     waiter.offer(picture)
         self._wake()
+
+    def _need_keyframe(self, now: float) -> None:
+        # At most one request a second: the service coalesces them anyway, and sends one IDR a second at most.
+        if now - self._keyframe_asked_at >= 1.0:
+            self._keyframe_asked_at = now
+            self._ask_keyframe(self.frame)
 
     def on_disconnect(self) -> None:
         """The socket went: the stream restarts with a new `video-config` once watched again."""
