@@ -15,7 +15,7 @@ from typing import Any
 
 from framestream.errors import ConfigError
 
-_SCHEMES = ("stun:", "stuns:", "turn:", "turns:")
+_SCHEMES = ("stun:", "turn:", "turns:")  # aiortc has no stuns:
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +41,7 @@ def _urls(value: object) -> tuple[str, ...]:
         raise ConfigError("FRAMESTREAM_ICE_SERVERS: 'urls' must be a URL or a list of URLs")
     for url in urls:
         if not url.startswith(_SCHEMES):
-            raise ConfigError(f"FRAMESTREAM_ICE_SERVERS: {url!r} is not a stun:, stuns:, turn: or turns: URL")
+            raise ConfigError(f"FRAMESTREAM_ICE_SERVERS: {url!r} is not a stun:, turn: or turns: URL")
     return tuple(urls)
 
 

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import json
 
-from framestream.core.wire import IceCandidate, WebrtcOffer, parse_client_message
+from framestream.core.wire import (
+    IceCandidate,
+    WebrtcIce,
+    WebrtcOffer,
+    parse_client_message,
+    webrtc_answer,
+    webrtc_closed,
+)
 from framestream.errors import ProtocolError
 from framestream.server.session import AddIceCandidate, BringUp, Send, StartWatching, StopWatching
+from tests.core.test_wire_tabs import json_examples
 from tests.server.test_session import FakeFrame, claims, error, message, texts, watch, welcomed
 
 OFFER = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\n"
@@ -86,3 +94,16 @@ def test_a_refused_or_failed_peer_unwatches_and_says_why() -> None:
     s.receive(offer("f1"), 102.0)
     assert s.peer_ended(f1, "stalled") == [
         StopWatching(f1), Send('{"type":"webrtc-closed","frame":"f1","reason":"stalled"}')]
+
+
+def test_the_contracts_examples() -> None:
+    examples = {e["type"]: e for e in json_examples() if str(e.get("type", "")).startswith("webrtc-")}
+    assert set(examples) == {"webrtc-offer", "webrtc-answer", "webrtc-ice", "webrtc-closed"}
+    offer_example, ice_example = examples["webrtc-offer"], examples["webrtc-ice"]
+    assert parse_client_message(json.dumps(offer_example)) == WebrtcOffer("f1", offer_example["sdp"])
+    candidate = ice_example["candidate"]
+    assert parse_client_message(json.dumps(ice_example)) == WebrtcIce(
+        "f1", IceCandidate(candidate["candidate"], candidate["sdpMid"], candidate["sdpMLineIndex"]))
+    answer, closed = examples["webrtc-answer"], examples["webrtc-closed"]
+    assert json.loads(webrtc_answer(answer["frame"], answer["sdp"])) == answer
+    assert json.loads(webrtc_closed(closed["frame"], closed["reason"])) == closed
