@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import Service, StreamClient
+from framestream.client import BadInput, Client
+from tests.support import Service
 
 pytestmark = pytest.mark.integration
 
@@ -30,15 +31,13 @@ async def test_restarts_keep_one_frame_for_each_frame_flag_at_its_last_good_url(
     svc = restartable.start()
     [frame] = svc.frame_ids()
     await svc.wait_state_async(frame, "live")
-    client = await StreamClient.connect(svc, svc.token("drive", frame=frame))
-    await client.watch(frame)
-    grant = svc.token("drive", frame=frame)
-    # Back on the frame's first page goes nowhere: its history starts at its URL.
-    await client.send({"type": "navigate", "frame": frame, "grant": grant, "seq": 1, "action": "back"})
-    assert (await client.next_text("error"))["code"] == "bad-input"
-    await client.send({"type": "navigate", "frame": frame, "grant": grant, "seq": 2, "url": f"{pages}/tab_new.html"})
-    assert (await client.next_text("input-ack"))["seq"] == 2
-    await client.close()
+    async with await Client.connect(svc.base, token=svc.token("drive", frame=frame),
+                                    grants=svc.token("drive", frame=frame), reconnect=False) as client:
+        await client.watch(frame)
+        # Back on the frame's first page goes nowhere: its history starts at its URL.
+        with pytest.raises(BadInput):
+            await client.navigate(frame, action="back")
+        await client.navigate(frame, f"{pages}/tab_new.html")
     svc.stop()
 
     registry = json.loads((svc.state_dir / "frames.json").read_text())

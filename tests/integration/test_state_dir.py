@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import Service, StreamClient, read_counter
+from framestream.client import Client, FrameView
+from tests.support import Service, read_counter
 
 pytestmark = pytest.mark.integration
 
@@ -81,12 +82,11 @@ async def wait_health(service: Service, has_error: bool, timeout: float = 10.0) 
         await asyncio.sleep(0.1)
 
 
-async def counter_runs(client: StreamClient, frame_id: str) -> None:
-    """The watched counter page still streams: its decoded count goes up."""
-    before = read_counter(await client.latest_picture_after_keyframe_request(frame_id))
-    await asyncio.sleep(1.0)
-    after = read_counter(await client.latest_picture_after_keyframe_request(frame_id))
-    assert after > before, f"the frame stopped streaming: {before} -> {after}"
+async def counter_runs(view: FrameView) -> None:
+    """The watched counter page still streams: a picture captured from now on shows a count, and a later one a
+    higher count."""
+    before = read_counter((await view.picture_after(time.time_ns() // 1000, timeout=15)).rgb)
+    await view.picture_after(0, where=lambda p: read_counter(p.rgb) > before, timeout=15)
 
 
 def metric(service: Service, name: str) -> float:
@@ -101,15 +101,16 @@ async def test_a_full_then_read_only_state_dir_keeps_frames_streaming_and_the_re
     logs.mkdir()
     with tmpfs(tmp_path / "state", 1) as state, tmpfs(state / "profiles", 512):
         service = Service(state, log_dir=logs).start()
+        client: Client | None = None
         try:
             ids = [service.create_frame(f"{pages}/{page}", width=480, height=200, dpr=1)
                    for page in ("counter.html", "box.html", "box.html")]
             watched, gone_when_full, gone_when_read_only = ids
             for frame_id in ids:
                 await service.wait_state_async(frame_id, "live")
-            client = await StreamClient.connect(service)
-            await client.watch(watched)
-            await counter_runs(client, watched)
+            client = await Client.connect(service.base, token=service.token("view"), reconnect=False)
+            view = await client.watch(watched)
+            await counter_runs(view)
             assert await wait_health(service, has_error=False) == {"ok": True}
 
             # Full: deleting a frame cannot be saved. The old registry stays whole, no temp file is left.
@@ -121,7 +122,7 @@ async def test_a_full_then_read_only_state_dir_keeps_frames_streaming_and_the_re
             assert not list(state.glob("*.tmp")), "a half-written temporary file was left"
             assert metric(service, "framestream_state_writable") == 0
             assert metric(service, "framestream_state_write_errors_total") >= 1
-            await counter_runs(client, watched)
+            await counter_runs(view)
             assert "cannot save the frame registry" in service.log()
             assert service.log().count("cannot save the frame registry") == 1, "one error per outage, not a flood"
 
@@ -136,11 +137,12 @@ async def test_a_full_then_read_only_state_dir_keeps_frames_streaming_and_the_re
                 health = await wait_health(service, has_error=True)
                 assert "Read-only" in str(health.get("state_dir_error")), health
                 assert registry_ids(state) == sorted([watched, gone_when_read_only])
-                await counter_runs(client, watched)
+                await counter_runs(view)
             assert await wait_health(service, has_error=False) == {"ok": True}
             assert registry_ids(state) == [watched]
             assert service.get(f"/frames/{watched}")[1]["state"] == "live"
-            await client.close()
         finally:
+            if client is not None:
+                await client.close()
             service.stop()
             service.kill_leftovers()
