@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import websockets
 
+from framestream.client import Client, Forbidden
 from tests.fixtures import service_fixture
-from tests.support import Service, StreamClient
+from tests.support import Service
 
 pytestmark = pytest.mark.integration
 
@@ -33,22 +34,20 @@ async def test_metrics_follow_the_stream(service: Service) -> None:
     text = before.decode()
     assert "# TYPE framestream_pictures_total counter" in text
     assert metric(text, "framestream_frames", '{state="live"}') == 1
-    client = await StreamClient.connect(service)
-    await client.watch(frame_id)
-    await client.collect(1.5)
-    await client.send({"type": "input", "frame": frame_id, "grant": service.token("view"), "seq": 1,
-                       "event": {"kind": "mouse", "action": "move", "x": 1, "y": 1}})
-    await client.next_text("error")
-    after = service.request("GET", "/metrics", token=None)[1].decode()
-    label = f'{{frame="{frame_id}"}}'
-    assert metric(after, "framestream_pictures_total", label) > metric(text, "framestream_pictures_total", label)
-    assert metric(after, "framestream_viewers", label) == 1
-    assert metric(after, "framestream_connections") == 1
-    assert metric(after, "framestream_sent_bytes_total") > 0
-    assert metric(after, "framestream_keyframes_total", label) >= 1
-    assert metric(after, "framestream_input_refused_total", '{code="forbidden"}') == 1
-    assert "token" not in after.lower()  # nothing secret in an open endpoint
-    await client.close()
+    async with await Client.connect(service.base, token=service.token("view"), reconnect=False) as client:
+        view = await client.watch(frame_id)
+        await view.picture()
+        with pytest.raises(Forbidden):  # input under a view token
+            await client.move(frame_id, 1, 1, grant=service.token("view"))
+        after = service.request("GET", "/metrics", token=None)[1].decode()
+        label = f'{{frame="{frame_id}"}}'
+        assert metric(after, "framestream_pictures_total", label) > metric(text, "framestream_pictures_total", label)
+        assert metric(after, "framestream_viewers", label) == 1
+        assert metric(after, "framestream_connections") == 1
+        assert metric(after, "framestream_sent_bytes_total") > 0
+        assert metric(after, "framestream_keyframes_total", label) >= 1
+        assert metric(after, "framestream_input_refused_total", '{code="forbidden"}') == 1
+        assert "token" not in after.lower()  # nothing secret in an open endpoint
 
 
 async def test_origin_allowlist(service: Service) -> None:
@@ -60,7 +59,7 @@ async def test_origin_allowlist(service: Service) -> None:
     assert '"welcome"' in await asyncio.wait_for(ok.recv(), 10)
     await ok.close()
     # Non-browser clients (no Origin header: the app, the agent) are not affected.
-    client = await StreamClient.connect(service)
+    client = await Client.connect(service.base, token=service.token("view"), reconnect=False)
     await client.close()
 
 
@@ -71,7 +70,7 @@ async def test_json_logs_carry_frame_and_connection_ids(state_dir: Path, pages: 
     try:
         frame_id = svc.create_frame(f"{pages}/box.html", width=320, height=200, dpr=1)
         await svc.wait_state_async(frame_id, "live")
-        client = await StreamClient.connect(svc)
+        client = await Client.connect(svc.base, token=svc.token("view"), reconnect=False)
         await client.watch(frame_id)
         await client.close()
         forged = svc.token("view")[:-4] + "AAAA"
