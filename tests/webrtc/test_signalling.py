@@ -59,7 +59,7 @@ def test_candidates_go_to_the_frames_peer_and_only_after_an_offer() -> None:
         "type": "error", "code": "bad-message", "frame": "f1",
         "message": "webrtc-ice before a webrtc-offer for this frame"}
     s.receive(offer("f1"), 102.0)
-    assert s.receive(ice("f1", line), 103.0) == [AddIceCandidate(f1, IceCandidate(line["candidate"], "0", 0))]
+    assert s.receive(ice("f1", line), 103.0) == [AddIceCandidate(f1, IceCandidate(str(line["candidate"]), "0", 0))]
     end = {"candidate": "", "sdpMid": None, "sdpMLineIndex": None}
     assert s.receive(ice("f1", end), 104.0) == [AddIceCandidate(f1, IceCandidate("", None, None))]
 
