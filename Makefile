@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 7682
-APT_PACKAGES := chromium xvfb ffmpeg x11-utils x11-xserver-utils fonts-dejavu-core fonts-noto-color-emoji fonts-noto-cjk
+APT_PACKAGES := chromium xvfb ffmpeg x11-utils x11-xserver-utils fonts-dejavu-core fonts-noto-color-emoji fonts-noto-cjk iproute2
 STAMP := $(VENV)/.installed
 
 .PHONY: run test bench soak lint typecheck audit lock system-deps venv clean

@@ -39,6 +39,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 SECTIONS = ("lifecycle", "cpu", "latency", "agent", "quality", "convert", "fanout", "scale", "load",
             "faults")  # the default run
 SECTIONS = (*SECTIONS, "webrtc")  # issue 13: in a loopback-only network namespace of its own (needs root)
+SECTIONS = (*SECTIONS, "slowlink")  # issue 18: each case in a network namespace of its own (needs root)
 OPTIONAL = ("soak",)  # ten minutes: only when asked
 
 
@@ -147,6 +148,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             from benchmarks import webrtc  # (its own service, in a namespace)
 
             await _section(bench, "webrtc", webrtc.run(bench))
+        if "slowlink" in only:
+            from benchmarks import slowlink  # (its own services, in namespaces)
+
+            await _section(bench, "slowlink", slowlink.run(bench))
         if "soak" in only:
             service = await start_service(work, "soak", load.SOAK_ENV)
             try:
@@ -167,7 +172,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 SOAK_MARGIN = 300
 SECTION_LIMIT = {"lifecycle": 240, "cpu": 900, "latency": 240, "quality": 240, "convert": 120, "fanout": 240,
                  "scale": 300, "load.viewers_100": 300, "load.six_by_ten": 300, "load.storm": 300,
-                 "faults": 300, "soak": 600 + SOAK_MARGIN, "agent": 400}
+                 "faults": 300, "soak": 600 + SOAK_MARGIN, "agent": 400, "slowlink": 900}
 SECTION_LIMIT["webrtc"] = 600  # issue 13
 
 
@@ -272,6 +277,12 @@ def render(results: dict[str, Any]) -> str:
                    "watcher is told (launching), the frame is live, and a decoded picture shows the page again; "
                    "meanwhile another frame's viewer")
         out.append(report.faults_table(results["faults"]))
+    if "slowlink" in results:
+        from benchmarks import slowlink
+
+        out.append(f"\nSlow links (issue 18): {results['slowlink']['page']} at {results['slowlink']['size']}, "
+                   f"{results['slowlink']['window_s']:g} s per case, each in a network namespace of its own")
+        out.append(slowlink.render(results["slowlink"]))
     out.append("\nTargets (issue 6; capture->recv from issue 2; load and soak from issue 7)")
     out.append(report.targets_table(results["targets"]))
     for name, err in results.get("errors", {}).items():
