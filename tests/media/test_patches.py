@@ -28,6 +28,17 @@ def test_png_is_exact() -> None:
     assert np.array_equal(rgb_of_png(encode_png(strided)), strided[:, :, 2::-1])
 
 
+def test_few_colours_make_an_exact_palette_png() -> None:
+    rng = np.random.default_rng(6)
+    colours = rng.integers(0, 256, (40, 4), np.uint8)
+    bgrx = colours[rng.integers(0, 40, (30, 70))]
+    data = encode_png(bgrx)
+    assert b"PLTE" in data[:64]
+    assert np.array_equal(rgb_of_png(data), bgrx[:, :, 2::-1])
+    many = rng.integers(0, 256, (30, 70, 4), np.uint8)
+    assert b"PLTE" not in encode_png(many)[:64]
+
+
 def test_make_patches_cuts_the_boxes_in_order() -> None:
     picture = np.random.default_rng(5).integers(0, 256, (60, 90, 4), np.uint8)
     rects = make_patches(picture, [(10, 20, 30, 25), (0, 0, 1, 1)])

@@ -1,0 +1,230 @@
+"""Patches beside H.264 (issue 11): each page's cost with today's stream (a viewer without the `patches`
+feature), with patches, and Selkies damage-only on the same page, one after another on the same machine.
+
+    .venv/bin/python -m benchmarks.patches                   # 1280x800 at dpr 2 (2560x1600), every page
+    .venv/bin/python -m benchmarks.patches --dpr 1 --pages spinner,scroll --no-selkies
+
+Pages (benchmarks/pages): spinner, caret (blinking), typing (8 characters a second, typed by the page itself so
+every peer sees the same), small animation (a 160 px box and a counter), scroll (text, 3 px a frame) and video
+(a 640x360 CSS canvas of camera-like content). Per row: the service's vCPU, messages a second (pictures and
+patches), the share of patches, kbit/s on the wire, gaps, and capture-to-receive p50 for patches and pictures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import websockets
+
+from benchmarks.common import (
+    Bench,
+    Timing,
+    bench_pid,
+    create_frame,
+    delete_frame,
+    pages,
+    ratio,
+    sample_cpu,
+    scratch,
+    service_pids,
+    start_service,
+    stop_all,
+    stop_service,
+)
+from benchmarks.cpu import measure_selkies
+from benchmarks.peers import PeerDisplay, selkies_available
+from benchmarks.procstat import CpuWindow
+from framestream.core.wire import KIND_PATCH, unpack_video_header
+from tests.support import Service
+
+PAGES = {
+    "spinner": "patch_spinner.html",
+    "caret": "patch_caret.html",
+    "typing": "patch_typing.html",
+    "small animation": "patch_box.html",
+    "scroll": "scroll_fast.html",
+    "video": "patch_video.html",
+}
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@dataclass
+class Rec:
+    kind: int
+    sequence: int
+    capture_us: int
+    size: int
+    recv_us: int
+
+
+@dataclass
+class PatchViewer:
+    """Reads everything a watch sends (no decoding), recording kind, sequence, size and times."""
+
+    ws: Any
+    recs: list[Rec] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(cls, service: Service, patches: bool) -> PatchViewer:
+        ws = await websockets.connect(service.ws_url, max_size=None, max_queue=None)
+        hello: dict[str, Any] = {"type": "hello", "token": service.token("view")}
+        if patches:
+            hello["features"] = ["patches"]
+        await ws.send(json.dumps(hello))
+        welcome = json.loads(await ws.recv())
+        assert welcome["type"] == "welcome", welcome
+        return cls(ws)
+
+    async def watch(self, frame_id: str) -> None:
+        await self.ws.send(json.dumps({"type": "watch", "frame": frame_id}))
+        self.task = asyncio.create_task(self._pump())
+        deadline = time.monotonic() + 30
+        while not self.recs:
+            if time.monotonic() > deadline:
+                raise RuntimeError("no picture within 30 s")
+            await asyncio.sleep(0.05)
+
+    async def _pump(self) -> None:
+        async for raw in self.ws:
+            if isinstance(raw, bytes):
+                h = unpack_video_header(raw)
+                self.recs.append(Rec(h.kind, h.sequence, h.capture_us, len(raw), time.time_ns() // 1000))
+
+    async def close(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        await self.ws.close()
+
+
+def p50(values: list[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
+
+
+def stream_stats(recs: list[Rec], t0: int, t1: int) -> dict[str, Any]:
+    inside = [r for r in recs if t0 <= r.recv_us < t1]
+    seconds = (t1 - t0) / 1e6
+    patches = [r for r in inside if r.kind == KIND_PATCH]
+    video = [r for r in inside if r.kind != KIND_PATCH]
+    gaps = sum(1 for a, b in itertools.pairwise(inside) if (b.sequence - a.sequence) & 0xFFFFFFFF != 1)
+    return {
+        "per_s": round(len(inside) / seconds, 1),
+        "patches_per_s": round(len(patches) / seconds, 1),
+        "video_per_s": round(len(video) / seconds, 1),
+        "kbps": round(sum(r.size for r in inside) * 8 / seconds / 1000, 1),
+        "gaps": gaps,
+        "patch_capture_to_recv_ms_p50": p50([(r.recv_us - r.capture_us) / 1000 for r in patches]),
+        "video_capture_to_recv_ms_p50": p50([(r.recv_us - r.capture_us) / 1000 for r in video]),
+    }
+
+
+async def measure(bench: Bench, service: Service, url: str, dpr: int, patches: bool) -> dict[str, Any]:
+    frame_id = await create_frame(service, url, 1280, 800, dpr)
+    viewer = await PatchViewer.open(service, patches)
+    try:
+        await viewer.watch(frame_id)
+        await asyncio.sleep(bench.timing.warm)
+        kinds = service_pids(service)
+        window = CpuWindow({"service": lambda: kinds["service"], "chromium": lambda: service_pids(service)["chromium"],
+                            "xvfb": lambda: kinds["xvfb"], "bench": bench_pid})
+        cpu, t0, t1 = await sample_cpu(service, window, bench.timing.window)
+        return {"cpu": cpu, "stream": stream_stats(viewer.recs, t0, t1)}
+    finally:
+        await viewer.close()
+        await delete_frame(service, frame_id)
+
+
+async def run(bench: Bench, service: Service, names: list[str], dpr: int) -> list[dict[str, Any]]:
+    rows = []
+    for name in names:
+        url = bench.page(PAGES[name])
+        row: dict[str, Any] = {"page": name, "size": f"1280x800 dpr {dpr}", "encoded": [1280 * dpr, 800 * dpr]}
+        for label, patches in (("h264", False), ("patches", True)):
+            bench.say(f"patches: {name} dpr {dpr}, {label}")
+            row[label] = await measure(bench, service, url, dpr, patches)
+        ok, why = bench.selkies
+        if ok:
+            peer = await PeerDisplay.start(url, 1280, 800, dpr)
+            try:
+                await asyncio.sleep(1.0)
+                bench.say(f"patches: {name} dpr {dpr}, selkies")
+                row["selkies"] = await measure_selkies(bench, peer)
+            except (OSError, RuntimeError) as exc:
+                row["selkies"] = {"skipped": str(exc)}
+            finally:
+                await peer.stop()
+        else:
+            row["selkies"] = {"skipped": why}
+        after, before = row["patches"]["cpu"]["service"], row["h264"]["cpu"]["service"]
+        row["vs_h264"] = ratio(after, before)
+        row["vs_selkies"] = ratio(after, row["selkies"].get("cpu", {}).get("selkies"))
+        row["bytes_vs_h264"] = ratio(row["patches"]["stream"]["kbps"], row["h264"]["stream"]["kbps"])
+        rows.append(row)
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| page | size | svc vCPU H.264 only | svc vCPU patches | Selkies | patches/H.264 | patches/Selkies "
+        "| msgs/s (patches) | kbit/s H.264 / patches / Selkies | gaps | capture->recv p50 patch / video ms "
+        "| chrome vCPU | others |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        h, p, s = r["h264"], r["patches"], r["selkies"]
+        sk_cpu = s.get("cpu", {}).get("selkies")
+        lines.append(
+            f"| {r['page']} | {r['size']} | {h['cpu']['service']:.3f} | {p['cpu']['service']:.3f} | "
+            f"{'-' if sk_cpu is None else f'{sk_cpu:.3f}'} | {r['vs_h264']} | {r['vs_selkies']} | "
+            f"{p['stream']['per_s']} ({p['stream']['patches_per_s']}) | "
+            f"{h['stream']['kbps']} / {p['stream']['kbps']} / {s.get('kbps', '-')} | {p['stream']['gaps']} | "
+            f"{p['stream']['patch_capture_to_recv_ms_p50']} / {p['stream']['video_capture_to_recv_ms_p50']} | "
+            f"{p['cpu'].get('chromium', 0):.3f} | {max(h['cpu'].get('others', 0), p['cpu'].get('others', 0)):.2f} |")
+    return "\n".join(lines)
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    names = args.pages.split(",") if args.pages else list(PAGES)
+    results: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "dpr": args.dpr,
+                               "window": args.window}
+    with pages() as (tests_base, bench_base), scratch() as work:
+        bench = Bench(quick=False, timing=Timing(window=args.window), tests_base=tests_base, bench_base=bench_base,
+                      work=work, results=results)
+        bench.selkies = (False, "--no-selkies") if args.no_selkies else await asyncio.to_thread(selkies_available)
+        service = await start_service(work, "patches")
+        try:
+            results["rows"] = await run(bench, service, names, args.dpr)
+        finally:
+            await stop_service(service)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dpr", type=int, default=2)
+    parser.add_argument("--pages", default="", help=f"comma-separated, of {', '.join(PAGES)}")
+    parser.add_argument("--window", type=float, default=6.0)
+    parser.add_argument("--no-selkies", action="store_true")
+    args = parser.parse_args()
+    try:
+        results = asyncio.run(main_async(args))
+    finally:
+        stop_all()
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"patches-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
+    path.write_text(json.dumps(results, indent=1))
+    print(markdown(results["rows"]))
+    print(f"written {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
