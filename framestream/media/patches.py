@@ -33,7 +33,7 @@ def _chunk(kind: bytes, body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
 
-def _png(width: int, height: int, colour_type: int, rows: npt.NDArray[np.uint8], level: int,
+def _png(width: int, height: int, colour_type: int, rows: npt.NDArray[np.uint8], *, level: int,
          palette: bytes = b"") -> bytes:
     header = struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0)  # 8 bits, no interlace
     return (
@@ -58,11 +58,11 @@ def encode_png(bgrx: npt.NDArray[np.uint8]) -> bytes:
             rows[:, 1:] = index.reshape(height, width)
             rgb = np.empty((len(colours), 3), np.uint8)
             rgb[:, 0], rgb[:, 1], rgb[:, 2] = colours >> 16, colours >> 8, colours
-            return _png(width, height, 3, rows, _SMALL_LEVEL, rgb.tobytes())
+            return _png(width, height, 3, rows, level=_SMALL_LEVEL, palette=rgb.tobytes())
     rows = np.empty((height, 1 + 3 * width), np.uint8)
     rows[:, 0] = 0
     rows[:, 1:].reshape(height, width, 3)[...] = bgrx[:, :, 2::-1]
-    return _png(width, height, 2, rows, _SMALL_LEVEL if small else _LARGE_LEVEL)
+    return _png(width, height, 2, rows, level=_SMALL_LEVEL if small else _LARGE_LEVEL)
 
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1
