@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
-from framestream.client import png_to_rgb
+from framestream.client import Client, png_to_rgb
+from framestream.core.tokens import derive_key, mint
 from tests.client.agent_page import BUTTON, GREY, MARKS, RED, near
 from tests.fixtures import service_fixture
 from tests.mcp.session import mcp_session, pngs, texts
-from tests.support import Service
+from tests.support import TEST_SECRET, Service
 
 pytestmark = pytest.mark.integration
 
@@ -69,3 +71,21 @@ async def test_an_unknown_frame_answers_an_error_not_a_crash(service: Service) -
             assert "nope" in texts(result)[0] and "list_frames" in texts(result)[0]
         still = await session.call_tool("list_frames", {})
         assert not still.is_error
+
+
+async def test_a_persons_newer_grant_answers_plainly_and_is_not_retried(service: Service) -> None:
+    [frame] = service.frame_ids()
+    async with mcp_session(service) as session:
+        await session.call_tool("list_frames", {})  # the server is up and connected
+        # The person's grant is issued 3 s ahead (within the 5 s the contract tolerates): newer than the step
+        # grant the server mints for the next click, as if the person took the frame between its mint and send.
+        key = derive_key(TEST_SECRET.encode(), "test")
+        person = mint(key, sandbox="test", role="drive", now=time.time() + 3, frame=frame, subject="alice", ttl=60)
+        async with await Client.connect(service.base, token=service.token("view"), grants=person,
+                                        reconnect=False) as client:
+            await client.move(frame, 5, 5)
+            result = await session.call_tool("click", {"x": 300, "y": 300})
+        assert result.is_error
+        assert "a person has taken control" in texts(result)[0] and "not be retried" in texts(result)[0]
+        listed = json.loads(texts(await session.call_tool("list_frames", {}))[0])
+        assert listed[0]["driver"] == "alice"
