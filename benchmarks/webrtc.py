@@ -5,7 +5,8 @@
 Everything (service, browser, viewers) runs inside `unshare -n` with only `lo` (benchmarks/webrtc_inside.py):
 the service's CPU with a WebRTC viewer added to a WebSocket viewer (target: at most 1.2x, nothing is encoded
 twice), beside what a second WebSocket viewer costs, and capture to decoded picture for both transports at once
-(target: WebRTC within 10 ms of the WebSocket).
+(target: WebRTC within 10 ms of the WebSocket); then 1,000 offers answered and closed, with the service's
+tasks, fds and peer connections before and after.
 """
 
 from __future__ import annotations
@@ -28,11 +29,56 @@ async def run(bench: Bench) -> dict[str, Any]:
     window = bench.timing.window
     bench.say(f"webrtc: {len(sizes)} size(s), {window:g} s windows, inside unshare -n")
     result = await asyncio.to_thread(netns.run, [], "benchmarks.webrtc_inside",
-                                     {"sizes": sizes, "window": window, "warm": bench.timing.warm + 1.5}, 600)
+                                     {"sizes": sizes, "window": window, "warm": bench.timing.warm + 1.5,
+                                      "offers": 200 if bench.quick else 1000}, 900)
     for row in result["sizes"]:
         lat = row["latency_ms"]
         bench.say(f"webrtc {row['size']}: service CPU x{row['service_ratio_webrtc']} with a WebRTC viewer "
                   f"(x{row['service_ratio_second_websocket']} with a second WebSocket viewer); capture to decoded "
                   f"p50 {lat['websocket'] and lat['websocket']['p50']} ms WebSocket, "
                   f"{lat['webrtc'] and lat['webrtc']['p50']} ms WebRTC")
+    offers = result["offers"]
+    bench.say(f"webrtc: {offers['rounds']} offers and closes in {offers['seconds']} s; tasks "
+              f"{offers['before']['framestream_tasks']:g} -> {offers['after']['framestream_tasks']:g}, fds "
+              f"{offers['before']['process_open_fds']:g} -> {offers['after']['process_open_fds']:g}")
     return result
+
+
+def table(section: dict[str, Any]) -> str:
+    """The section as docs/performance.md shows it (`python -m benchmarks.webrtc RESULTS.json`)."""
+
+    def lat(row: dict[str, Any], key: str) -> str:
+        p = row["latency_ms"][key]
+        return f"{p['p50']:.1f} / {p['p95']:.1f} ms" if p else "-"
+
+    def per_picture(row: dict[str, Any], key: str) -> str:
+        cpu = row[key]
+        return f"{cpu['service']:.3f} ({cpu['service_ms_per_picture']:.1f} ms)"
+
+    lines = ["| size | service vCPU (ms per picture): 1 WebSocket viewer | + 1 WebRTC viewer | ratio | "
+             "2 WebSocket viewers | ratio | capture to decoded p50 / p95: WebSocket | WebRTC |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in section["sizes"]:
+        lines.append(f"| {row['size']} | {per_picture(row, 'cpu_websocket')} | "
+                     f"{per_picture(row, 'cpu_websocket_and_webrtc')} | {row['service_ratio_webrtc']}x | "
+                     f"{per_picture(row, 'cpu_two_websockets')} | {row['service_ratio_second_websocket']}x | "
+                     f"{lat(row, 'websocket')} | {lat(row, 'webrtc')} |")
+    offers = section.get("offers")
+    if offers:
+        b, a = offers["before"], offers["after"]
+        lines.append("")
+        lines.append(f"{offers['rounds']} offers answered and closed in {offers['seconds']} s: asyncio tasks "
+                     f"{b['framestream_tasks']:g} -> {a['framestream_tasks']:g}, open fds {b['process_open_fds']:g} "
+                     f"-> {a['process_open_fds']:g}, peer connections {b['framestream_webrtc_peers']:g} -> "
+                     f"{a['framestream_webrtc_peers']:g}, resident memory "
+                     f"{b['process_resident_memory_bytes'] / 2**20:.1f} -> "
+                     f"{a['process_resident_memory_bytes'] / 2**20:.1f} MiB.")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+    from pathlib import Path
+
+    print(table(json.loads(Path(sys.argv[1]).read_text())["webrtc"]))

@@ -12,6 +12,9 @@ both decoding every picture with the same libavcodec decoder. Per size:
   viewers watching at once. The WebRTC viewer's pictures carry only RTP timestamps (capture time at 90 kHz
   plus a random origin): the origin is found from the WebSocket viewer's capture times of the same pictures.
 
+Then `offers` offers answered and closed (`unwatch`) on one connection, and the service's asyncio tasks, open
+fds and peer connections before and after (what a leak would grow).
+
 Prints one JSON object as its last line.
 """
 
@@ -29,7 +32,7 @@ from typing import Any
 import av
 import websockets
 
-from benchmarks.common import metrics, sample_cpu, service_pids
+from benchmarks.common import metric_delta, metrics, sample_cpu, service_pids
 from benchmarks.procstat import CpuWindow
 from benchmarks.viewer import percentiles
 from tests.support import Service, page_server
@@ -50,6 +53,7 @@ class SocketViewer:
         self.started = False
         self.task: asyncio.Task[None] | None = None
         self.ws: Any = None
+        self.lost: int | None = None
 
     async def open(self) -> None:
         self.ws = await websockets.connect(self.service.ws_url, max_size=None)
@@ -68,8 +72,11 @@ class SocketViewer:
                 self.started = True
                 for _frame in self.codec.decode(av.Packet(raw[16:])):
                     self.decoded.append((capture_us, time.time_ns() // 1000))
+        self.lost = self.ws.close_code
 
     async def close(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
         await self.ws.close()
         if self.task is not None:
             await asyncio.gather(self.task, return_exceptions=True)
@@ -110,11 +117,19 @@ def rtp_latencies(stamps: list[tuple[int, int]], captures: set[int]) -> list[flo
 
 
 async def cpu_of(service: Service, seconds: float) -> dict[str, float]:
+    """vCPU of the service, its Chromium and Xvfb over `seconds`, and the service's CPU per encoded picture (ms):
+    on a busy machine Chromium animates fewer frames, so the service's share is compared per picture."""
     kinds = service_pids(service)
     window = CpuWindow({"service": lambda: kinds["service"], "chromium": lambda: service_pids(service)["chromium"],
                         "xvfb": lambda: kinds["xvfb"]})
+    m0 = await asyncio.to_thread(metrics, service)
     cpu, _t0, _t1 = await sample_cpu(service, window, seconds)
-    return {k: round(v, 3) for k, v in cpu.items() if k in ("service", "chromium", "xvfb")}
+    m1 = await asyncio.to_thread(metrics, service)
+    pictures = metric_delta(m0, m1, "framestream_pictures_total")
+    out = {k: round(v, 3) for k, v in cpu.items() if k in ("service", "chromium", "xvfb")}
+    out["pictures"] = pictures
+    out["service_ms_per_picture"] = round(cpu["service"] * seconds / pictures * 1000, 2) if pictures else 0.0
+    return out
 
 
 async def measure(service: Service, base: str, size: list[int], warm: float, window: float) -> dict[str, Any]:
@@ -158,12 +173,43 @@ async def measure(service: Service, base: str, size: list[int], warm: float, win
         with contextlib.suppress(Exception):
             await rtc.close()
         await asyncio.to_thread(service.request, "DELETE", f"/frames/{frame}")
-    one, both, two = (out[k]["service"] for k in ("cpu_websocket", "cpu_websocket_and_webrtc", "cpu_two_websockets"))
-    out["service_ratio_webrtc"] = round(both / one, 2) if one else None
+    one, both, two = (out[k]["service_ms_per_picture"]
+                      for k in ("cpu_websocket", "cpu_websocket_and_webrtc", "cpu_two_websockets"))
+    out["service_ratio_webrtc"] = round(both / one, 2) if one else None  # per picture, WebRTC viewer added
     out["service_ratio_second_websocket"] = round(two / one, 2) if one else None
-    total = {k: sum(out[k].values()) for k in ("cpu_websocket", "cpu_websocket_and_webrtc")}
-    out["total_ratio_webrtc"] = round(total["cpu_websocket_and_webrtc"] / total["cpu_websocket"], 2)
+    out["websocket_lost"] = ws.lost  # a close code if the service ended the viewer's connection before we did
     return out
+
+
+async def offers_and_closes(service: Service, base: str, rounds: int) -> dict[str, Any]:
+    status, body = await asyncio.to_thread(service.request, "POST", "/frames",
+                                           {"url": f"{base}/box.html", "width": 320, "height": 200})
+    assert status == 201, body
+    frame = str(body["id"])
+    await service.wait_state_async(frame, "live", 60.0)
+    rtc = RtcViewer(service.ws_url, service.token("view"), frame)
+    await rtc.connect()
+    sdp = await rtc.offer()  # one offer, sent again and again: each makes a new peer connection in the service
+    await rtc.wait_message(lambda m: m["type"] == "webrtc-answer")
+
+    def gauges() -> dict[str, float]:
+        m = metrics(service)
+        return {k: m.get(k, 0.0) for k in ("framestream_tasks", "process_open_fds", "framestream_webrtc_peers",
+                                          "process_resident_memory_bytes")}
+
+    await rtc.send({"type": "unwatch", "frame": frame})
+    before = await asyncio.to_thread(gauges)
+    started = time.monotonic()
+    for _ in range(rounds):
+        rtc.messages.clear()
+        await rtc.send({"type": "webrtc-offer", "frame": frame, "sdp": sdp})
+        await rtc.wait_message(lambda m: m["type"] in ("webrtc-answer", "error"))
+        await rtc.send({"type": "unwatch", "frame": frame})
+    seconds = time.monotonic() - started
+    after = await asyncio.to_thread(gauges)
+    await rtc.close()
+    await asyncio.to_thread(service.request, "DELETE", f"/frames/{frame}")
+    return {"rounds": rounds, "seconds": round(seconds, 1), "before": before, "after": after}
 
 
 async def main_async(args: dict[str, Any]) -> dict[str, Any]:
@@ -173,8 +219,11 @@ async def main_async(args: dict[str, Any]) -> dict[str, Any]:
                           env_extra={"FRAMESTREAM_ICE_HOSTS": "127.0.0.1"})
         await asyncio.to_thread(service.start, 30.0)
         try:
-            return {"sizes": [await measure(service, base, size, args["warm"], args["window"])
-                              for size in args["sizes"]]}
+            out: dict[str, Any] = {"sizes": [await measure(service, base, size, args["warm"], args["window"])
+                                             for size in args["sizes"]]}
+            if args.get("offers"):
+                out["offers"] = await offers_and_closes(service, base, int(args["offers"]))
+            return out
         finally:
             await asyncio.to_thread(service.stop)
             service.kill_leftovers()
