@@ -126,7 +126,8 @@ def test_paused_pipeline_holds_no_capture_and_resumes_with_a_keyframe(display: X
     pictures = Pictures()
     failures: list[Exception] = []
     segments_before = attached_segments()
-    pipeline = FramePipeline(display.name, 640, 400, on_picture=pictures.add, on_failure=failures.append)
+    pipeline = FramePipeline(display.name, 640, 400, on_picture=pictures.add, on_failure=failures.append,
+                             release_after_s=0.0)
     pipeline.start()
     try:
         first = pictures.wait_keyframe(0)
@@ -152,3 +153,4 @@ def test_paused_pipeline_holds_no_capture_and_resumes_with_a_keyframe(display: X
         assert not failures
     finally:
         pipeline.stop()
+
