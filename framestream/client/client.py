@@ -9,9 +9,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import aiohttp
 
@@ -123,6 +124,11 @@ class Client:
 
     async def unwatch(self, frame: str) -> None:
         await self.connection.unwatch(frame)
+
+    def listen(self, callback: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        """Call `callback` with every JSON message the service sends (frame-state, control, dialog, error...), as
+        it arrives; returns the function that stops it. For awaiting one condition, `FrameView.wait_for`."""
+        return self.connection.listen(callback)
 
     def view(self, frame: str) -> FrameView | None:
         return self.connection.views.get(frame)

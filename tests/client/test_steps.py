@@ -55,8 +55,12 @@ async def test_a_persons_newer_grant_makes_the_agents_next_step_fail_with_supers
         view = await agent.watch(frame)
         await agent.move(frame, 10, 10)
         await view.wait_for(lambda v: v.state is not None and v.state.driver == "agent")
+        heard: list[dict[str, object]] = []
+        stop = agent.listen(heard.append)
         await person.click(frame, *BUTTON)
         await view.wait_for(lambda v: v.state is not None and v.state.driver == "alice")
+        await view.wait_for(lambda v: {"type": "control", "frame": frame, "driver": "alice", "you": False} in heard)
+        stop()
         with pytest.raises(Superseded) as refused:
             await agent.click(frame, 300, 300)
         assert refused.value.code == "superseded" and refused.value.frame == frame
