@@ -165,6 +165,62 @@ def lifecycle_table(life: dict[str, Any]) -> str:
     return table(["lifecycle", "figure"], rows)
 
 
+MEMORY_RUNS = (("one.live", "one frame, live"), ("one.paused", "one frame, paused"),
+               ("six_paused", "six frames, paused"), ("six_live", "six frames, live"),
+               ("webgl_off.live", "one frame, live, WebGL off"), ("webgl_off.paused", "one frame, paused, WebGL off"),
+               ("webgl_page.live", "webgl.html, live"), ("webgl_page.paused", "webgl.html, paused"),
+               ("webgl_off_webgl_page.live", "webgl.html, live, WebGL off"),
+               ("webgl_off_webgl_page.paused", "webgl.html, paused, WebGL off"))
+
+
+def memory_runs(mem: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(label, measurement) of each state the memory section measured, in order."""
+    out = []
+    for path, label in MEMORY_RUNS:
+        node: Any = mem
+        for key in path.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if node:
+            out.append((label, node))
+    return out
+
+
+def memory_table(mem: dict[str, Any]) -> str:
+    """Totals of each measured state: frames' processes, the service, all, per frame, and /metrics' figure."""
+    rows = []
+    for label, m in memory_runs(mem):
+        rows.append([label, m["processes"], f"{m['frames_pss_mb']} / {m['frames_uss_mb']}",
+                     f"{m['service']['pss_mb']} / {m['service']['uss_mb']}",
+                     f"{m['total_pss_mb']} / {m['total_uss_mb']}", f"{m['per_frame_pss_mb']} / {m['per_frame_uss_mb']}",
+                     _f(m.get("metrics_frames_pss_mb"), 1), m["other_chromium"]])
+    out = table(["state", "processes", "frames PSS / USS", "service PSS / USS", "all PSS / USS",
+                 "per frame PSS / USS", "/metrics frames PSS", "other Chromium"], rows)
+    if "resume_ms" in mem:
+        r = mem["resume_ms"]
+        out += (f"\n- resume of the six paused frames -> first keyframe: median {_f(r['median'], 1)} ms, "
+                f"each {r['each']}")
+    if "resume_fresh_ms" in mem:
+        r = mem["resume_fresh_ms"]
+        out += (f"\n- resume -> first keyframe captured after the watch (the resumed pipeline's): median "
+                f"{_f(r['median'], 1)} ms, each {r['each']}")
+    return out
+
+
+def memory_kinds_table(mem: dict[str, Any]) -> str:
+    """PSS / USS by process kind in each measured state (count in parentheses when more than one)."""
+    runs = memory_runs(mem)
+    kinds = sorted({k for _, m in runs for k in m["by_kind"]})
+    rows = []
+    for label, m in runs:
+        cells = []
+        for k in kinds:
+            v = m["by_kind"].get(k)
+            count = f" ({v['n']})" if v and v["n"] > 1 else ""
+            cells.append("-" if v is None else f"{v['pss_mb']} / {v['uss_mb']}{count}")
+        rows.append([label, *cells, f"{m['service']['pss_mb']} / {m['service']['uss_mb']}"])
+    return table(["PSS / USS MB", *kinds, "service"], rows)
+
+
 def spread_text(s: dict[str, Any] | None, digits: int = 1) -> str:
     return "-" if not s else f"{_f(s['min'], digits)} / {_f(s['median'], digits)} / {_f(s['max'], digits)}"
 
@@ -365,6 +421,20 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     if "paused" in life:
         add("paused frame PSS MB", life["paused"]["total_mb"], "<= 250 MB", life["paused"]["total_mb"] <= 250)
         add("paused frame vCPU", life["paused"]["vcpu_frame"], "<= 0.005", life["paused"]["vcpu_frame"] <= 0.005)
+    mem = results.get("memory", {})
+    one, six = mem.get("one", {}).get("paused"), mem.get("six_paused")
+    if one:
+        add("one paused frame, all PSS MB (issue 17)", one["total_pss_mb"], "<= 450 MB", one["total_pss_mb"] <= 450)
+    if six:
+        add("six paused frames, PSS MB per frame (issue 17)", six["per_frame_pss_mb"], "<= 250 MB",
+            six["per_frame_pss_mb"] <= 250)
+        add("six paused frames, all PSS MB (issue 17)", six["total_pss_mb"], "<= 1700 MB", six["total_pss_mb"] <= 1700)
+    if "resume_ms" in mem:
+        add("resume of six paused frames ms, median (issue 17)", mem["resume_ms"]["median"], "<= 60 ms",
+            mem["resume_ms"]["median"] <= 60)
+    if "resume_fresh_ms" in mem:
+        add("resume -> fresh keyframe ms, max (issue 17)", mem["resume_fresh_ms"]["max"], "<= 250 ms",
+            mem["resume_fresh_ms"]["max"] <= 250)
     if "idle_fresh" in life:
         add("idle service RSS MB", life["idle_fresh"]["rss_mb"], "<= 60 MB", life["idle_fresh"]["rss_mb"] <= 60)
         add("idle service vCPU", life["idle_fresh"]["vcpu"], "~0 (<= 0.002)", life["idle_fresh"]["vcpu"] <= 0.002)

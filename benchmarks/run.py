@@ -3,7 +3,8 @@
     .venv/bin/python -m benchmarks.run            # everything but the soak, about 12 minutes on 2 cores
     .venv/bin/python -m benchmarks.run --quick    # a ~2-minute subset (1280x800 only, shorter windows)
     .venv/bin/python -m benchmarks.run --only cpu,latency   # some sections (cpu latency quality fanout scale
-                                                            # lifecycle load faults soak)
+                                                            # lifecycle memory load faults soak)
+    .venv/bin/python -m benchmarks.run --only memory        # memory alone: 1 and 6 paused frames, 6 live, WebGL
     .venv/bin/python -m benchmarks.run --only soak --soak-seconds 120   # the soak, shorter (default 600 s)
 
 The soak runs only when asked (`--only soak` or `--soak`); `--quick` skips scale and load unless named.
@@ -30,13 +31,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from benchmarks import agent, chart, convert, cpu, fanout, faults, latency, lifecycle, load, quality, report
+from benchmarks import agent, chart, convert, cpu, fanout, faults, latency, lifecycle, load, memory, quality, report
 from benchmarks.common import Bench, Timing, pages, scratch, start_service, stop_all, stop_service
 from benchmarks.peers import selkies_available
 from benchmarks.procstat import loadavg
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS = ("lifecycle", "cpu", "latency", "agent", "quality", "convert", "fanout", "scale", "load",
+SECTIONS = ("lifecycle", "memory", "cpu", "latency", "agent", "quality", "convert", "fanout", "scale", "load",
             "faults")  # the default run
 SECTIONS = (*SECTIONS, "webrtc")  # issue 13: in a loopback-only network namespace of its own (needs root)
 SECTIONS = (*SECTIONS, "slowlink")  # issue 18: each case in a network namespace of its own (needs root)
@@ -114,6 +115,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             results["selkies"] = {"available": bench.selkies[0], "detail": bench.selkies[1]}
         if "lifecycle" in only:
             await _section(bench, "lifecycle", lifecycle.run(bench))
+        if "memory" in only:
+            await _section(bench, "memory", memory.run(bench))
         if "agent" in only:
             await _section(bench, "agent", agent.run(bench))
         service_sections = [s for s in ("cpu", "latency", "quality", "fanout", "scale") if s in only]
@@ -170,8 +173,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 # Generous bounds per section (seconds): a stuck section is cancelled (its cleanup runs) and reported.
 # The load section's parts are bounded one by one; the soak by its length plus SOAK_MARGIN.
 SOAK_MARGIN = 300
-SECTION_LIMIT = {"lifecycle": 240, "cpu": 900, "latency": 240, "quality": 240, "convert": 120, "fanout": 240,
-                 "scale": 300, "load.viewers_100": 300, "load.six_by_ten": 300, "load.storm": 300,
+SECTION_LIMIT = {"lifecycle": 240, "memory": 300, "cpu": 900, "latency": 240, "quality": 240,
+                 "convert": 120, "fanout": 240, "scale": 300,
+                 "load.viewers_100": 300, "load.six_by_ten": 300, "load.storm": 300,
                  "faults": 300, "soak": 600 + SOAK_MARGIN, "agent": 400, "slowlink": 900}
 SECTION_LIMIT["webrtc"] = 900  # issue 13
 
@@ -283,6 +287,12 @@ def render(results: dict[str, Any]) -> str:
         out.append(f"\nSlow links (issue 18): {results['slowlink']['page']} at {results['slowlink']['size']}, "
                    f"{results['slowlink']['window_s']:g} s per case, each in a network namespace of its own")
         out.append(slowlink.render(results["slowlink"]))
+    if "memory" in results:
+        mem = results["memory"]
+        out.append(f"\n11. Memory, counted whole ({mem['size']}, {mem['page']}): every process of the frames "
+                   "(crashpad included) and the service; MB")
+        out.append(report.memory_table(mem))
+        out.append(report.memory_kinds_table(mem))
     out.append("\nTargets (issue 6; capture->recv from issue 2; load and soak from issue 7)")
     out.append(report.targets_table(results["targets"]))
     for name, err in results.get("errors", {}).items():
