@@ -43,13 +43,14 @@ def changed_rows(
 
 
 def changed_boxes(
-    prev: Picture, cur: Picture, rect_hint: Sequence[DamageRect] | None = None, *, tight_area: int = 1 << 18
+    prev: Picture, cur: Picture, rect_hint: Sequence[DamageRect] | None = None, *, tight_area: int = 1 << 19
 ) -> list[tuple[int, int, int, int]]:
     """Per hinted rectangle, the box (x0, y0, x1, y1) that holds all its changed pixels; [] when none changed.
 
     Rows are always tight. Columns are tightened too when the changed rows of a rectangle cover at most
     `tight_area` pixels (a column scan reads every pixel of them, so large changes keep the rectangle's
-    width: they go to the video encoder anyway). Pictures must have the same shape.
+    width: they go to the video encoder anyway); such a rectangle gives one box per band of 64 rows and run of
+    changed columns (media/patches.merge_boxes joins the ones that touch). Pictures must have the same shape.
     """
     height, width = int(cur.shape[0]), int(cur.shape[1])
     boxes: list[tuple[int, int, int, int]] = []
@@ -81,11 +82,33 @@ def changed_boxes(
         last = _last_changed(a, b, first)
         top, bottom = y0 + first, y0 + last + 1
         if (bottom - top) * (x1 - x0) <= tight_area:
-            cols = np.flatnonzero((pa[first : last + 1] != pb[first : last + 1]).any(axis=(0, 2)))
-            found.append((x0 + int(cols[0]), top, x0 + int(cols[-1]) + 1, bottom))
+            changed = (pa[first : last + 1] != pb[first : last + 1]).any(axis=2)
+            found.extend(_tight_boxes(changed, x0, top))
         else:
             found.append((x0, top, x1, bottom))
     return found
+
+
+# Tight boxes are cut per band of rows, and within a band at runs of unchanged columns wider than a gap, so that two
+# things moving far apart inside one damaged rectangle (a box and a counter) stay two small boxes.
+_BAND_ROWS = 64
+_COLUMN_GAP = 32
+
+
+def _tight_boxes(changed: npt.NDArray[np.bool_], x0: int, y0: int) -> list[tuple[int, int, int, int]]:
+    """The boxes (x0, y0, x1, y1) around the True cells of a (rows, cols) map placed at (x0, y0)."""
+    boxes: list[tuple[int, int, int, int]] = []
+    for start in range(0, int(changed.shape[0]), _BAND_ROWS):
+        band = changed[start : start + _BAND_ROWS]
+        cols = np.flatnonzero(band.any(axis=0))
+        if not len(cols):
+            continue
+        cuts = np.flatnonzero(np.diff(cols) > _COLUMN_GAP)
+        for left, right in zip(np.r_[cols[0], cols[cuts + 1]], np.r_[cols[cuts], cols[-1]], strict=True):
+            rows = np.flatnonzero(band[:, left : right + 1].any(axis=1))
+            top = y0 + start + int(rows[0])
+            boxes.append((x0 + int(left), top, x0 + int(right) + 1, y0 + start + int(rows[-1]) + 1))
+    return boxes
 
 
 def _wide_ok(region: Picture) -> bool:

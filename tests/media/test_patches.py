@@ -64,6 +64,17 @@ def test_changed_boxes_are_tight() -> None:
     ]
     assert changed_boxes(a, b, [DamageRect(0, 0, 96, 64)], tight_area=0) == [(0, 10, 96, 51)]
     assert changed_boxes(a, a.copy(), None) == []
+    # Two changes far apart inside one damaged rectangle stay two boxes.
+    c = a.copy()
+    c[5:8, 2:4] = 9
+    c[40:50, 80:90] = 9
+    assert changed_boxes(a, c, [DamageRect(0, 0, 96, 64)]) == [(2, 5, 4, 8), (80, 40, 90, 50)]
+    tall = np.zeros((200, 40, 4), np.uint8)
+    tall2 = tall.copy()
+    tall2[10:150, 5:9] = 1
+    boxes = changed_boxes(tall, tall2, [DamageRect(0, 0, 40, 200)])
+    assert boxes == [(5, 10, 9, 74), (5, 74, 9, 138), (5, 138, 9, 150)]  # bands of 64 rows, joined by merge_boxes
+    assert merge_boxes(boxes) == [(5, 10, 9, 150)]
 
 
 def _decode(decoder: av.VideoCodecContext, data: bytes) -> np.ndarray:
