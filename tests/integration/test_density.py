@@ -22,7 +22,7 @@ from framestream.browser.xvfb import SERVICE_FLAGS, XvfbServer
 from framestream.media.picture import Picture
 from framestream.media.pipeline import FramePipeline
 from tests.fixtures import service_fixture
-from tests.support import Service, browser_pid
+from tests.support import Service, browser_pid, display_pid
 
 pytestmark = pytest.mark.integration
 
@@ -73,6 +73,34 @@ async def test_the_frame_display_has_no_glx(service: Service) -> None:
     display = frame_display(service, frame_id)
     assert has_extension(display, b"DAMAGE"), "the capture needs DAMAGE"
     assert not has_extension(display, b"GLX"), "Xvfb loaded GLX (Mesa, LLVM) although nothing here uses it"
+
+
+async def test_metrics_count_every_process_of_the_frame(service: Service) -> None:
+    (frame_id,) = service.frame_ids()
+    await service.wait_state_async(frame_id, "live")
+    status, body = service.request("GET", "/metrics", token=None)
+    assert status == 200
+    values = {}
+    for line in body.decode().splitlines():
+        if line.startswith(("framestream_frame_memory_bytes{", "framestream_service_memory_bytes{")):
+            name, _, value = line.rpartition(" ")
+            values[name] = float(value)
+    pss = values[f'framestream_frame_memory_bytes{{frame="{frame_id}",kind="pss"}}']
+    uss = values[f'framestream_frame_memory_bytes{{frame="{frame_id}",kind="uss"}}']
+    assert 0 < uss < pss, (uss, pss)
+    assert values['framestream_service_memory_bytes{kind="pss"}'] > 0
+    # Counted whole: every Chromium process of the frame's profile and its Xvfb (read again here, a moment later).
+    pids = [info.pid for info in frame_processes(service, frame_id)] + [display_pid(service, frame_id)]
+    expected = sum(_pss(pid) for pid in pids)
+    assert abs(pss - expected) < 0.1 * expected, (pss, expected)
+
+
+def _pss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            return sum(int(line.split()[1]) * 1024 for line in fh if line.startswith("Pss:"))
+    except OSError:
+        return 0
 
 
 # -- the pipeline gives back its capture, encoder and kept picture while paused ---------------------------------
