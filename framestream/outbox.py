@@ -135,10 +135,15 @@ class Outbox:
         if rate is None:
             return None
         ahead = float(sum(q.size for q in self._stream if keyframes or not q.keyframe))
+        overrun = 0.0
         flight = self._in_flight
-        if flight is not None and (keyframes or not flight.keyframe):
-            ahead += max(0.0, flight.size - rate * (self._clock() - self._in_flight_since))
-        return ahead / rate
+        if flight is not None:
+            elapsed = self._clock() - self._in_flight_since
+            if keyframes or not flight.keyframe:
+                ahead += max(0.0, flight.size - rate * elapsed)
+            # Still not gone past its time at the measured rate: the link got slower (or stalled) since.
+            overrun = max(0.0, elapsed - flight.size / rate)
+        return ahead / rate + overrun
 
     def room_for_keyframe(self) -> bool:
         """Whether a keyframe asked for now would wait at most half the budget (always, before any measure)."""

@@ -83,6 +83,17 @@ async def test_a_keyframe_over_the_budget_replaces_its_own_slots_queue_only() ->
     assert outbox.purged == 2
 
 
+async def test_a_message_that_does_not_leave_counts_as_delay_so_a_stalled_link_skips() -> None:
+    clock = Clock()
+    outbox = Outbox(budget_s=0.25, clock=clock)
+    measured(outbox, 1_000_000)  # a fast link, measured earlier
+    assert outbox.push_video(video(1, 1, 1000))
+    assert await outbox.next() is not None  # the writer took it and waits: nothing is acknowledged any more
+    assert outbox.push_video(video(1, 2, 1000))
+    clock.t += 1.0
+    assert not outbox.push_video(video(1, 3, 1000)), "a second without a send is over any budget"
+
+
 async def test_room_for_a_keyframe_is_reported_when_the_writer_drains() -> None:
     clock = Clock()
     outbox = Outbox(budget_s=0.25, clock=clock)
