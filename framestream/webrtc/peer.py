@@ -64,6 +64,7 @@ class Peer:
         self._on_keyframe_request = on_keyframe_request
         self._pc: RTCPeerConnection | None = None
         self._changed = asyncio.Event()
+        self._described = asyncio.Event()  # the offer is set (or the peer closed): candidates may be added
         self.keyframe_requests = 0  # PLI and FIR received
         self.trouble: str | None = None  # why the service closes it: failed or stalled
 
@@ -83,6 +84,7 @@ class Peer:
             await pc.setRemoteDescription(RTCSessionDescription(sdp=offer, type="offer"))
         except Exception as exc:  # aiortc raises ValueError, KeyError, IndexError... for malformed SDP
             raise PeerError(f"not a usable SDP offer ({type(exc).__name__})") from None
+        self._described.set()
         video = [t for t in pc.getTransceivers() if t.kind == "video"]
         if len(video) != 1 or video[0].direction not in ("recvonly", "sendrecv"):
             raise PeerError("the offer must have one video section that receives")
@@ -96,7 +98,10 @@ class Peer:
             await pc.setLocalDescription(await pc.createAnswer())
         except Exception as exc:  # no common codec, or an offer aiortc cannot answer
             raise PeerError(f"the offer cannot be answered: {exc or type(exc).__name__}") from None
-        return with_profile_level_id(pc.localDescription.sdp, profile_level_id)
+        local = pc.localDescription
+        if local is None:  # closed meanwhile (the frame was unwatched while the answer was being made)
+            raise PeerError("the peer connection was closed")
+        return with_profile_level_id(local.sdp, profile_level_id)
 
     def _keyframe_requested(self) -> None:
         self.keyframe_requests += 1
@@ -104,18 +109,21 @@ class Peer:
         self._on_keyframe_request()
 
     async def add_candidate(self, candidate: IceCandidate) -> None:
-        if self._pc is None:
+        """Add a trickled candidate once the offer is set (it may arrive while the answer is being made)."""
+        await self._described.wait()
+        if self._pc is None or self.state == "closed":
             return
-        if not candidate.candidate:  # end of candidates
-            await self._pc.addIceCandidate(None)
-            return
-        line = candidate.candidate.removeprefix("a=").removeprefix("candidate:")
+        parsed = None  # an empty candidate: the end of candidates
+        if candidate.candidate:
+            try:
+                parsed = candidate_from_sdp(candidate.candidate.removeprefix("a=").removeprefix("candidate:"))
+            except (AssertionError, ValueError, IndexError) as exc:  # aiortc asserts on too few fields
+                raise PeerError("not an ICE candidate") from exc
+            parsed.sdpMid, parsed.sdpMLineIndex = candidate.sdp_mid, candidate.sdp_mline_index
         try:
-            parsed = candidate_from_sdp(line)
-        except (ValueError, IndexError) as exc:
-            raise PeerError("not an ICE candidate") from exc
-        parsed.sdpMid, parsed.sdpMLineIndex = candidate.sdp_mid, candidate.sdp_mline_index
-        await self._pc.addIceCandidate(parsed)
+            await self._pc.addIceCandidate(parsed)
+        except Exception as exc:  # no sdpMid nor sdpMLineIndex, or the connection closing meanwhile
+            raise PeerError(f"the candidate cannot be added ({type(exc).__name__})") from None
 
     async def wait_trouble(self) -> str | None:
         """`failed` or `stalled` once the connection is in trouble; None once closed."""
@@ -132,6 +140,7 @@ class Peer:
                 return "stalled"
 
     async def close(self) -> None:
+        self._described.set()  # a candidate still waiting gives up
         self.track.stop()
         if self._pc is not None:
             with contextlib.suppress(Exception):  # closing is best effort; a half-made connection may raise

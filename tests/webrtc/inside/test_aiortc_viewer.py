@@ -142,3 +142,34 @@ async def test_offers_and_closes_leave_nothing_behind(service: Service) -> None:
     await until(lambda: metric(service, "framestream_webrtc_closed_total", 'reason="closed"') == closed + rounds)
     await until(lambda: metric(service, "framestream_webrtc_peers") == 0
                 and metric(service, "framestream_tasks") <= tasks and metric(service, "process_open_fds") <= fds)
+
+
+async def test_trickled_candidates_are_taken_and_bad_ones_refused(service: Service) -> None:
+    rtc = await viewer(service)
+    lines: list[str] = []
+
+    def without_candidates(sdp: str) -> str:
+        kept = []
+        for line in sdp.split("\r\n"):
+            if line.startswith("a=candidate:"):
+                lines.append(line.removeprefix("a="))
+            elif line != "a=end-of-candidates":
+                kept.append(line)
+        return "\r\n".join(kept)
+
+    try:
+        await rtc.offer(without_candidates)
+        assert lines
+        for line in lines:
+            await rtc.send({"type": "webrtc-ice", "frame": rtc.frame,
+                            "candidate": {"candidate": line, "sdpMid": "0", "sdpMLineIndex": 0}})
+        await rtc.send({"type": "webrtc-ice", "frame": rtc.frame,
+                        "candidate": {"candidate": "candidate:nonsense", "sdpMid": "0", "sdpMLineIndex": 0}})
+        refused = await rtc.wait_message(lambda m: m["type"] == "error")
+        assert (refused["code"], refused["frame"]) == ("bad-message", rtc.frame), refused
+        await rtc.send({"type": "webrtc-ice", "frame": rtc.frame,
+                        "candidate": {"candidate": "", "sdpMid": "0", "sdpMLineIndex": 0}})
+        await rtc.accept_answer()
+        await wait_box(rtc)
+    finally:
+        await rtc.close()
