@@ -33,13 +33,15 @@ export class FramestreamClient extends EventTarget {
    * @param {'websocket'|'webrtc'} [o.transport='websocket'] how pictures come: over the WebSocket, or over a
    *   WebRTC peer connection per frame (lib/webrtc.js; back to the WebSocket when ICE does not connect)
    * @param {number} [o.webrtcTimeoutMs] how long ICE may take to connect before falling back
+   * @param {RTCIceServer[]} [o.iceServers] STUN/TURN servers for WebRTC (none: host candidates only)
    * @param {typeof WebSocket} [o.WebSocket] for tests
    */
   constructor({ url, token, reconnect = true, backoff, sizeCanvas = true, patches = true, transport = 'websocket',
-    webrtcTimeoutMs, WebSocket } = {}) {
+    webrtcTimeoutMs, iceServers = [], WebSocket } = {}) {
     super();
     this.videoTransport = transport === 'webrtc' && webRtcAvailable() ? 'webrtc' : 'websocket';
     this.webrtcTimeoutMs = webrtcTimeoutMs;
+    this.iceServers = iceServers;
     this.rtc = new Map(); // frame id -> WebRtcVideo of the open connection
     if (!token) throw new TypeError('framestream: a token is required');
     this.sizeCanvas = sizeCanvas;
@@ -153,6 +155,7 @@ export class FramestreamClient extends EventTarget {
       target: () => ({ canvas: f.video.canvas, ctx: f.video.ctx }),
       onFallback: (reason) => this._webrtcFellBack(f, rtc, reason),
       onDrawn: () => { f.video.counts.drawn += 1; },
+      iceServers: this.iceServers,
       ...(this.webrtcTimeoutMs ? { connectTimeoutMs: this.webrtcTimeoutMs } : {}),
     });
     this.rtc.set(f.id, rtc);
