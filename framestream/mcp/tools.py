@@ -34,6 +34,9 @@ from framestream.client import (
 __all__ = ["ComputerTools", "StepOutcome", "ToolRefusal"]
 
 T = TypeVar("T")
+# An agent works in bursts of steps: a frame it looked at stays watched this long after its last picture (no
+# re-watch per step), then is let go so it can pause like any frame nobody watches.
+WATCH_GRACE_S = 30.0
 
 
 class ToolRefusal(Exception):
@@ -55,6 +58,8 @@ class ComputerTools:
         self.settle_ms = settle_ms
         self._client: Client | None = None
         self._lock = asyncio.Lock()
+        self._release: dict[str, asyncio.TimerHandle] = {}  # frame -> when its watch is let go
+        self._releasing: set[asyncio.Task[None]] = set()
 
     async def client(self) -> Client:
         async with self._lock:
@@ -66,6 +71,12 @@ class ComputerTools:
             return self._client
 
     async def close(self) -> None:
+        for timer in self._release.values():
+            timer.cancel()
+        self._release.clear()
+        for task in list(self._releasing):
+            task.cancel()
+        await asyncio.gather(*self._releasing, return_exceptions=True)
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -133,9 +144,32 @@ class ComputerTools:
         except TimeoutError:
             raise ToolRefusal(f"frame {frame} kept changing for {timeout_s:g} s") from None
         config = view.config
+        self._release_later(frame)
         if config is None:
             raise ToolRefusal(f"the connection to frame {frame} dropped; look again")
         return await asyncio.to_thread(picture.png, config.css_width, config.css_height)
+
+    def _release_later(self, frame: str) -> None:
+        """Unwatch `frame` WATCH_GRACE_S after its last picture (again later if the agent keeps looking)."""
+        timer = self._release.pop(frame, None)
+        if timer is not None:
+            timer.cancel()
+
+        def release() -> None:
+            self._release.pop(frame, None)
+            if self._client is not None:
+                task = asyncio.ensure_future(self._unwatch(self._client, frame))
+                self._releasing.add(task)
+                task.add_done_callback(self._releasing.discard)
+
+        self._release[frame] = asyncio.get_running_loop().call_later(WATCH_GRACE_S, release)
+
+    @staticmethod
+    async def _unwatch(client: Client, frame: str) -> None:
+        try:
+            await client.unwatch(frame)
+        except (ClientError, OSError):
+            pass  # the frame or the connection is gone: nothing is watched any more
 
     async def _call(self, action: Callable[[Client], Awaitable[T]], frame: str | None = None) -> T:
         client = await self.client()
