@@ -8,9 +8,11 @@ both decoding every picture with the same libavcodec decoder. Per size:
 
 - cpu: the service's and its children's CPU over the window with one WebSocket viewer, then with a WebRTC viewer
   beside it, then with two WebSocket viewers (what a second viewer costs over either transport);
-- latency: capture (the service's clock, in the video header) to decoded picture in this process, for both
-  viewers watching at once. The WebRTC viewer's pictures carry only RTP timestamps (capture time at 90 kHz
-  plus a random origin): the origin is found from the WebSocket viewer's capture times of the same pictures.
+- latency: capture (the service's clock, in the video header) to received (the whole picture in: the message,
+  or its last RTP packet) and to decoded picture in this process, for both viewers watching at once (the
+  WebSocket viewer decodes on its event loop, aiortc's receiver in its decoder thread). The WebRTC viewer's
+  pictures carry only RTP timestamps (capture time at 90 kHz plus a random origin): the origin is found from
+  the WebSocket viewer's capture times of the same pictures.
 
 Then `offers` offers answered and closed (`unwatch`) on one connection, and the service's asyncio tasks, open
 fds and peer connections before and after (what a leak would grow).
@@ -49,6 +51,7 @@ class SocketViewer:
     def __init__(self, service: Service, frame: str) -> None:
         self.service, self.frame = service, frame
         self.decoded: list[tuple[int, int]] = []
+        self.received: list[tuple[int, int]] = []
         self.codec = av.CodecContext.create("h264", "r")
         self.started = False
         self.task: asyncio.Task[None] | None = None
@@ -67,6 +70,7 @@ class SocketViewer:
                 if not isinstance(raw, bytes) or raw[0] != 1:
                     continue
                 keyframe, capture_us = bool(raw[1] & 1), int.from_bytes(raw[8:16])
+                self.received.append((capture_us, time.time_ns() // 1000))
                 if not (self.started or keyframe):
                     continue
                 self.started = True
@@ -88,6 +92,12 @@ class TimedRtcViewer(RtcViewer):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.stamps: list[tuple[int, int]] = []
+        self.arrivals: list[tuple[int, int]] = []
+
+    async def offer(self, sdp_filter: Any = None) -> str:
+        sdp = await super().offer(sdp_filter)
+        self.jitter.on_frame = lambda rtp, at: self.arrivals.append((rtp, at))
+        return sdp
 
     async def _receive(self, track: Any) -> None:
         with contextlib.suppress(Exception):
@@ -153,13 +163,18 @@ async def measure(service: Service, base: str, size: list[int], warm: float, win
         await rtc.accept_answer()
         await asyncio.sleep(warm)
         ws.decoded.clear()
+        ws.received.clear()
         rtc.stamps.clear()
+        rtc.arrivals.clear()
         pictures0 = (await asyncio.to_thread(metrics, service)).get("framestream_webrtc_pictures_total", 0.0)
         out["cpu_websocket_and_webrtc"] = await cpu_of(service, window)
         pictures1 = (await asyncio.to_thread(metrics, service)).get("framestream_webrtc_pictures_total", 0.0)
         ws_ms = [(d - c) / 1000 for c, d in ws.decoded]
         rtc_ms = rtp_latencies(rtc.stamps, {c for c, _ in ws.decoded})
         out["latency_ms"] = {"websocket": percentiles(ws_ms), "webrtc": percentiles(rtc_ms)}
+        captures = {c for c, _ in ws.received}
+        out["receive_ms"] = {"websocket": percentiles([(r - c) / 1000 for c, r in ws.received]),
+                             "webrtc": percentiles(rtp_latencies(rtc.arrivals, captures))}
         out["pictures"] = {"websocket": len(ws.decoded), "webrtc_decoded": len(rtc.stamps),
                            "webrtc_matched": len(rtc_ms), "webrtc_sent": pictures1 - pictures0}
         await rtc.close()

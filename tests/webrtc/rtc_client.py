@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from typing import Any
 
 import numpy as np
@@ -26,10 +27,16 @@ class MarkerJitterBuffer(JitterBuffer):
     """aiortc's jitter buffer hands a picture on only when the next one starts, so the last picture of a still
     page would never be decoded; a browser completes a picture at its marker bit, and so does this."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.on_frame: Any = None  # called with (RTP timestamp, wall µs) as each picture is complete
+
     def add(self, packet: RtpPacket) -> tuple[bool, JitterFrame | None]:
         pli, frame = super().add(packet)
         if frame is None and packet.marker:
             frame = self._complete(packet)
+        if frame is not None and self.on_frame is not None:
+            self.on_frame(frame.timestamp, time.time_ns() // 1000)
         return pli, frame
 
     def _complete(self, last: RtpPacket) -> JitterFrame | None:
@@ -93,8 +100,8 @@ class RtcViewer:
         offer_only(("127.0.0.1",))
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         transceiver = self.pc.addTransceiver("video", direction="recvonly")
-        transceiver.receiver._RTCRtpReceiver__jitter_buffer = MarkerJitterBuffer(  # type: ignore[attr-defined]
-            capacity=512, is_video=True)
+        self.jitter = MarkerJitterBuffer(capacity=512, is_video=True)
+        transceiver.receiver._RTCRtpReceiver__jitter_buffer = self.jitter  # type: ignore[attr-defined]
         self.pc.on("track", self._on_track)
         await self.pc.setLocalDescription(await self.pc.createOffer())
         sdp = self.pc.localDescription.sdp
