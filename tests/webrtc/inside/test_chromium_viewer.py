@@ -49,6 +49,10 @@ async def test_chromium_shows_a_2560x1600_frame_over_webrtc(service: Service) ->
         assert seen["decoded"] == 0 and seen["drawn"] > 0  # drawn from RTP, not from WebCodecs over the socket
         rtc = f"window.framestream.client.rtc.get({json.dumps(frame)})"
         assert await page.eval(f"{rtc}.video.videoWidth") == 2560
+        # The view's statistics say which transport carries the pictures.
+        await page.eval(f"document.querySelector('.fs-frame[data-frame=\"{frame}\"] .fs-stats-toggle').click()")
+        await page.wait_for(f"document.querySelector('.fs-frame[data-frame=\"{frame}\"] .fs-stats')"
+                            ".textContent.endsWith(' · webrtc')")
         answer = await page.eval(f"{rtc}.pc.remoteDescription.sdp")
         assert "profile-level-id=42c032" in answer, answer
         assert all(" 127.0.0.1 " in line for line in answer.splitlines() if line.startswith("a=candidate:"))
