@@ -70,11 +70,12 @@ class Viewer:
             self.configured = True
         flags = (FLAG_KEYFRAME if picture.keyframe else 0) | (FLAG_REFINEMENT if picture.refinement else 0)
         message = pack_video_header(flags, self.slot, sequence, picture.capture_us, picture.kind) + picture.data
-        if self.outbox.push_video(message, strict=self.choice.update(self.outbox.link.rate)):
+        slow = self.choice.update(self.outbox.link.rate)
+        if self.outbox.push_video(message, strict=slow):
             self.waiting_keyframe = False
             self.asked_keyframe = self.asked_keyframe and not picture.keyframe
             return True
-        if not self.waiting_keyframe:
+        if not self.waiting_keyframe and not slow:  # (a slow viewer waiting again after a keyframe is no skip)
             self.skipped += 1
             self.choice.skipped()
         self.waiting_keyframe = True

@@ -135,6 +135,37 @@ def test_a_slow_viewer_returns_to_the_full_stream_only_after_its_link_recovers()
     assert not choice.update(1_000_000)
 
 
+class Writer:
+    """The connection's writer over a link of `rate` bytes/s, in ticks of 1/30 s: a message it took stays in
+    flight until the link has carried it, then it reports it sent."""
+
+    def __init__(self, outbox: Outbox, rate: float) -> None:
+        self.outbox, self.rate = outbox, rate
+        self.flight: tuple[str | bytes, float] | None = None  # (message, seconds it has been going)
+        self.left = 0.0  # bytes of it the link still has to carry
+
+    async def tick(self) -> list[tuple[int, int, bool]]:
+        arrived: list[tuple[int, int, bool]] = []
+        budget = self.rate / 30
+        while budget > 0:
+            if self.flight is None:
+                if not len(self.outbox):
+                    break
+                item = await self.outbox.next()
+                assert item is not None
+                self.flight, self.left = (item, 0.0), float(len(item))
+            item, busy = self.flight
+            carried = min(budget, self.left)
+            budget -= carried
+            self.left -= carried
+            self.flight = (item, busy + carried / self.rate)
+            if self.left <= 0:
+                self.outbox.sent(len(item), busy + carried / self.rate)
+                arrived += sequences([item])
+                self.flight = None
+        return arrived
+
+
 def picture(key: bool = False, size: int = 1000) -> Picture:
     return Picture(data=b"p" * size, keyframe=key, refinement=False, capture_us=1, encoded_us=2, codec="avc1.42C020")
 
@@ -156,8 +187,9 @@ async def test_a_slow_viewer_gets_keyframes_at_its_links_rate_and_a_fast_one_eve
     credit = 0.0  # bytes the slow link may still send (negative: still busy with a message)
     for n in range(90):  # three seconds at 30 fps; a keyframe whenever one was asked for
         clock.t += 1 / 30
-        feed.publish(picture(key=n == 0 or bool(asked), size=3000 if (n == 0 or asked) else 1000))
+        key = n == 0 or bool(asked)  # the frame makes the keyframe asked for before this picture
         asked.clear()
+        feed.publish(picture(key=key, size=3000 if key else 1000))
         fast_got += sequences(await take(fast_box))
         # The slow link drains 10 kB/s: take what it could have sent in this 1/30 s.
         credit = min(credit + 10_000 / 30, 10_000 / 30)
@@ -172,3 +204,29 @@ async def test_a_slow_viewer_gets_keyframes_at_its_links_rate_and_a_fast_one_eve
     keys = [seq for _, seq, key in slow_got if key]
     assert len(keys) >= 3, "the slow viewer keeps getting pictures"
     assert len(keys) <= 12, "keyframes were asked for at the slow link's rate, not at every picture"
+
+
+async def test_a_slow_viewer_whose_link_carries_the_stream_returns_to_it_after_the_hold() -> None:
+    clock = Clock()
+    asked: list[float] = []
+    feed = FrameFeed(request_keyframe=lambda: asked.append(clock.t))
+    box = Outbox(clock=clock)  # not measured yet: the picture count applies
+    viewer = Viewer("f", 1, box, send_config=lambda _: None, on_event=lambda _: None, choice=StreamChoice(clock))
+    feed.add(viewer)
+    asked.clear()
+    feed.publish(picture(key=True, size=100_000))
+    for _ in range(20):  # the first keyframe is still going out: the count runs over, the viewer skips
+        clock.t += 1 / 30
+        feed.publish(picture())
+    assert viewer.choice.slow and feed.skips == 1
+    got: list[tuple[int, int, bool]] = []
+    writer = Writer(box, 100_000)  # the link: 100 kB/s; the stream's deltas: 30 kB/s
+    for n in range(int(30 * (SLOW_HOLD_S + 4))):
+        clock.t += 1 / 30
+        key = bool(asked)
+        asked.clear()
+        feed.publish(picture(key=key, size=100_000 if key else 1000))
+        sent = await writer.tick()
+        got += sent if n >= 30 * (SLOW_HOLD_S + 3) else []
+    assert not viewer.choice.slow and feed.skips == 1, "back on the full stream, without a new skip"
+    assert [seq for _, seq, _ in got] == list(range(got[0][1], got[0][1] + len(got))), "every picture again"
