@@ -130,7 +130,7 @@ class ViewerConnection:
             send_config=lambda v: self.outbox.push_config(config_text(frame, v.slot)),
             on_event=self._on_event,
             configured=configured,
-            patches="patches" in self.session.features,
+            patches=offer is None and "patches" in self.session.features,
         )
         self.viewers[frame.id] = viewer
         frame.add_viewer(viewer)
