@@ -25,7 +25,8 @@ from typing import Any
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.process import spawn, terminate_group
 from framestream.browser.proctable import list_processes
-from framestream.browser.tabs import TabEvent, Tabs, TabSettings
+from framestream.browser.tab_events import TabEvent, TabSettings
+from framestream.browser.tabs import Tabs
 from framestream.errors import BrowserError, CDPError
 
 log = logging.getLogger(__name__)

@@ -20,19 +20,14 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from framestream.browser import navigation
+from framestream.browser import navigation, page_setup, responsiveness
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.dialogs import Dialogs
 from framestream.browser.file_choosers import FileChoosers
 from framestream.browser.tab_events import (
     COPY_BINDING,
-    PAGE_HOOK,
     Copied,
-    DialogClosed,
-    DialogOpened,
     DownloadProgress,
-    FileChooserClosed,
-    FileChooserOpened,
     PageCrashed,
     PageNavigated,
     PageRefused,
@@ -46,8 +41,6 @@ from framestream.errors import BrowserError, CDPError, ProtocolError
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-PROBE_INTERVAL_S = 2.0
-PROBE_TIMEOUT_S = 2.0  # a page whose main thread does not answer within this is unresponsive (told within 5 s)
 
 class Tabs:
     """The pages of one browser. Owns its tasks (attach, probes, timers) and ends them in `close()`."""
@@ -92,7 +85,7 @@ class Tabs:
         await self.cdp.call("Target.setDiscoverTargets", {"discover": True})
         await self.cdp.call("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": True,
                                                       "flatten": True})
-        self.spawn(self._probe_forever(), "page-probes")
+        self.spawn(responsiveness.probe_forever(self), "page-probes")
         try:
             return await asyncio.wait_for(asyncio.shield(self._first_page), timeout)
         except TimeoutError as exc:
@@ -181,34 +174,10 @@ class Tabs:
         if not self._first_page.done():
             self._first_page.set_result(page)
         log.debug("page %s opened%s", page.id, f" by {page.opener}" if page.opener else "")
-        self._changed()
+        self.changed()
 
     async def _prepare(self, page: Page) -> None:
-        """Set a new page up before its first script runs. The calls go out together, with the one that lets
-        the page run last, as some of them (Page.enable on a new tab) answer only once the page runs."""
-        s = self.settings
-        css_width, css_height = s.width // s.dpr, s.height // s.dpr
-        calls: list[tuple[str, dict[str, Any]]] = [
-            ("Page.enable", {}),
-            ("Runtime.enable", {}),
-            ("Inspector.enable", {}),  # Inspector.targetCrashed: a renderer crash
-            ("Page.setInterceptFileChooserDialog", {"enabled": True}),
-            ("Runtime.addBinding", {"name": COPY_BINDING}),
-            ("Page.addScriptToEvaluateOnNewDocument", {"source": PAGE_HOOK}),
-            # Lay every page out at exactly the frame's CSS size: a popup's window would otherwise have its own
-            # size, and a window narrower than 500 CSS px is impossible in Chromium.
-            ("Emulation.setDeviceMetricsOverride", {
-                "width": css_width, "height": css_height, "deviceScaleFactor": s.dpr, "mobile": False,
-                "screenWidth": css_width, "screenHeight": css_height}),
-            ("Runtime.runIfWaitingForDebugger", {}),
-        ]
-        await asyncio.gather(*(self.call(method, params, page=page) for method, params in calls))
-        with contextlib.suppress(CDPError):
-            window = await self.cdp.call("Browser.getWindowForTarget", {"targetId": page.target_id})
-            if window.get("bounds", {}).get("windowState") != "fullscreen":
-                # A popup window has its own toolbar and position: fullscreen covers the frame's screen exactly.
-                await self.cdp.call("Browser.setWindowBounds", {"windowId": window["windowId"],
-                                                                 "bounds": {"windowState": "fullscreen"}})
+        await page_setup.prepare(self.cdp, page, self.settings)
 
     def _on_target_info(self, params: dict[str, Any]) -> None:
         info = params.get("targetInfo") or {}
@@ -222,7 +191,7 @@ class Tabs:
         page.url, page.title = url, title
         if moved:
             self._emit(PageNavigated(page.id, url, page is self.pages.active))
-        self._changed()
+        self.changed()
 
     def _on_loaded(self, params: dict[str, Any]) -> None:
         page = self.pages.by_session(params.get("sessionId"))
@@ -252,20 +221,21 @@ class Tabs:
         if was_active and self.pages.active is not None:
             # The page below (a popup's opener) takes the screen and the input back at once.
             self.spawn(self._raise(self.pages.active), "raise-page")
-        self._changed()
+        self.changed()
 
     async def _raise(self, page: Page) -> None:
         with contextlib.suppress(CDPError):
             await self.cdp.call("Target.activateTarget", {"targetId": page.target_id}, timeout=5.0)
 
-    def _changed(self) -> None:
+    def changed(self) -> None:
+        """Tell the owner the pages as they are now."""
         self._emit(PagesChanged(self.pages.describe()))
 
     async def activate(self, page_id: str) -> None:
         page = self.page(page_id)
         await self.cdp.call("Target.activateTarget", {"targetId": page.target_id}, timeout=5.0)
         self.pages.activate(page_id)
-        self._changed()
+        self.changed()
 
     async def close_page(self, page_id: str) -> None:
         page = self.page(page_id)
@@ -430,34 +400,14 @@ class Tabs:
         if page is not None:
             self._emit(PageCrashed(page.id))
 
-    # -- responsiveness ----------------------------------------------------------------------------------
+    # -- responsiveness (browser/responsiveness.py probes) -----------------------------------------------------
 
-    async def _probe_forever(self) -> None:
-        while True:
-            await asyncio.sleep(PROBE_INTERVAL_S)
-            if self.paused:
-                continue  # the renderers are stopped on purpose
-            pages = [p for p in self.pages if self.open_dialog(p) is None]  # a dialog blocks its page's script
-            results = await asyncio.gather(*(self._probe(p) for p in pages))
-            changed = False
-            for page, responsive in zip(pages, results, strict=True):
-                if responsive is not None and responsive != page.responsive and not self.paused:
-                    page.responsive = responsive
-                    hung = self._hung.setdefault(page.session_id, asyncio.Event())
-                    hung.clear() if responsive else hung.set()
-                    changed = True
-                    log.debug("page %s %s", page.id, "answers again" if responsive else "stopped answering")
-            if changed:
-                self._changed()
-
-    async def _probe(self, page: Page) -> bool | None:
-        try:
-            await self.call("Runtime.evaluate", {"expression": "0"}, page=page, timeout=PROBE_TIMEOUT_S)
-            return True
-        except CDPError as exc:
-            return False if "no answer" in str(exc) else None  # gone or closing: not a verdict
+    def mark_responsive(self, page: Page, responsive: bool) -> None:
+        """The probe's verdict on a page: inputs waiting on a page that stopped answering end at once."""
+        page.responsive = responsive
+        hung = self._hung.setdefault(page.session_id, asyncio.Event())
+        hung.clear() if responsive else hung.set()
+        log.debug("page %s %s", page.id, "answers again" if responsive else "stopped answering")
 
 
-__all__ = ["PAGE_HOOK", "Copied", "DialogClosed", "DialogOpened", "DownloadProgress", "FileChooserClosed",
-           "FileChooserOpened", "PageCrashed", "PageNavigated", "PageRefused", "PagesChanged", "TabEvent",
-           "TabSettings", "Tabs"]
+__all__ = ["Tabs"]

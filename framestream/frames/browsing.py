@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from framestream.browser.tabs import (
+from framestream.browser.tab_events import (
     Copied,
     DialogClosed,
     DialogOpened,
@@ -26,8 +26,8 @@ from framestream.browser.tabs import (
     PageRefused,
     PagesChanged,
     TabEvent,
-    Tabs,
 )
+from framestream.browser.tabs import Tabs
 from framestream.core.wire import DialogAnswer, Navigate, PageRequest
 from framestream.errors import ProtocolError
 from framestream.frames.events import (

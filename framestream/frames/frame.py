@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from framestream.browser.proctable import ProcessInfo
-from framestream.browser.tabs import TabEvent
+from framestream.browser.tab_events import TabEvent
 from framestream.config import FrameSize
 from framestream.core.control import FrameControl
 from framestream.core.lifecycle import FrameState, FrameView, pause_deadline

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from framestream.browser.chrome import ChromeBrowser
 from framestream.browser.proctable import ProcessInfo, mentioning
-from framestream.browser.tabs import PageCrashed, PageNavigated, TabEvent, Tabs, TabSettings
+from framestream.browser.tab_events import PageCrashed, PageNavigated, TabEvent, TabSettings
+from framestream.browser.tabs import Tabs
 from framestream.browser.xinput import DisplayInput
 from framestream.browser.xvfb import XvfbDisplay
 from framestream.config import FrameSize, Settings

@@ -1,0 +1,43 @@
+"""Setting a new page up before its first script runs: the frame's size and dpr, file choosers intercepted, the page
+hook (copied text, no File System Access pickers), and its window fullscreen so it covers the frame's screen."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from framestream.browser.cdp import CDPConnection
+from framestream.browser.tab_events import COPY_BINDING, PAGE_HOOK, TabSettings
+from framestream.core.pages import Page
+from framestream.errors import CDPError
+
+
+async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None:
+    """The calls go out together, with the one that lets the page run last, as some of them (Page.enable on a new
+    tab) answer only once the page runs."""
+    css_width, css_height = settings.width // settings.dpr, settings.height // settings.dpr
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("Page.enable", {}),
+        ("Runtime.enable", {}),
+        ("Inspector.enable", {}),  # Inspector.targetCrashed: a renderer crash
+        ("Page.setInterceptFileChooserDialog", {"enabled": True}),
+        ("Runtime.addBinding", {"name": COPY_BINDING}),
+        ("Page.addScriptToEvaluateOnNewDocument", {"source": PAGE_HOOK}),
+        # Lay every page out at exactly the frame's CSS size: a popup's window would otherwise have its own size,
+        # and a window narrower than 500 CSS px is impossible in Chromium.
+        ("Emulation.setDeviceMetricsOverride", {
+            "width": css_width, "height": css_height, "deviceScaleFactor": settings.dpr, "mobile": False,
+            "screenWidth": css_width, "screenHeight": css_height}),
+        ("Runtime.runIfWaitingForDebugger", {}),
+    ]
+    await asyncio.gather(*(cdp.call(method, params, session_id=page.session_id) for method, params in calls))
+    with contextlib.suppress(CDPError):
+        window = await cdp.call("Browser.getWindowForTarget", {"targetId": page.target_id})
+        if window.get("bounds", {}).get("windowState") != "fullscreen":
+            # A popup window has its own toolbar and position: fullscreen covers the frame's screen exactly.
+            await cdp.call("Browser.setWindowBounds", {"windowId": window["windowId"],
+                                                       "bounds": {"windowState": "fullscreen"}})
+
+
+__all__ = ["prepare"]
