@@ -31,14 +31,29 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from benchmarks import agent, chart, convert, cpu, fanout, faults, latency, lifecycle, load, memory, quality, report
+from benchmarks import (
+    agent,
+    chart,
+    convert,
+    cpu,
+    fanout,
+    faults,
+    latency,
+    lifecycle,
+    load,
+    memory,
+    patches,
+    quality,
+    report,
+    webgl,
+)
 from benchmarks.common import Bench, Timing, pages, scratch, start_service, stop_all, stop_service
 from benchmarks.peers import selkies_available
 from benchmarks.procstat import loadavg
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS = ("lifecycle", "memory", "cpu", "latency", "agent", "quality", "convert", "fanout", "scale", "load",
-            "faults")  # the default run
+SECTIONS = ("lifecycle", "memory", "webgl", "cpu", "patches", "latency", "agent", "quality", "convert", "fanout",
+            "scale", "load", "faults")  # the default run
 SECTIONS = (*SECTIONS, "webrtc")  # issue 13: in a loopback-only network namespace of its own (needs root)
 SECTIONS = (*SECTIONS, "slowlink")  # issue 18: each case in a network namespace of its own (needs root)
 OPTIONAL = ("soak",)  # ten minutes: only when asked
@@ -117,15 +132,19 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             await _section(bench, "lifecycle", lifecycle.run(bench))
         if "memory" in only:
             await _section(bench, "memory", memory.run(bench))
+        if "webgl" in only:
+            await _section(bench, "webgl", webgl.run(bench))
         if "agent" in only:
             await _section(bench, "agent", agent.run(bench))
-        service_sections = [s for s in ("cpu", "latency", "quality", "fanout", "scale") if s in only]
+        service_sections = [s for s in ("cpu", "patches", "latency", "quality", "fanout", "scale") if s in only]
         if service_sections:
             service = await start_service(work, "main")
             try:
                 await asyncio.sleep(1.0)
                 if "cpu" in only:
                     await _section(bench, "cpu", cpu.run(bench, service))
+                if "patches" in only:  # issue 11: each page as today's stream, with patches, and Selkies (dpr 2)
+                    await _section(bench, "patches", patches.run(bench, service, list(patches.PAGES), 2))
                 if "latency" in only:
                     await _section(bench, "latency", latency.run(bench, service))
                 if "quality" in only:
@@ -178,6 +197,7 @@ SECTION_LIMIT = {"lifecycle": 240, "memory": 300, "cpu": 900, "latency": 240, "q
                  "load.viewers_100": 300, "load.six_by_ten": 300, "load.storm": 300,
                  "faults": 300, "soak": 600 + SOAK_MARGIN, "agent": 400, "slowlink": 900}
 SECTION_LIMIT["webrtc"] = 900  # issue 13
+SECTION_LIMIT.update({"webgl": 600, "patches": 900})
 
 
 async def _load_sections(bench: Bench, work: Path) -> None:
@@ -287,6 +307,12 @@ def render(results: dict[str, Any]) -> str:
         out.append(f"\nSlow links (issue 18): {results['slowlink']['page']} at {results['slowlink']['size']}, "
                    f"{results['slowlink']['window_s']:g} s per case, each in a network namespace of its own")
         out.append(slowlink.render(results["slowlink"]))
+    if "webgl" in results:
+        out.append("\nWebGL (SwiftShader in Chromium's GPU process) on and off: CPU of one watched frame")
+        out.extend(webgl.table(results["webgl"]))
+    if "patches" in results:
+        out.append("\nSmall changes as patches (issue 11), beside today's H.264-only stream and Selkies")
+        out.append(patches.markdown(results["patches"]))
     if "memory" in results:
         mem = results["memory"]
         out.append(f"\n11. Memory, counted whole ({mem['size']}, {mem['page']}): every process of the frames "
