@@ -52,8 +52,8 @@ from benchmarks.peers import selkies_available
 from benchmarks.procstat import loadavg
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS: tuple[str, ...] = ("lifecycle", "memory", "webgl", "cpu", "patches", "latency", "agent", "quality", "convert", "fanout",
-            "scale", "load", "faults")  # the default run
+SECTIONS: tuple[str, ...] = ("lifecycle", "memory", "webgl", "cpu", "patches", "latency", "agent", "quality",
+                             "convert", "fanout", "scale", "load", "faults")  # the default run
 SECTIONS = (*SECTIONS, "webrtc")  # issue 13: in a loopback-only network namespace of its own (needs root)
 SECTIONS = (*SECTIONS, "slowlink")  # issue 18: each case in a network namespace of its own (needs root)
 OPTIONAL = ("soak",)  # ten minutes: only when asked
