@@ -94,7 +94,8 @@ class Outbox:
         """Queue one video or patch message; False (and nothing queued) when it would wait past the budget.
 
         A keyframe first drops what its own slot still has queued when that is over the budget (its viewer
-        skips to this newer picture). `strict`: keyframes queued ahead count too (a slow viewer)."""
+        skips to this newer picture). `strict` (a slow viewer): the budget alone, without the allowance of one
+        keyframe's transfer that the full stream has."""
         if self.closed:
             return False
         keyframe, slot = _describe(message)
@@ -128,19 +129,17 @@ class Outbox:
             return ahead <= allowed  # its own transfer is what resuming costs anyway
         return ahead + size / rate <= allowed
 
-    def delay_s(self, *, keyframes: bool = True) -> float | None:
-        """Seconds to send what is ahead in the stream at the measured rate (None before any measure);
-        `keyframes=False` leaves out the keyframes' bytes."""
+    def delay_s(self) -> float | None:
+        """Seconds to send what is ahead in the stream at the measured rate (None before any measure)."""
         rate = self.link.rate
         if rate is None:
             return None
-        ahead = float(sum(q.size for q in self._stream if keyframes or not q.keyframe))
+        ahead = float(sum(q.size for q in self._stream))
         overrun = 0.0
         flight = self._in_flight
         if flight is not None:
             elapsed = self._clock() - self._in_flight_since
-            if keyframes or not flight.keyframe:
-                ahead += max(0.0, flight.size - rate * elapsed)
+            ahead += max(0.0, flight.size - rate * elapsed)
             # Still not gone past its time at the measured rate: the link got slower (or stalled) since.
             overrun = max(0.0, elapsed - flight.size / rate)
         return ahead / rate + overrun
