@@ -80,6 +80,7 @@ class Viewer:
             self.choice.skipped()
         self.waiting_keyframe = True
         self.asked_keyframe = False
+        self.outbox.skip_queued(self.slot)  # stale beside the keyframe it resumes at
         self._ask_keyframe(request_keyframe)
         return False
 

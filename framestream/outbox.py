@@ -156,6 +156,13 @@ class Outbox:
         else:
             self._when_room.append(callback)
 
+    def skip_queued(self, slot: int) -> None:
+        """Drop what `slot` still has queued once the link is measured (its viewer skips to a keyframe: waiting
+        behind pictures it is going to replace would only delay that keyframe). Before any measure the
+        picture count bounds the queue and it goes out as it is."""
+        if self.link.rate is not None:
+            self._purge(slot)
+
     def _purge(self, slot: int) -> None:
         keep: collections.deque[_Queued] = collections.deque()
         for item in self._stream:

@@ -230,3 +230,20 @@ async def test_a_slow_viewer_whose_link_carries_the_stream_returns_to_it_after_t
         got += sent if n >= 30 * (SLOW_HOLD_S + 3) else []
     assert not viewer.choice.slow and feed.skips == 1, "back on the full stream, without a new skip"
     assert [seq for _, seq, _ in got] == list(range(got[0][1], got[0][1] + len(got))), "every picture again"
+
+
+async def test_a_viewer_that_skips_drops_its_queued_pictures_and_asks_for_a_keyframe_at_once() -> None:
+    clock = Clock()
+    asked: list[float] = []
+    feed = FrameFeed(request_keyframe=lambda: asked.append(clock.t))
+    box = Outbox(clock=clock)
+    measured(box, 10_000)  # 10 kB/s: the budget holds 2500 bytes
+    assert box.push_video(video(9, 1, 400))  # another frame's picture on the same connection
+    viewer = Viewer("f", 1, box, send_config=lambda _: None, on_event=lambda _: None, choice=StreamChoice(clock))
+    feed.add(viewer)
+    feed.publish(picture(key=True, size=1000))
+    asked.clear()
+    for _ in range(3):
+        feed.publish(picture(size=900))
+    assert feed.skips == 1 and len(asked) == 1, "it fell behind and asked for a keyframe"
+    assert sequences(await take(box)) == [(9, 1, False)], "its own queued pictures went, the other frame's stayed"
