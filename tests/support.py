@@ -29,7 +29,7 @@ import numpy as np
 import websockets
 
 from framestream.browser import proctable
-from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, unpack_video_header
+from framestream.core.wire import VideoFlags, unpack_video_header
 from framestream.tokens import mint_token
 
 PAGES = Path(__file__).parent / "pages"
@@ -255,21 +255,6 @@ class FramePool:
     def delete(self, frame_id: str) -> None:
         status, body = self.svc.request("DELETE", f"/frames/{frame_id}?purge=1")
         assert status == 200, body
-
-
-class VideoFlags:
-    """A received video message's flag bits by name (for anything with the header's `flags`)."""
-
-    __slots__ = ()
-    flags: int
-
-    @property
-    def keyframe(self) -> bool:
-        return bool(self.flags & FLAG_KEYFRAME)
-
-    @property
-    def refinement(self) -> bool:
-        return bool(self.flags & FLAG_REFINEMENT)
 
 
 @dataclass

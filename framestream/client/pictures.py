@@ -13,7 +13,7 @@ import av
 import numpy as np
 from av.video.reformatter import ColorRange, Colorspace
 
-from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT
+from framestream.core.wire import FLAG_KEYFRAME, VideoFlags
 
 __all__ = ["Picture", "StreamDecoder", "png_size", "png_to_rgb", "rgb_to_png", "scale_png"]
 
@@ -21,7 +21,7 @@ Rgb = np.ndarray  # (height, width, 3) uint8
 
 
 @dataclass(eq=False)
-class Picture:
+class Picture(VideoFlags):
     """One decoded picture of a frame's stream, at the encoded size (CSS size times dpr)."""
 
     frame: av.VideoFrame = field(repr=False)
@@ -32,15 +32,6 @@ class Picture:
     decoded_at: float  # time.monotonic() once decoded
     received_at: float = 0.0  # time.monotonic() when its message was received
     _rgb: Rgb | None = field(default=None, repr=False)
-
-    @property
-    def keyframe(self) -> bool:
-        return bool(self.flags & FLAG_KEYFRAME)
-
-    @property
-    def refinement(self) -> bool:
-        """A sharpening re-encode of an unchanged picture (the page did not change)."""
-        return bool(self.flags & FLAG_REFINEMENT)
 
     @property
     def width(self) -> int:

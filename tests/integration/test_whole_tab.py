@@ -96,9 +96,9 @@ class Driver:
         return await self.client.wait_for_colour(self.frame, at, rgb, timeout)
 
 
-@pytest.fixture
-async def driver(service: Service, pages: str) -> AsyncIterator[Driver]:
-    frame = service.create_frame(f"{pages}/tab.html", width=640, height=400, dpr=1)
+async def drive_page(service: Service, url: str) -> AsyncIterator[Driver]:
+    """A fresh 640x400 frame of `url`, watched and driven by one viewer until the test ends (then purged)."""
+    frame = service.create_frame(url, width=640, height=400, dpr=1)
     client = await StreamClient.connect(service, service.token("drive", frame=frame))
     await client.watch(frame)
     d = Driver(service, client, frame)
@@ -106,6 +106,12 @@ async def driver(service: Service, pages: str) -> AsyncIterator[Driver]:
     yield d
     await client.close()
     service.request("DELETE", f"/frames/{frame}?purge=1")
+
+
+@pytest.fixture
+async def driver(service: Service, pages: str) -> AsyncIterator[Driver]:
+    async for d in drive_page(service, f"{pages}/tab.html"):
+        yield d
 
 
 async def test_a_popup_takes_the_clicks_and_closing_it_hands_the_frame_back(driver: Driver) -> None:
@@ -319,14 +325,8 @@ def _upload(service: Service, driver: Driver, chooser: str, files: list[tuple[st
 
 @pytest.fixture
 async def more(service: Service, pages: str) -> AsyncIterator[Driver]:
-    frame = service.create_frame(f"{pages}/tab_more.html", width=640, height=400, dpr=1)
-    client = await StreamClient.connect(service, service.token("drive", frame=frame))
-    await client.watch(frame)
-    d = Driver(service, client, frame)
-    await d.colour(MARKER, GREY)
-    yield d
-    await client.close()
-    service.request("DELETE", f"/frames/{frame}?purge=1")
+    async for d in drive_page(service, f"{pages}/tab_more.html"):
+        yield d
 
 
 async def test_no_native_pickers_or_prompts_and_a_date_is_picked_with_the_mouse(more: Driver) -> None:

@@ -13,6 +13,22 @@ FLAG_KEYFRAME: Final = 1
 FLAG_REFINEMENT: Final = 2
 
 
+class VideoFlags:
+    """A binary message's flag bits by name, for anything that keeps the header's `flags` (mixin)."""
+
+    __slots__ = ()
+    flags: int
+
+    @property
+    def keyframe(self) -> bool:
+        return bool(self.flags & FLAG_KEYFRAME)
+
+    @property
+    def refinement(self) -> bool:
+        """A sharpening re-encode of an unchanged picture (the page did not change)."""
+        return bool(self.flags & FLAG_REFINEMENT)
+
+
 class VideoHeader(NamedTuple):
     kind: int
     flags: int
