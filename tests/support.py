@@ -120,7 +120,7 @@ class Service:
         self.port = self.port or free_port()
         env = dict(os.environ)
         env.update({"TERMINAL_AUTH_SECRET": TEST_SECRET, "FRAMESTREAM_STATE_DIR": str(self.state_dir),
-                    "SANDBOX_ID": "test"})
+                    "SANDBOX_ID": "test", "PYTHONFAULTHANDLER": "1"})  # a native crash leaves its stacks in the log
         env.update(self.env_extra)
         args = [sys.executable, "-m", "framestream", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
         for frame in self.frames:
