@@ -127,9 +127,13 @@ class FrameFeed:
         if not self._since_keyframe:
             self.request_keyframe()
             return
-        for picture, sequence in self._since_keyframe:
-            if not viewer.offer(picture, sequence, self.request_keyframe):
-                return  # its outbox is full: it waits for the keyframe the offer asked for
+        skipped = viewer.skipped
+        try:
+            for picture, sequence in self._since_keyframe:
+                if not viewer.offer(picture, sequence, self.request_keyframe):
+                    return  # its outbox is full: it waits for the keyframe the offer asked for
+        finally:
+            self.skips += viewer.skipped - skipped  # a joiner whose link cannot take the chain skips too
 
     @property
     def slow_viewers(self) -> int:

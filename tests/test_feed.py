@@ -123,3 +123,15 @@ async def test_wait_change_sees_only_later_pictures() -> None:
     await asyncio.sleep(0)
     feed.publish(Picture(b"b", False, False, capture_us=150, encoded_us=151, codec=None))
     assert await waiter == 150
+
+
+async def test_a_joiner_that_cannot_take_the_kept_pictures_counts_as_a_skip() -> None:
+    feed = FrameFeed(request_keyframe=lambda: None)
+    feed.add(viewer(Outbox(max_pictures=1000), 1, []))
+    feed.publish(picture(key=True))
+    for _ in range(5):
+        feed.publish(picture())  # the joining chain: a keyframe and five pictures
+    joiner = viewer(Outbox(max_pictures=2), 2, [])
+    feed.add(joiner)  # its queue takes two of the six
+    assert joiner.skipped == 1
+    assert feed.skips == 1  # what /metrics' framestream_viewer_skips_total shows
