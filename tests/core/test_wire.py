@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -369,27 +371,10 @@ def test_server_messages_exact_json() -> None:
 
 
 def test_constants() -> None:
-    assert wire.ERROR_CODES == (
-        "bad-message",
-        "unknown-frame",
-        "unauthorized",
-        "expired",
-        "forbidden",
-        "replayed",
-        "superseded",
-        "capacity",
-        "shared-frames-off",
-        "bad-input",
-        "rate-limited",
-        "internal",
-        "page-limit",
-        "unknown-page",
-        "unknown-dialog",
-        "unknown-file-chooser",
-        "dialog-open",
-        "unresponsive",
-        "navigation-failed",
-    )
+    # The codes the server may send are exactly the contract's Errors table, in its order.
+    doc = (Path(__file__).parents[2] / "docs" / "protocol.md").read_text()
+    table = doc[doc.index("\n## Errors"):doc.index("\n### Close codes")]
+    assert wire.ERROR_CODES == tuple(re.findall(r"^\| `([a-z-]+)` \|", table, re.M))
     assert (wire.CLOSE_PROTOCOL, wire.CLOSE_UNAUTHORIZED, wire.CLOSE_FORBIDDEN, wire.CLOSE_HELLO_TIMEOUT) == (
         4400,
         4401,

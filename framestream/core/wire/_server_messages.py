@@ -28,6 +28,7 @@ ERROR_CODES: Final = (
     "dialog-open",
     "unresponsive",
     "navigation-failed",
+    "unknown-download",
 )
 FRAME_STATES: Final = ("launching", "live", "paused", "closed", "error")
 DIALOG_KINDS: Final = ("alert", "confirm", "prompt", "beforeunload")
