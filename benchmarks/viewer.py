@@ -23,8 +23,8 @@ import numpy as np
 import websockets
 from av.video.reformatter import ColorRange, Colorspace
 
-from framestream.core.wire import unpack_video_header
-from tests.support import Service, StreamClient, VideoFlags, VideoMessage
+from framestream.core.wire import VideoFlags, unpack_video_header
+from tests.support import Service, StreamClient, VideoMessage
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,9 +3,7 @@ into one RGB picture, in sequence order, the way a viewer's canvas does."""
 
 from __future__ import annotations
 
-import asyncio
 import io
-import json
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -20,10 +18,11 @@ from framestream.core.wire import (
     KIND_PATCH,
     KIND_VIDEO,
     PatchRect,
+    VideoFlags,
     unpack_patch_payload,
     unpack_video_header,
 )
-from tests.support import Service, VideoFlags
+from tests.support import Service, StreamClient
 
 
 @dataclass
@@ -46,13 +45,12 @@ def png_rgb(png: bytes) -> np.ndarray:
         return np.asarray(next(container.decode(video=0)).to_ndarray(format="rgb24"))
 
 
-class PatchClient:
-    """One connection; `canvas` is the composed picture (None until the first keyframe)."""
+class PatchClient(StreamClient):
+    """One connection asking for patches (`connect(..., features=["patches"])`); `canvas` is the composed picture
+    (None until the first keyframe). Closed by the tests' `close_stream_clients` fixture like any StreamClient."""
 
-    def __init__(self, ws: websockets.ClientConnection, features: list[str] | None) -> None:
-        self.ws = ws
-        self.features = features
-        self.texts: list[dict[str, Any]] = []
+    def __init__(self, ws: websockets.ClientConnection) -> None:
+        super().__init__(ws)
         self.messages: list[Message] = []
         self.canvas: np.ndarray | None = None
         self.patched: np.ndarray | None = None  # where patches drew since the last video picture
@@ -60,30 +58,7 @@ class PatchClient:
         self._last_sequence: int | None = None
         self.gaps = 0
 
-    @classmethod
-    async def connect(cls, service: Service, token: str | None = None,
-                      features: list[str] | None = None) -> PatchClient:
-        ws = await websockets.connect(service.ws_url, max_size=None)
-        client = cls(ws, features)
-        hello: dict[str, Any] = {"type": "hello", "token": token or service.token("view")}
-        if features is not None:
-            hello["features"] = features
-        await client.send(hello)
-        client.welcome = await client.next_text("welcome")
-        return client
-
-    async def send(self, message: dict[str, Any]) -> None:
-        await self.ws.send(json.dumps(message))
-
-    async def receive(self, timeout: float) -> dict[str, Any] | Message | None:
-        try:
-            raw = await asyncio.wait_for(self.ws.recv(), timeout)
-        except TimeoutError:
-            return None
-        if isinstance(raw, str):
-            text: dict[str, Any] = json.loads(raw)
-            self.texts.append(text)
-            return text
+    def _binary(self, raw: bytes) -> Message:
         h = unpack_video_header(raw)
         msg = Message(h.kind, h.flags, h.slot, h.sequence, h.capture_us, bytes(raw[16:]), time.monotonic())
         self.messages.append(msg)
@@ -118,14 +93,6 @@ class PatchClient:
         self.canvas[rect.y : rect.y + rect.height, rect.x : rect.x + rect.width] = image
         self.patched[rect.y : rect.y + rect.height, rect.x : rect.x + rect.width] = True
 
-    async def next_text(self, type_: str, timeout: float = 30.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            msg = await self.receive(left)
-            if isinstance(msg, dict) and msg.get("type") == type_:
-                return msg
-        raise AssertionError(f"no {type_} within {timeout} s; got {self.texts[-5:]}")
-
     async def next_message(self, timeout: float = 15.0) -> Message:
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) > 0:
@@ -136,10 +103,7 @@ class PatchClient:
 
     async def watch(self, frame_id: str) -> dict[str, Any]:
         await self.send({"type": "watch", "frame": frame_id})
-        return await self.next_text("video-config")
-
-    async def close(self) -> None:
-        await self.ws.close()
+        return await self.next_text("video-config", timeout=30.0)
 
 
 def screenshot_rgb(service: Service, frame_id: str) -> tuple[np.ndarray, int]:

@@ -22,7 +22,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import av
 import numpy as np
@@ -278,20 +278,27 @@ class StreamClient:
         self.texts: list[dict[str, Any]] = []
         self.videos: list[VideoMessage] = []
         self.decoders: dict[int, av.VideoCodecContext] = {}
+        self.welcome: dict[str, Any] = {}
 
     @classmethod
-    async def connect(cls, service: Service, token: str | None = None, **kwargs: Any) -> StreamClient:
+    async def connect(cls, service: Service, token: str | None = None, *, features: list[str] | None = None,
+                      **kwargs: Any) -> Self:
+        """Connect and say hello (with `features` when given); `welcome` keeps the answer."""
         ws = await websockets.connect(service.ws_url, max_size=None, **kwargs)
         client = cls(ws)
-        await client.send({"type": "hello", "token": token or service.token("view")})
-        welcome = await client.next_text()
-        assert welcome["type"] == "welcome", welcome
+        hello: dict[str, Any] = {"type": "hello", "token": token or service.token("view")}
+        if features is not None:
+            hello["features"] = features
+        await client.send(hello)
+        client.welcome = await client.next_text()
+        assert client.welcome["type"] == "welcome", client.welcome
         return client
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.ws.send(json.dumps(message))
 
-    async def receive(self, timeout: float) -> dict[str, Any] | VideoMessage | None:
+    async def receive(self, timeout: float) -> Any:
+        """The next message (a dict for text, what `_binary` makes of a binary one), or None after `timeout`."""
         try:
             raw = await asyncio.wait_for(self.ws.recv(), timeout)
         except TimeoutError:
@@ -300,6 +307,10 @@ class StreamClient:
             msg: dict[str, Any] = json.loads(raw)
             self.texts.append(msg)
             return msg
+        return self._binary(raw)
+
+    def _binary(self, raw: bytes) -> Any:
+        """A binary message as received (a subclass may compose it differently)."""
         h = unpack_video_header(raw)
         video = VideoMessage(h.flags, h.slot, h.sequence, h.capture_us, raw[16:], time.monotonic())
         self.videos.append(video)
