@@ -40,6 +40,11 @@ class FrameSize:
     def height(self) -> int:
         return self.css_height * self.dpr
 
+    @property
+    def light(self) -> tuple[int, int]:
+        """The light stream's size (framestream/media/light.py): the CSS size, even (x264's 4:2:0)."""
+        return max(2, self.css_width // 2 * 2), max(2, self.css_height // 2 * 2)
+
 
 def frame_size(css_width: object, css_height: object, dpr: object = DEFAULT_DPR) -> FrameSize:
     """Validate a requested size. dpr is 1 or 2 and drops to 1 when 2 would exceed 2560x1600 encoded pixels;

@@ -22,13 +22,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, pack_video_header
+from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, VIDEO_HEADER, pack_padding, pack_video_header
 from framestream.link import StreamChoice
+from framestream.media.light_policy import light_kbps, needs_recap
 from framestream.media.picture import PatchGate, Picture
 from framestream.outbox import OUTBOX_MAX_BYTES, OUTBOX_MAX_PICTURES, Outbox
 
 if TYPE_CHECKING:
     from framestream.frames.events import FrameEvent
+
+PADDING_CHUNK = 16 * 1024  # a probe's padding messages: small enough for a picture to go between them
 
 __all__ = ["FrameFeed", "Outbox", "Viewer"]  # Outbox lives in framestream/outbox.py; importers use it from here
 
@@ -51,10 +54,17 @@ class Viewer:
     asked_keyframe: bool = True  # its frame asks for one when it is added
     patches: bool = False  # granted the `patches` feature: takes patch messages (kind 2) beside video
 
-    def offer(self, picture: Picture, sequence: int, request_keyframe: Callable[[], None]) -> bool:
-        """Queue the picture for this viewer; False when it was dropped (skipping to a keyframe)."""
-        if not picture.keyframe:
+    light: bool = False  # on the frame's light stream (its link cannot carry the full one), not the full stream
+
+    def offer(self, picture: Picture, sequence: int, request_keyframe: Callable[[bool], None]) -> bool:
+        """Queue the picture for this viewer; False when it was dropped (skipping to a keyframe). Pictures of
+        the stream this viewer does not take are no concern of it (True). `request_keyframe(light)` asks the
+        frame for a keyframe of the full or the light stream."""
+        if not picture.keyframe and not picture.light:
             self.choice.deltas.add(len(picture.data))
+        self._follow_choice(request_keyframe)
+        if picture.light != self.light:
+            return True
         if self.waiting_keyframe and not picture.keyframe:
             self._ask_keyframe(request_keyframe)
             return False
@@ -70,34 +80,80 @@ class Viewer:
             self.configured = True
         flags = (FLAG_KEYFRAME if picture.keyframe else 0) | (FLAG_REFINEMENT if picture.refinement else 0)
         message = pack_video_header(flags, self.slot, sequence, picture.capture_us, picture.kind) + picture.data
-        slow = self.choice.update(self.outbox.link.rate)
-        if self.outbox.push_video(message, strict=slow):
+        if self.outbox.push_video(message, strict=self.choice.slow):
             self.waiting_keyframe = False
             self.asked_keyframe = self.asked_keyframe and not picture.keyframe
             return True
-        if not self.waiting_keyframe and not slow:  # (a slow viewer waiting again after a keyframe is no skip)
+        if not self.waiting_keyframe and not self.choice.slow:  # (a slow viewer waiting again is no new skip)
             self.skipped += 1
             self.choice.skipped()
         self.waiting_keyframe = True
         self.asked_keyframe = False
         self.outbox.skip_queued(self.slot)  # stale beside the keyframe it resumes at
-        self._ask_keyframe(request_keyframe)
+        if not self._follow_choice(request_keyframe):  # (a switch asks the light stream's keyframe itself)
+            self._ask_keyframe(request_keyframe)
         return False
 
-    def _ask_keyframe(self, request_keyframe: Callable[[], None]) -> None:
+    def _follow_choice(self, request_keyframe: Callable[[bool], None]) -> bool:
+        """Move to the light stream when the link became slow, back when it recovered; True on a move. The
+        viewer then waits for the other stream's keyframe, with its `video-config` in front."""
+        link = self.outbox.link
+        rate = link.rate
+        # Unmeasured, a stall says nothing of the link: resume at the full stream's keyframe as before.
+        slow = self.choice.update(rate, link.reporting, link.delivered) and rate is not None
+        if slow and self.choice.probe is not None:
+            slow = not self._pad()
+        if slow == self.light:
+            return False
+        self.light = slow
+        self.waiting_keyframe = True
+        self.configured = False
+        self.asked_keyframe = False
+        self.outbox.skip_queued(self.slot)
+        self._ask_keyframe(request_keyframe)
+        return True
+
+    def _pad(self) -> bool:
+        """Keep a probe's padding to its schedule; True once it passed (link.py `Probe`)."""
+        probe, link, outbox = self.choice.probe, self.outbox.link, self.outbox
+        assert probe is not None
+        now = self.choice.clock()
+        delay = outbox.delay_s()
+        over = delay is not None and delay > outbox.budget_s
+        if over or probe.done(now):
+            outbox.drop_padding()
+            return self.choice.probe_ended(link.delivered, aborted=over)
+        owed = probe.owed(now)
+        while owed > 0:
+            chunk = min(PADDING_CHUNK, max(VIDEO_HEADER.size, owed))
+            outbox.push_padding(pack_padding(self.slot, chunk))
+            probe.padded += chunk
+            owed -= chunk
+        return False
+
+    def _ask_keyframe(self, request_keyframe: Callable[[bool], None]) -> None:
         """Ask for the keyframe to resume at once there is room for it in the queue: a slow link gets them at
         the rate it carries them, instead of making the frame send one a second to everybody."""
         if self.asked_keyframe:
             return
         self.asked_keyframe = True
+        light = self.light
 
         def ask() -> None:
-            if self.waiting_keyframe:
-                request_keyframe()
+            if self.waiting_keyframe and self.light == light:
+                request_keyframe(light)
             else:
                 self.asked_keyframe = False
 
         self.outbox.call_when_room(ask)
+
+
+def _nothing() -> None:
+    pass
+
+
+def _no_light(kbps: int | None) -> None:
+    pass
 
 
 @dataclass(eq=False)
@@ -105,8 +161,14 @@ class FrameFeed:
     """Numbers one frame's pictures and hands them to its viewers."""
 
     request_keyframe: Callable[[], None]
+    request_light_keyframe: Callable[[], None] = _nothing
+    set_light: Callable[[int | None], None] = _no_light  # the light stream's cap in kbit/s, None: not needed
     sequence: int = 0
     codec: str | None = None
+    light_sequence: int = 0  # the light stream's own numbering: its viewers get a `video-config` first
+    light_codec: str | None = None
+    light_pictures: int = 0
+    light_kbps: int | None = None
     last_picture_us: int = 0
     pictures: int = 0
     keyframes: int = 0
@@ -130,15 +192,15 @@ class FrameFeed:
         skipped = viewer.skipped
         try:
             for picture, sequence in self._since_keyframe:
-                if not viewer.offer(picture, sequence, self.request_keyframe):
+                if not viewer.offer(picture, sequence, self._ask):
                     return  # its outbox is full: it waits for the keyframe the offer asked for
         finally:
             self.skips += viewer.skipped - skipped  # a joiner whose link cannot take the chain skips too
 
     @property
     def slow_viewers(self) -> int:
-        """Viewers on keyframes only because their link cannot carry the frame's stream."""
-        return sum(v.choice.slow for v in self.viewers)
+        """Viewers on the light stream because their link cannot carry the frame's stream."""
+        return sum(v.light for v in self.viewers)
 
     def remove(self, viewer: Viewer) -> None:
         self.viewers.discard(viewer)
@@ -148,9 +210,21 @@ class FrameFeed:
         self.viewers.clear()
         self._update_gate()
 
+    def _ask(self, light: bool) -> None:
+        (self.request_light_keyframe if light else self.request_keyframe)()
+
     def _update_gate(self) -> None:
-        # Patches only while every viewer takes them: the others need every change in their H.264 stream.
-        self.patch_gate.open = bool(self.viewers) and all(v.patches for v in self.viewers)
+        # Patches only while every viewer of the full stream takes them: the others need every change in their
+        # H.264 stream. The light stream has none.
+        full = [v for v in self.viewers if not v.light]
+        self.patch_gate.open = bool(full) and all(v.patches for v in full)
+        # The light stream while anyone takes it, capped to what the slowest of them carries.
+        kbps = light_kbps([(v.outbox.link.rate or 0.0, v.outbox.link.reporting) for v in self.viewers if v.light])
+        current = self.light_kbps
+        if (kbps is None) != (current is None) or (kbps is not None and current is not None
+                                                   and needs_recap(current, kbps)):
+            self.light_kbps = kbps
+            self.set_light(kbps)
 
     def restarted(self) -> None:
         """A new encoder starts: every viewer waits for its first keyframe and gets a fresh video-config."""
@@ -172,11 +246,7 @@ class FrameFeed:
         self.keyframes += picture.keyframe
         self.bytes_encoded += len(picture.data)
         self._keep_since_keyframe(picture)
-        for viewer in list(self.viewers):
-            skipped = viewer.skipped
-            if not viewer.offer(picture, self.sequence, self.request_keyframe):
-                self.dropped += 1
-            self.skips += viewer.skipped - skipped
+        self._offer(picture, self.sequence)
         if self._change_waiters and picture.changed:
             keep = []
             for after_us, future in self._change_waiters:
@@ -187,6 +257,21 @@ class FrameFeed:
                 else:
                     keep.append((after_us, future))
             self._change_waiters = keep
+
+    def publish_light(self, picture: Picture) -> None:
+        """A picture of the light stream, for the viewers on it."""
+        self.light_sequence = (self.light_sequence + 1) & 0xFFFFFFFF
+        self.light_codec = picture.codec or self.light_codec
+        self.light_pictures += 1
+        self._offer(picture, self.light_sequence)
+
+    def _offer(self, picture: Picture, sequence: int) -> None:
+        for viewer in list(self.viewers):
+            skipped = viewer.skipped
+            if not viewer.offer(picture, sequence, self._ask):
+                self.dropped += 1
+            self.skips += viewer.skipped - skipped
+        self._update_gate()  # a viewer may have moved between the streams
 
     def _keep_since_keyframe(self, picture: Picture | None) -> None:
         """Remember `picture` for joiners (None: forget them all)."""

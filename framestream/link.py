@@ -5,11 +5,19 @@
 nothing about its capacity. The rate is bytes over busy seconds in a recent window, so it follows a link that
 gets slower or recovers within a couple of seconds.
 
-`StreamChoice` is one viewer's side of issue 18: a viewer that had to skip is *slow* and takes keyframes only,
-each queued only when it fits the outbox's time budget, and asked for only once its queue has drained (so the
-frame makes them at the rate that viewer's link carries them, not once a second for everybody). It goes back to
-the full stream once its link carries at least `RECOVER_MARGIN` times the frame's delta rate, after a hold that
-keeps it from flapping.
+A WebRTC viewer's bytes leave through UDP at once, so the writer's clock says nothing there: the receiver's own
+estimate (REMB, `reported`) stands in for the measure while it is fresh.
+
+`StreamChoice` is one viewer's side of issue 18: a viewer that had to skip (or whose receiver reports a link
+slower than the frame's stream) is *slow* and takes the frame's light stream (framestream/media/light.py: the
+picture at CSS size, its rate capped to what the slow viewers' links carry) instead. It goes back to the full
+stream after a hold that keeps it from flapping, once its link is shown to carry `RECOVER_MARGIN` times the
+frame's delta rate. A link that carries the light stream easily says little of more: its pictures pass within a
+token bucket's burst and time as instant. So the viewer *probes* (`Probe`): for `PROBE_S` its connection is sent
+padding (kind 3, which clients ignore) at that rate beside its pictures; when the link delivered it, the viewer
+goes back, otherwise the padding is dropped, the queue never held more than the time budget, and the next hold
+doubles. A receiver's estimate (WebRTC) only follows what it receives, so there the full stream itself is tried
+after the hold, with the same doubling after each failed try.
 """
 
 from __future__ import annotations
@@ -22,8 +30,16 @@ LINK_WINDOW_S = 2.0  # samples older than this (wall time) no longer count, unle
 MIN_BUSY_S = 0.002  # below this much busy time the link is too fast to tell: no estimate yet
 MAX_RATE = 125_000_000.0  # bytes/s (1 Gbit/s): what "too fast to tell" reads as
 STREAM_WINDOW_S = 2.0
-SLOW_HOLD_S = 3.0  # a slow viewer stays on keyframes at least this long after its last skip
+SLOW_HOLD_S = 3.0  # a slow viewer stays on the light stream at least this long after its last skip
+MAX_HOLD_S = 60.0  # the longest hold after failed probes
 RECOVER_MARGIN = 1.5  # link rate over the frame's delta rate needed to go back to the full stream
+REPORT_FRESH_S = 5.0  # a receiver's estimate older than this no longer counts
+BELOW_FOR_S = 1.0  # a reported link below the stream's rate for this long makes the viewer slow
+PROBE_WINDOW_S = 5.0  # slow again this soon after going back: the try failed, the next hold doubles
+PROBE_S = 0.6  # how long a probe pads the link
+PROBE_LEAD_S = 0.1  # padding queued ahead of the probe's schedule, so the link never idles during it
+PROBE_PASS = 0.8  # of the padding's schedule the link must have delivered
+PROBE_MIN_RATE = 16_000.0  # bytes/s: a full stream lighter than this is simply tried
 
 
 class LinkMeter:
@@ -33,9 +49,21 @@ class LinkMeter:
         self._clock = clock
         self._samples: collections.deque[tuple[float, int, float]] = collections.deque()  # (at, bytes, busy s)
         self._rate: float | None = None
+        self._reported: tuple[float, float] | None = None  # (at, bytes/s) from the receiver
+        self.delivered = 0  # bytes reported sent, ever (a probe reads what arrived over its time)
+
+    def reported(self, bits_per_s: float) -> None:
+        """The receiver's own estimate of the link (WebRTC's REMB), in bits per second."""
+        self._reported = (self._clock(), max(0.0, bits_per_s) / 8)
+
+    @property
+    def reporting(self) -> bool:
+        """Whether a receiver's estimate is fresh: it then is the rate."""
+        return self._reported is not None and self._clock() - self._reported[0] <= REPORT_FRESH_S
 
     def sent(self, size: int, busy_s: float) -> None:
         now = self._clock()
+        self.delivered += size
         self._samples.append((now, size, max(0.0, busy_s)))
         while len(self._samples) > 1 and self._samples[0][0] < now - LINK_WINDOW_S:
             self._samples.popleft()
@@ -49,6 +77,8 @@ class LinkMeter:
     @property
     def rate(self) -> float | None:
         """Bytes per second, or None before anything was measured."""
+        if self._reported is not None and self.reporting:
+            return self._reported[1]
         return self._rate
 
 
@@ -74,25 +104,93 @@ class RateWindow:
         return sum(s[1] for s in self._samples) / span
 
 
+class Probe:
+    """A test of whether a link carries `rate` bytes/s: padding at that rate for `PROBE_S`."""
+
+    def __init__(self, started: float, rate: float, delivered: int) -> None:
+        self.started = started
+        self.rate = rate
+        self.padded = 0  # bytes of padding queued so far
+        self._delivered_before = delivered
+
+    def owed(self, now: float) -> int:
+        """Padding to queue now to keep to the schedule (with `PROBE_LEAD_S` ahead)."""
+        return max(0, int(self.rate * (min(now - self.started, PROBE_S) + PROBE_LEAD_S)) - self.padded)
+
+    def done(self, now: float) -> bool:
+        return now - self.started >= PROBE_S
+
+    def passed(self, now: float, delivered: int) -> bool:
+        """Whether the link delivered (bytes reported sent since the start, pictures included) what the schedule
+        asked of it."""
+        return delivered - self._delivered_before >= PROBE_PASS * self.rate * (now - self.started)
+
+
 class StreamChoice:
-    """Whether one viewer takes the frame's full stream or keyframes only at its link's rate."""
+    """Whether one viewer takes the frame's full stream or its light stream."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self.deltas = RateWindow(clock)  # the frame's delta rate, as offered to this viewer
         self.slow = False
         self.slow_periods = 0
+        self.hold_s = SLOW_HOLD_S
         self._last_skip = -1e9
+        self._back_at = -1e9  # when it last went back to the full stream
+        self._below_since: float | None = None
+        self.probe: Probe | None = None  # testing the link before going back to the full stream
+        self.probes = 0
 
     def skipped(self) -> None:
-        self._last_skip = self._clock()
+        now = self._clock()
+        self._last_skip = now
         if not self.slow:
             self.slow = True
             self.slow_periods += 1
+            # Slow again right after going back: that try failed, wait twice as long before the next.
+            failed = now - self._back_at < PROBE_WINDOW_S
+            self.hold_s = min(MAX_HOLD_S, self.hold_s * 2) if failed else SLOW_HOLD_S
 
-    def update(self, link_rate: float | None) -> bool:
-        """Back to the full stream when the link has recovered; True while slow."""
-        held = self._clock() - self._last_skip >= SLOW_HOLD_S
-        if self.slow and held and (link_rate is None or link_rate >= RECOVER_MARGIN * self.deltas.rate()):
-            self.slow = False
+    def update(self, link_rate: float | None, reported: bool = False, delivered: int = 0) -> bool:
+        """Slow or back to the full stream, from the link's rate; True while slow. `reported`: the rate is the
+        receiver's estimate (no queue of ours builds up to skip on, and it only follows what it receives).
+        `delivered`: the link's bytes sent so far (`LinkMeter.delivered`), for a probe. After the hold a
+        measured link gets a `probe`: its owner pads the connection and calls `probe_ended`."""
+        now = self._clock()
+        if not self.slow:
+            below = reported and link_rate is not None and link_rate < self.deltas.rate()
+            self._below_since = (self._below_since or now) if below else None
+            if self._below_since is not None and now - self._below_since >= BELOW_FOR_S:
+                self._below_since = None
+                self.skipped()
+            return self.slow
+        if self.probe is not None or now - self._last_skip < self.hold_s:
+            return True
+        wanted = RECOVER_MARGIN * self.deltas.rate()
+        if reported or link_rate is None or wanted < PROBE_MIN_RATE:
+            self._go_back(now)
+        else:
+            self.probe = Probe(now, wanted, delivered)
+            self.probes += 1
         return self.slow
+
+    def clock(self) -> float:
+        return self._clock()
+
+    def probe_ended(self, delivered: int, *, aborted: bool = False) -> bool:
+        """The probe is over (`aborted`: the queue passed its time budget); True when the link delivered it and
+        the viewer goes back to the full stream."""
+        probe, self.probe = self.probe, None
+        if probe is None:
+            return False
+        now = self._clock()
+        if not aborted and probe.passed(now, delivered):
+            self._go_back(now)
+            return True
+        self._last_skip = now
+        self.hold_s = min(MAX_HOLD_S, self.hold_s * 2)
+        return False
+
+    def _go_back(self, now: float) -> None:
+        self.slow = False
+        self._back_at = now

@@ -39,6 +39,7 @@ class _Queued:
     video: bool  # video or patch: counted in the pictures budget
     keyframe: bool
     slot: int | None  # the slot of a video or patch message, for skipping one viewer's pictures
+    padding: bool = False  # a probe's padding (link.py): dropped first, whenever anything else needs the room
 
 
 def _describe(message: bytes) -> tuple[bool, int | None]:
@@ -58,6 +59,7 @@ class Outbox:
         self._video_bytes = 0
         self._video_count = 0
         self._keyframe_bytes = 0  # the last keyframe queued: what a skip would cost at least
+        self._padding = 0  # bytes of probe padding queued
         self._max_bytes = max_bytes
         self._max_pictures = max_pictures
         self.budget_s = budget_s
@@ -100,6 +102,8 @@ class Outbox:
             return False
         keyframe, slot = _describe(message)
         size = len(message)
+        if self._padding and not self._fits(size, strict, keyframe):
+            self.drop_padding()  # a probe never costs a picture its place
         if keyframe and slot is not None and not self._fits(size, strict, keyframe):
             self._purge(slot)
         if not self._fits(size, strict, keyframe):
@@ -111,6 +115,20 @@ class Outbox:
         self._video_count += 1
         self._ready.set()
         return True
+
+    def push_padding(self, message: bytes) -> None:
+        """Queue a probe's padding (kind 3): it waits behind everything and goes first when room is needed."""
+        if self.closed:
+            return
+        self._stream.append(_Queued(message, len(message), video=False, keyframe=False, slot=None, padding=True))
+        self._padding += len(message)
+        self._ready.set()
+
+    def drop_padding(self) -> None:
+        """Forget the padding not taken yet (a probe ended, or a picture needs the room)."""
+        if self._padding:
+            self._stream = collections.deque(item for item in self._stream if not item.padding)
+            self._padding = 0
 
     def _fits(self, size: int, strict: bool, keyframe: bool) -> bool:
         if self._video_count == 0 and self._in_flight is None:
@@ -186,12 +204,14 @@ class Outbox:
             self._in_flight, self._in_flight_since = _Queued(text, len(text), False, False, None), self._clock()
             return text
         item = self._stream.popleft()
+        if item.padding:
+            self._padding -= item.size
         if item.video:
             self._video_bytes -= item.size
             self._video_count -= 1
         if isinstance(item.payload, bytes):
             self.bytes_sent += item.size
-            self.pictures_sent += 1
+            self.pictures_sent += not item.padding
         self._in_flight, self._in_flight_since = item, self._clock()
         return item.payload
 

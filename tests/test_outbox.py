@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from framestream.core.wire import FLAG_KEYFRAME, pack_video_header, unpack_video_header
 from framestream.feed import FrameFeed, Viewer
-from framestream.link import SLOW_HOLD_S, LinkMeter, StreamChoice
+from framestream.link import (
+    BELOW_FOR_S,
+    MAX_HOLD_S,
+    PROBE_LEAD_S,
+    PROBE_S,
+    RECOVER_MARGIN,
+    REPORT_FRESH_S,
+    SLOW_HOLD_S,
+    LinkMeter,
+    StreamChoice,
+)
 from framestream.media.picture import Picture
 from framestream.outbox import Outbox
 
@@ -121,18 +131,84 @@ def test_the_link_rate_is_bytes_over_busy_time_in_a_recent_window() -> None:
     assert meter.rate == 1_000_000
 
 
-def test_a_slow_viewer_returns_to_the_full_stream_only_after_its_link_recovers() -> None:
+def test_a_slow_viewer_goes_back_to_the_full_stream_only_when_a_probe_shows_the_link_carries_it() -> None:
     clock = Clock()
     choice = StreamChoice(clock)
     for _ in range(30):
         choice.deltas.add(10_000)  # the frame's deltas: about 150 kB/s over the window
     choice.skipped()
-    assert choice.update(1_000_000) and choice.slow_periods == 1, "held after a skip"
+    assert choice.update(1_000_000) and choice.slow_periods == 1 and choice.probe is None, "held after a skip"
     clock.t += SLOW_HOLD_S
     for _ in range(30):
         choice.deltas.add(10_000)
-    assert choice.update(100_000), "a link slower than the stream stays on keyframes"
-    assert not choice.update(1_000_000)
+    assert choice.update(1_000_000, delivered=0) and choice.probe is not None, "a probe first, still slow"
+    wanted = choice.probe.rate
+    assert wanted == RECOVER_MARGIN * choice.deltas.rate()
+    assert choice.probe.owed(clock.t) == int(wanted * PROBE_LEAD_S)
+    clock.t += PROBE_S
+    assert not choice.probe_ended(delivered=int(0.5 * wanted * PROBE_S)), "the link delivered half: still slow"
+    assert choice.slow and choice.hold_s == 2 * SLOW_HOLD_S
+    clock.t += choice.hold_s
+    for _ in range(30):
+        choice.deltas.add(10_000)
+    assert choice.update(1_000_000, delivered=1_000) and choice.probe is not None
+    clock.t += PROBE_S / 2
+    assert not choice.probe_ended(delivered=10**9, aborted=True), "its queue passed the budget: failed"
+    clock.t += choice.hold_s
+    for _ in range(30):
+        choice.deltas.add(10_000)
+    assert choice.update(1_000_000, delivered=1_000) and choice.probe is not None
+    wanted = choice.probe.rate
+    clock.t += PROBE_S
+    assert choice.probe_ended(delivered=1_000 + int(wanted * PROBE_S)) and not choice.slow
+
+
+def test_a_receivers_estimate_is_the_rate_while_fresh() -> None:
+    clock = Clock()
+    meter = LinkMeter(clock)
+    meter.sent(1_000_000, 0.01)  # UDP: gone at once, says nothing
+    meter.reported(1_000_000)  # REMB, bits/s
+    assert meter.reporting and meter.rate == 125_000
+    clock.t += REPORT_FRESH_S + 1
+    assert not meter.reporting and meter.rate == 100_000_000
+
+
+def test_a_reported_link_below_the_stream_makes_the_viewer_slow_after_a_while() -> None:
+    clock = Clock()
+    choice = StreamChoice(clock)
+    for _ in range(30):
+        choice.deltas.add(10_000)  # about 150 kB/s
+    assert not choice.update(100_000, reported=True), "not at the first report"
+    clock.t += BELOW_FOR_S / 2
+    assert not choice.update(400_000, reported=True), "a report above the stream resets it"
+    assert not choice.update(100_000, reported=True)
+    clock.t += BELOW_FOR_S
+    assert choice.update(100_000, reported=True) and choice.slow_periods == 1
+    measured = StreamChoice(clock)
+    for _ in range(30):
+        measured.deltas.add(10_000)
+    clock.t += BELOW_FOR_S
+    assert not measured.update(100_000) and not measured.update(100_000), "a measured rate never does: a skip does"
+
+
+def test_a_failed_try_of_the_full_stream_doubles_the_hold() -> None:
+    clock = Clock()
+    choice = StreamChoice(clock)
+    choice.skipped()
+    holds = []
+    for _ in range(7):
+        holds.append(choice.hold_s)
+        clock.t += choice.hold_s
+        # A receiver's estimate only follows what it gets: after the hold the full stream is tried anyway...
+        assert not choice.update(10_000, reported=True)
+        clock.t += 1
+        choice.skipped()  # ... and fails at once
+    assert holds == [SLOW_HOLD_S * 2**i for i in range(5)] + [MAX_HOLD_S, MAX_HOLD_S]
+    clock.t += choice.hold_s
+    assert not choice.update(10_000, reported=True)
+    clock.t += 60
+    choice.skipped()  # slow again much later: a new trouble, not a failed try
+    assert choice.hold_s == SLOW_HOLD_S
 
 
 class Writer:
@@ -166,84 +242,114 @@ class Writer:
         return arrived
 
 
-def picture(key: bool = False, size: int = 1000) -> Picture:
-    return Picture(data=b"p" * size, keyframe=key, refinement=False, capture_us=1, encoded_us=2, codec="avc1.42C020")
+def picture(key: bool = False, size: int = 1000, light: bool = False) -> Picture:
+    return Picture(data=b"p" * size, keyframe=key, refinement=False, capture_us=1, encoded_us=2, codec="avc1.42C020",
+                   light=light)
 
 
-async def test_a_slow_viewer_gets_keyframes_at_its_links_rate_and_a_fast_one_everything() -> None:
+class Frame:
+    """The frame's side of a feed: a keyframe of either stream made when asked, before the next picture, and a
+    light stream made while the feed asks for one (as media/pipeline.py does)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.full_asked = False
+        self.light_asked = False
+        self.light_caps: list[int | None] = []
+        self.feed = FrameFeed(request_keyframe=self._full, request_light_keyframe=self._light,
+                              set_light=self.light_caps.append)
+
+    def _full(self) -> None:
+        self.full_asked = True
+
+    def _light(self) -> None:
+        self.light_asked = True
+
+    def tick(self, size: int = 1000, key_size: int = 3000, light_size: int = 300) -> None:
+        """One picture of the full stream and, while it is wanted, one of the light stream."""
+        key, self.full_asked = self.full_asked, False
+        self.feed.publish(picture(key=key, size=key_size if key else size))
+        if self.feed.light_kbps is not None:
+            light_key, self.light_asked = self.light_asked, False
+            self.feed.publish_light(picture(key=light_key, size=light_size * (3 if light_key else 1), light=True))
+
+
+async def test_a_slow_viewer_moves_to_the_light_stream_and_a_fast_one_gets_everything() -> None:
     clock = Clock()
-    asked: list[float] = []
-    feed = FrameFeed(request_keyframe=lambda: asked.append(clock.t))
+    frame = Frame(clock)
+    feed = frame.feed
+    configs: list[bool] = []
     slow_box, fast_box = Outbox(clock=clock), Outbox(clock=clock)
-    measured(slow_box, 10_000)  # 10 kB/s against a stream of 30 kB/s
+    measured(slow_box, 15_000)  # 15 kB/s against a stream of 30 kB/s
     measured(fast_box, 10_000_000)
-    slow = Viewer("f", 1, slow_box, send_config=lambda _: None, on_event=lambda _: None, choice=StreamChoice(clock))
+    slow = Viewer("f", 1, slow_box, send_config=lambda v: configs.append(v.light), on_event=lambda _: None,
+                  choice=StreamChoice(clock))
     fast = Viewer("f", 2, fast_box, send_config=lambda _: None, on_event=lambda _: None, choice=StreamChoice(clock))
     feed.add(slow)
     feed.add(fast)
-    asked.clear()
+    frame.full_asked = True
     slow_got: list[tuple[int, int, bool]] = []
     fast_got: list[tuple[int, int, bool]] = []
     credit = 0.0  # bytes the slow link may still send (negative: still busy with a message)
-    for n in range(90):  # three seconds at 30 fps; a keyframe whenever one was asked for
+    for _ in range(90):  # three seconds at 30 fps
         clock.t += 1 / 30
-        key = n == 0 or bool(asked)  # the frame makes the keyframe asked for before this picture
-        asked.clear()
-        feed.publish(picture(key=key, size=3000 if key else 1000))
+        frame.tick()
         fast_got += sequences(await take(fast_box))
-        # The slow link drains 10 kB/s: take what it could have sent in this 1/30 s.
-        credit = min(credit + 10_000 / 30, 10_000 / 30)
+        # The slow link drains 15 kB/s: take what it could have sent in this 1/30 s.
+        credit = min(credit + 15_000 / 30, 15_000 / 30)
         while len(slow_box) and credit > 0:
             item = await slow_box.next()
             assert item is not None
             slow_got += sequences([item])
             credit -= len(item)
-            slow_box.sent(len(item), len(item) / 10_000)
+            slow_box.sent(len(item), len(item) / 15_000)
     assert [seq for _, seq, _ in fast_got] == list(range(1, 91)), "the fast viewer saw every picture"
-    assert feed.skips >= 1 and slow.choice.slow and feed.slow_viewers == 1
-    keys = [seq for _, seq, key in slow_got if key]
-    assert len(keys) >= 3, "the slow viewer keeps getting pictures"
-    assert len(keys) <= 12, "keyframes were asked for at the slow link's rate, not at every picture"
+    assert feed.skips >= 1 and slow.light and feed.slow_viewers == 1
+    assert configs == [False, True], "a video-config of the light stream before its first picture"
+    assert frame.light_caps and frame.light_caps[-1] == 150, "capped to its link (72 kbit/s) at the floor"
+    start = next(i for i, (_, _, key) in enumerate(slow_got) if key and i > 0)  # the light stream's keyframe
+    light = [seq for _, seq, _ in slow_got[start:]]
+    assert light == list(range(light[0], light[0] + len(light))) and len(light) >= 30, "every light picture"
+    feed.remove(slow)
+    assert frame.light_caps[-1] is None, "no light stream once nobody takes it"
 
 
 async def test_a_slow_viewer_whose_link_carries_the_stream_returns_to_it_after_the_hold() -> None:
     clock = Clock()
-    asked: list[float] = []
-    feed = FrameFeed(request_keyframe=lambda: asked.append(clock.t))
+    frame = Frame(clock)
+    feed = frame.feed
     box = Outbox(clock=clock)  # not measured yet: the picture count applies
     viewer = Viewer("f", 1, box, send_config=lambda _: None, on_event=lambda _: None, choice=StreamChoice(clock))
     feed.add(viewer)
-    asked.clear()
     feed.publish(picture(key=True, size=100_000))
     for _ in range(20):  # the first keyframe is still going out: the count runs over, the viewer skips
         clock.t += 1 / 30
         feed.publish(picture())
     assert viewer.choice.slow and feed.skips == 1
+    assert not viewer.light, "an unmeasured link stays on the full stream's keyframes"
     got: list[tuple[int, int, bool]] = []
     writer = Writer(box, 100_000)  # the link: 100 kB/s; the stream's deltas: 30 kB/s
     for n in range(int(30 * (SLOW_HOLD_S + 4))):
         clock.t += 1 / 30
-        key = bool(asked)
-        asked.clear()
-        feed.publish(picture(key=key, size=100_000 if key else 1000))
+        frame.tick(key_size=100_000)
         sent = await writer.tick()
         got += sent if n >= 30 * (SLOW_HOLD_S + 3) else []
-    assert not viewer.choice.slow and feed.skips == 1, "back on the full stream, without a new skip"
+    assert not viewer.choice.slow and not viewer.light and feed.skips == 1, "back on the full stream, no new skip"
     assert [seq for _, seq, _ in got] == list(range(got[0][1], got[0][1] + len(got))), "every picture again"
 
 
 async def test_a_viewer_that_skips_drops_its_queued_pictures_and_asks_for_a_keyframe_at_once() -> None:
     clock = Clock()
-    asked: list[float] = []
-    feed = FrameFeed(request_keyframe=lambda: asked.append(clock.t))
+    frame = Frame(clock)
+    feed = frame.feed
     box = Outbox(clock=clock)
     measured(box, 10_000)  # 10 kB/s: the budget holds 2500 bytes
     assert box.push_video(video(9, 1, 400))  # another frame's picture on the same connection
     viewer = Viewer("f", 1, box, send_config=lambda _: None, on_event=lambda _: None, choice=StreamChoice(clock))
     feed.add(viewer)
     feed.publish(picture(key=True, size=1000))
-    asked.clear()
+    frame.full_asked = False
     for _ in range(3):
         feed.publish(picture(size=900))
-    assert feed.skips == 1 and len(asked) == 1, "it fell behind and asked for a keyframe"
+    assert feed.skips == 1 and frame.light_asked and not frame.full_asked, "it fell behind, asked the light stream"
     assert sequences(await take(box)) == [(9, 1, False)], "its own queued pictures went, the other frame's stayed"

@@ -48,7 +48,8 @@ class Frame:
         self.state = FrameState.LAUNCHING if launching else FrameState.CLOSED
         self.message: str | None = None
         self.control = FrameControl()
-        self.feed = FrameFeed(request_keyframe=self.request_keyframe)
+        self.feed = FrameFeed(request_keyframe=self.request_keyframe,
+                              request_light_keyframe=self.request_light_keyframe, set_light=self.set_light)
         self.last_viewed = time.monotonic() if last_viewed is None else last_viewed
         self.idle_since: float | None = None
         self.deleted = False
@@ -61,6 +62,7 @@ class Frame:
         self._restarts = RestartBudget()
         self._encode_seconds_before = 0.0  # by runtimes that have ended
         self._published = 0  # pictures of the current pipeline handed out on the loop
+        self._light_kbps: int | None = None  # the light stream's cap while slow viewers watch
         settings = manager.settings
         self.files = FrameFiles(manager.files_dir(frame_id), max_download_bytes=settings.download_max_bytes,
                                 max_downloads=settings.download_max_count)
@@ -169,10 +171,23 @@ class Frame:
         if self._runtime is not None:
             self._runtime.request_keyframe(self._published)
 
+    def request_light_keyframe(self) -> None:
+        if self._runtime is not None:
+            self._runtime.request_light_keyframe()
+
+    def set_light(self, kbps: int | None) -> None:
+        """The light stream's cap (media/light.py), as the feed wants it for its slow viewers."""
+        self._light_kbps = kbps
+        if self._runtime is not None:
+            self._runtime.set_light(kbps)
+
     def _on_picture(self, pipeline: object, picture: Picture) -> None:
         runtime = self._runtime
         if runtime is None or pipeline is not runtime.pipeline:
             return  # posted by a pipeline stopped since (perhaps still stopping): not the page as it is
+        if picture.light:
+            self.feed.publish_light(picture)
+            return
         self._published += 1
         self.feed.publish(picture)
 
@@ -208,6 +223,7 @@ class Frame:
                              on_navigated=self._on_navigated, on_crashed=self._on_crashed,
                              on_tab_event=self._on_tab_event, patch_gate=self.feed.patch_gate)
         runtime = self._runtime = self.manager.new_runtime(self.id, self.size, hooks)
+        runtime.set_light(self._light_kbps)
         self.feed.restarted()
         self._published = 0
         try:

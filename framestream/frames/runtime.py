@@ -78,6 +78,10 @@ class Runtime(Protocol):
 
     def request_keyframe(self, published: int) -> None: ...
 
+    def set_light(self, kbps: int | None) -> None: ...
+
+    def request_light_keyframe(self) -> None: ...
+
     def snapshot(self) -> tuple[Any, int, int] | None: ...
 
     @property
@@ -118,6 +122,7 @@ class FrameRuntime:
         self._stats: PipelineStats | None = None
         self._unsubscribe: list[Callable[[], None]] = []
         self._watchdog: asyncio.Task[None] | None = None
+        self._light_kbps: int | None = None  # the light stream's cap the feed last asked for
 
     async def start(self, url: str) -> str | None:
         """Start the display, the browser and the pipeline, then load `url`. Returns None, or why the page did
@@ -147,7 +152,9 @@ class FrameRuntime:
             on_picture=lambda picture: _post(loop, hooks.on_picture, pipeline, picture),
             on_failure=lambda exc: _post(loop, hooks.on_fault, f"capture failed: {exc}"),
             settings=EncoderSettings(fps=settings.fps), name=self._name, patch_gate=hooks.patch_gate,
+            light_size=size.light,
         )
+        pipeline.set_light(self._light_kbps)
         self.pipeline, self._stats = pipeline, pipeline.stats
         pipeline.start()
         error = await self._browser.navigate(url)
@@ -284,6 +291,15 @@ class FrameRuntime:
     def request_keyframe(self, published: int) -> None:
         if self.pipeline is not None:
             self.pipeline.request_keyframe(published)
+
+    def set_light(self, kbps: int | None) -> None:
+        self._light_kbps = kbps  # a pipeline made later (a relaunch) starts with it
+        if self.pipeline is not None:
+            self.pipeline.set_light(kbps)
+
+    def request_light_keyframe(self) -> None:
+        if self.pipeline is not None:
+            self.pipeline.request_light_keyframe()
 
     def snapshot(self) -> tuple[Any, int, int] | None:
         return self.pipeline.snapshot() if self.pipeline is not None else None

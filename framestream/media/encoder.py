@@ -52,6 +52,8 @@ class EncoderSettings:
     refine_crf: int = 14  # still: close to transparent for text
     preset: str = "ultrafast"
     threads: int = 0  # 0: one for small pictures, two slices for large ones (see H264Encoder)
+    max_kbps: int | None = None  # a rate cap (x264's VBV, a buffer of `buffer_s`); changeable while it runs
+    buffer_s: float = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,22 @@ class _CrfSwitch:
             return
         if self._avutil.av_opt_set(self._ptr, b"crf", str(crf).encode(), _AV_OPT_SEARCH_CHILDREN) == 0:
             self._current = crf
+
+
+def _buffer_kbit(kbps: int, seconds: float) -> int:
+    return max(16, round(kbps * seconds))
+
+
+def _set_option(context: av.video.codeccontext.VideoCodecContext, name: bytes, value: str) -> bool:
+    """Set an AVOption of an open codec context (libx264 re-reads its rate options before every picture)."""
+    try:
+        avutil = _avutil()
+        avutil.av_opt_set.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
+        ptr = _c_pointer(context)
+        return bool(ptr) and avutil.av_opt_set(ptr, name, value.encode(), _AV_OPT_SEARCH_CHILDREN) == 0
+    except (OSError, AttributeError) as exc:
+        log.warning("cannot set %s: %s", name.decode(), exc)
+        return False
 
 
 def _avutil() -> ctypes.CDLL:
@@ -213,9 +231,12 @@ class H264Encoder:
             f"sliced-threads={1 if threads > 1 else 0}:threads={threads}",
             "mb_info": "1",
         }
+        if s.max_kbps is not None:  # x264 can change the cap while it runs, but only turn it on when it opens
+            ctx.options |= {"maxrate": f"{s.max_kbps}k", "bufsize": f"{_buffer_kbit(s.max_kbps, s.buffer_s)}k"}
         ctx.open()
         self._ctx = ctx
         self._crf = _CrfSwitch(ctx, s.crf)
+        self.max_kbps = s.max_kbps
         self._yuv = av.VideoFrame(width, height, "yuv420p")
         self._hints = _ChangedRegions(self._yuv)
         self._planes = [
@@ -261,6 +282,31 @@ class H264Encoder:
             shift = 0 if index == 0 else 1  # chroma planes have half the rows
             view = np.frombuffer(memoryview(plane), np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width]
             self._planes[index][top >> shift : bottom >> shift] = view
+
+    def update_scaled(self, bgrx: np.ndarray) -> None:
+        """Make the current picture a scaled copy of a whole BGRX picture of any size (the light stream)."""
+        reformatter = self._reformatters.get(-1)
+        if reformatter is None:
+            reformatter = self._reformatters[-1] = VideoReformatter()
+        src = av.VideoFrame.from_numpy_buffer(bgrx, format="bgra")
+        # BILINEAR halves text without the aliasing of POINT, for a third of AREA's cost.
+        picture = reformatter.reformat(src, width=self.width, height=self.height, format="yuv420p",
+                                       src_colorspace=Colorspace.ITU709, dst_colorspace=Colorspace.ITU709,
+                                       interpolation=Interpolation.BILINEAR, dst_color_range=ColorRange.MPEG)
+        for index, plane in enumerate(picture.planes):
+            view = np.frombuffer(memoryview(plane), np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width]
+            self._planes[index][:] = view
+
+    def set_max_kbps(self, kbps: int) -> bool:
+        """Change the rate cap of an encoder opened with one; libx264 takes it before its next picture."""
+        if self.max_kbps is None or kbps == self.max_kbps:
+            return self.max_kbps is not None
+        # Only through a context pointer `_CrfSwitch` checked by reading an option back: never write blind.
+        if self._crf.available and _set_option(self._ctx, b"maxrate", f"{kbps}k") and \
+                _set_option(self._ctx, b"bufsize", f"{_buffer_kbit(kbps, self.settings.buffer_s)}k"):
+            self.max_kbps = kbps
+            return True
+        return False
 
     def encode(
         self,

@@ -18,6 +18,7 @@ class Picture:
     codec: str | None
     changed: bool = True  # False for a keyframe or refinement of a picture that did not change
     kind: int = KIND_VIDEO
+    light: bool = False  # of the frame's light stream (media/light.py), for its slow viewers only
 
     @property
     def patch(self) -> bool:

@@ -23,7 +23,9 @@ from framestream.core.pacing import Encode, EncodePolicy
 from framestream.errors import CaptureError
 from framestream.media.capture import DisplayCapture
 from framestream.media.diff import changed_boxes
-from framestream.media.encoder import EncoderSettings, H264Encoder
+from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
+from framestream.media.light import LightEncoder
+from framestream.media.light_policy import LightPlan
 from framestream.media.picture import KIND_PATCH, PatchGate, Picture
 from framestream.media.rects import DamageRect
 from framestream.media.sender import ChangeSender
@@ -53,6 +55,7 @@ class FramePipeline:
         name: str = "frame",
         patch_gate: PatchGate | None = None,
         release_after_s: float = RELEASE_AFTER_S,
+        light_size: tuple[int, int] | None = None,
     ) -> None:
         self.display = display
         self.name = name  # the frame id, for logs
@@ -78,6 +81,11 @@ class FramePipeline:
         self._emitted = 0  # pictures handed to on_picture, numbered from 1
         self._last_keyframe_index = 0
         self._request_seen = -1  # the most any pending keyframe asker had seen (see request_keyframe)
+        # The light stream (media/light.py): its size, the cap the feed asks for (None: nobody takes it), and
+        # a pending keyframe request for it.
+        self._light_size = light_size or (width, height)
+        self._light_kbps: int | None = None
+        self._light_keyframe = False
         self.stats = PipelineStats()
 
     # -- called from the event loop ---------------------------------------------------------------------
@@ -95,6 +103,19 @@ class FramePipeline:
             # Every pending asker must be served: a keyframe counts only if it comes after all they have seen.
             seen = published if published is not None else 1 << 62
             self._request_seen = max(self._request_seen, seen)
+        self._wake()
+
+    def set_light(self, kbps: int | None) -> None:
+        """Make the light stream at this cap (kbit/s), or stop making it (None)."""
+        with self._lock:
+            changed = (kbps is None) != (self._light_kbps is None)
+            self._light_kbps = kbps
+        if changed:
+            self._wake()
+
+    def request_light_keyframe(self) -> None:
+        with self._lock:
+            self._light_keyframe = True
         self._wake()
 
     def set_paused(self, paused: bool) -> None:
@@ -175,6 +196,7 @@ class FramePipeline:
         release_at = 0.0  # while paused: when to give everything back
         damage: list[DamageRect] = []
         sender = ChangeSender(encoder, self._patch_gate)  # patches or H.264 for each change
+        light = _LightState(self._light_size)
         timeout = 0.0
         while True:
             ready, _, _ = select.select([capture.fileno(), self._wake_r], [], [], timeout)
@@ -185,8 +207,10 @@ class FramePipeline:
                     pass
             with self._lock:
                 if self._stopping:
+                    light.stop()
                     return
                 paused = self._paused
+                light_kbps, light_keyframe, self._light_keyframe = self._light_kbps, self._light_keyframe, False
                 if self._keyframe_requested:
                     self._keyframe_requested = False
                     # A keyframe emitted since the request was made (while this thread was busy) serves it.
@@ -199,6 +223,7 @@ class FramePipeline:
                 # converted, a warm encoder); then given back.
                 now = time.monotonic()
                 release_at = release_at or now + self._release_after_s
+                light.stop()
                 if now >= release_at:
                     with self._lock:
                         self._last = None  # kept goes with the capture; a screenshot resumes the frame first
@@ -212,9 +237,10 @@ class FramePipeline:
                 damage.extend(new_damage)
                 policy.note_damage()
             now = time.monotonic()
+            light.want(light_kbps, light_keyframe, now)
             decision = policy.decide(now)
             if not isinstance(decision, Encode):
-                timeout = min(decision.seconds, 3600.0)
+                timeout = min(decision.seconds, 3600.0, self._send_light(light, kept, now))
                 continue
             rows: tuple[int, int] | None = None
             boxes: list[tuple[int, int, int, int]] = []
@@ -270,7 +296,63 @@ class FramePipeline:
             # The slot is when this picture was decided, not when its encode ended: otherwise every picture's
             # encode time would stretch the period (measured: 24 fps at 1280x800, 15 at 2560x1600).
             policy.note_encoded(now, decision, changed=changed, patched=patched)
+            if changed:
+                light.changed(now)
+            self._send_light(light, kept, now)
             timeout = 0.0  # ask the policy again at once: it knows the next deadline
+
+    def _send_light(self, light: _LightState, kept: np.ndarray, now: float) -> float:
+        """Send the light stream's picture when one is due; seconds until the next may be (3600: none)."""
+        out = light.send(kept, now) if self._last is not None else None  # (nothing grabbed yet: nothing to send)
+        if out is not None:
+            encoder, picture = out
+            self.stats.light_pictures += 1
+            self._on_picture(Picture(data=picture.data, keyframe=picture.keyframe, refinement=picture.refinement,
+                                     capture_us=self._last_capture_us, encoded_us=time.time_ns() // 1000,
+                                     codec=encoder.codec_string, changed=not picture.refinement, light=True))
+        deadline = light.deadline(time.monotonic())
+        return 3600.0 if deadline is None else deadline
+
+
+class _LightState:
+    """The worker's light stream: its encoder while someone takes it, and when it sends (media/light.py)."""
+
+    def __init__(self, size: tuple[int, int]) -> None:
+        self._size = size
+        self._encoder: LightEncoder | None = None
+        self._plan = LightPlan()
+
+    def want(self, kbps: int | None, keyframe: bool, now: float) -> None:
+        if kbps is None:
+            self.stop()
+            return
+        if self._encoder is None:
+            self._encoder = LightEncoder(*self._size, kbps)
+            self._plan = LightPlan()  # starts with a keyframe
+        else:
+            self._encoder.set_kbps(kbps)
+        if keyframe:
+            self._plan.request_keyframe()
+
+    def changed(self, now: float) -> None:
+        if self._encoder is not None:
+            self._plan.changed(now)
+
+    def send(self, kept: np.ndarray, now: float) -> tuple[LightEncoder, EncodedPicture] | None:
+        if self._encoder is None:
+            return None
+        due = self._plan.due(now)
+        if not due.send:
+            return None
+        return self._encoder, self._encoder.encode(kept, due)
+
+    def deadline(self, now: float) -> float | None:
+        return self._plan.next_deadline(now) if self._encoder is not None else None
+
+    def stop(self) -> None:
+        if self._encoder is not None:
+            self._encoder.close()
+            self._encoder = None
 
 
 def give_back_freed_memory() -> None:
@@ -289,6 +371,7 @@ class PipelineStats:
     encode_seconds: float = 0.0  # x264 and patch images
     patches: int = 0  # of `pictures`, those sent as patches
     patch_bytes: int = 0
+    light_pictures: int = 0  # of the light stream, beside `pictures`
 
 
 __all__ = ["CaptureError", "FramePipeline", "Picture", "PipelineStats"]

@@ -75,9 +75,15 @@ MAX_SLOT = 0xFFFF  # slots are 16 bits in the video header; 0 is never handed ou
 DEFAULT_CODEC = "avc1.42C01F"  # named in a video-config sent before the encoder said its level
 
 
-def config_text(frame: SessionFrame, slot: int) -> str:
-    """The `video-config` of `frame` for the viewer on `slot`, with the codec as the encoder last said."""
+def config_text(frame: SessionFrame, slot: int, light: bool = False, link_rate: float | None = None) -> str:
+    """The `video-config` of `frame` for the viewer on `slot`, with the codec as the encoder last said: of the
+    frame's light stream for a viewer on it (its link's rate in bytes/s, when measured, goes with it)."""
     size = frame.size
+    if light:
+        width, height = size.light
+        return video_config(frame.id, slot, frame.feed.light_codec or DEFAULT_CODEC, width, height,
+                            size.css_width, size.css_height, stream="light",
+                            link_kbps=None if link_rate is None else round(link_rate * 8 / 1000))
     return video_config(frame.id, slot, frame.feed.codec or DEFAULT_CODEC, size.width, size.height,
                         size.css_width, size.css_height)
 

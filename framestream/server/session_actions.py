@@ -14,6 +14,9 @@ class _Codec(Protocol):
     @property
     def codec(self) -> str | None: ...
 
+    @property
+    def light_codec(self) -> str | None: ...
+
 
 class SessionFrame(Protocol):
     """What the session reads of a frame (framestream.frames' Frame, or a fake in tests)."""

@@ -127,7 +127,7 @@ class ViewerConnection:
             frame_id=frame.id,
             slot=slot,
             outbox=outbox,
-            send_config=lambda v: self.outbox.push_config(config_text(frame, v.slot)),
+            send_config=lambda v: self.outbox.push_config(config_text(frame, v.slot, v.light, v.outbox.link.rate)),
             on_event=self._on_event,
             configured=configured,
             patches=offer is None and "patches" in self.session.features,

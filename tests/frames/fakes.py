@@ -36,6 +36,8 @@ class FakeRuntime:
         self.dispatch_error: Exception | None = None
         self.dispatch_gate: asyncio.Event | None = None  # when set, dispatch waits for it
         self.keyframe_requests: list[int] = []
+        self.light_kbps: int | None = None
+        self.light_keyframe_requests = 0
         self.tabs = None  # no browser pages: what Browsing does with real ones is proven by integration tests
 
     async def start(self, url: str) -> str | None:
@@ -68,6 +70,12 @@ class FakeRuntime:
 
     def request_keyframe(self, published: int) -> None:
         self.keyframe_requests.append(published)
+
+    def set_light(self, kbps: int | None) -> None:
+        self.light_kbps = kbps
+
+    def request_light_keyframe(self) -> None:
+        self.light_keyframe_requests += 1
 
     def snapshot(self) -> tuple[Any, int, int] | None:
         return None

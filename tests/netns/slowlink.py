@@ -26,7 +26,7 @@ from typing import Any
 
 import websockets
 
-from framestream.core.wire import unpack_video_header
+from framestream.core.wire import KIND_PATCH, KIND_VIDEO, unpack_video_header
 from tests.support import Service, page_server
 
 BENCH_PAGES = Path(__file__).resolve().parents[2] / "benchmarks" / "pages"
@@ -37,22 +37,32 @@ TEST_PAGES = Path(__file__).resolve().parents[1] / "pages"
 class Reader:
     name: str
     ws: Any
-    records: list[tuple[int, bool, int, int, int]] = field(default_factory=list)  # seq, key, size, cap, recv µs
+    # seq, key, size, capture µs, receive µs, light (of the light stream, after a `video-config` saying so)
+    records: list[tuple[int, bool, int, int, int, bool]] = field(default_factory=list)
     texts: list[dict[str, Any]] = field(default_factory=list)
     keyed: asyncio.Event = field(default_factory=asyncio.Event)
+    light: bool = False
+    light_sizes: set[tuple[int, int]] = field(default_factory=set)
 
     async def read(self) -> None:
         with contextlib.suppress(websockets.ConnectionClosed):
             async for raw in self.ws:
                 if isinstance(raw, str):
-                    self.texts.append(json.loads(raw))
+                    message = json.loads(raw)
+                    self.texts.append(message)
+                    if message.get("type") == "video-config":
+                        self.light = message.get("stream") == "light"
+                        if self.light:
+                            self.light_sizes.add((message["width"], message["height"]))
                     continue
                 recv_us = time.time_ns() // 1000
+                if raw[0] not in (KIND_VIDEO, KIND_PATCH):
+                    continue  # a probe's padding (kind 3): what it tells is the link's, not the viewer's
                 h = unpack_video_header(raw[:16])
                 if h.keyframe:
                     self.keyed.set()
                 if self.keyed.is_set():
-                    self.records.append((h.sequence, h.keyframe, len(raw), h.capture_us, recv_us))
+                    self.records.append((h.sequence, h.keyframe, len(raw), h.capture_us, recv_us, self.light))
 
 
 def percentiles(values: list[float]) -> dict[str, float] | None:
@@ -63,11 +73,12 @@ def percentiles(values: list[float]) -> dict[str, float] | None:
             int(0.95 * len(ordered)))], 1), "max": round(ordered[-1], 1), "n": len(ordered)}
 
 
-def summary(records: list[tuple[int, bool, int, int, int]], t0_us: int, t1_us: int,
+def summary(records: list[tuple[int, bool, int, int, int, bool]], t0_us: int, t1_us: int,
             link_kbit: float | None) -> dict[str, Any]:
     inside = [r for r in records if t0_us <= r[4] < t1_us]
     seconds = (t1_us - t0_us) / 1e6
-    gaps = sum(1 for a, b in itertools.pairwise(inside) if (b[0] - a[0]) & 0xFFFFFFFF != 1)
+    # A gap: pictures of one stream skipped (a move between the full and the light stream starts a new one).
+    gaps = sum(1 for a, b in itertools.pairwise(inside) if a[5] == b[5] and (b[0] - a[0]) & 0xFFFFFFFF != 1)
     latency = [(r[4] - r[3]) / 1000 for r in inside]
     # The time a picture waited beyond its own transfer at the link's rate: what the queue added.
     waited = [(r[4] - r[3]) / 1000 - (r[2] * 8 / link_kbit if link_kbit else 0.0) for r in inside]
@@ -75,6 +86,7 @@ def summary(records: list[tuple[int, bool, int, int, int]], t0_us: int, t1_us: i
     return {
         "pictures": len(inside), "fps": round(len(inside) / seconds, 2),
         "keyframes": sum(1 for r in inside if r[1]), "gaps": gaps,
+        "light_pictures": sum(1 for r in inside if r[5]),
         "sequences": [r[0] for r in inside],
         "kbps": round(sum(r[2] for r in inside) * 8 / seconds / 1000, 1),
         "capture_to_recv_ms": percentiles(latency), "queue_wait_ms": percentiles(waited),
@@ -143,7 +155,8 @@ async def scenario(args: dict[str, Any]) -> dict[str, Any]:
             service.kill_leftovers()
     links = {spec["name"]: spec.get("link_kbit") for spec in args["viewers"]}
     return {
-        "viewers": {r.name: summary(r.records, t0, t1, links[r.name]) for r in readers},
+        "viewers": {r.name: summary(r.records, t0, t1, links[r.name]) | {"light_sizes": sorted(r.light_sizes)}
+                    for r in readers},
         "frame": {"pictures": after.get("framestream_pictures_total", 0) - before.get("framestream_pictures_total", 0),
                   "skips": after.get("framestream_viewer_skips_total", 0),
                   "skips_in_window": after.get("framestream_viewer_skips_total", 0)

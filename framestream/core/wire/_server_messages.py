@@ -69,20 +69,24 @@ def welcome(sandbox: str, shared_frames: bool, features: tuple[str, ...] | None 
 
 
 def video_config(  # noqa: PLR0917 - the contract's field order
-    frame: str, slot: int, codec: str, width: int, height: int, css_width: int, css_height: int
+    frame: str, slot: int, codec: str, width: int, height: int, css_width: int, css_height: int, *,
+    stream: str | None = None, link_kbps: int | None = None,
 ) -> str:
-    return _dumps(
-        {
-            "type": "video-config",
-            "frame": frame,
-            "slot": slot,
-            "codec": codec,
-            "width": width,
-            "height": height,
-            "css_width": css_width,
-            "css_height": css_height,
-        }
-    )
+    message: dict[str, object] = {
+        "type": "video-config",
+        "frame": frame,
+        "slot": slot,
+        "codec": codec,
+        "width": width,
+        "height": height,
+        "css_width": css_width,
+        "css_height": css_height,
+    }
+    if stream is not None:  # only on the light stream: every other config stays as it always was
+        message["stream"] = stream
+    if link_kbps is not None:
+        message["link_kbps"] = link_kbps
+    return _dumps(message)
 
 
 def _page_entry(page: Mapping[str, object]) -> dict[str, object]:

@@ -1,4 +1,5 @@
-"""The 16-byte header in front of every binary message: kind (1 video, 2 patch), flags, slot, sequence, capture."""
+"""The 16-byte header in front of every binary message: kind (1 video, 2 patch, 3 padding), flags, slot, sequence,
+capture."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Final, NamedTuple
 VIDEO_HEADER: Final = struct.Struct(">BBHIQ")
 KIND_VIDEO: Final = 1
 KIND_PATCH: Final = 2  # opt-in (hello `features`): a picture's changed rectangles, see _patch_message
-KINDS: Final = (KIND_VIDEO, KIND_PATCH)
+KIND_PADDING: Final = 3  # bytes that test whether a slow link carries more (framestream/link.py); ignored
+KINDS: Final = (KIND_VIDEO, KIND_PATCH, KIND_PADDING)
 FLAG_KEYFRAME: Final = 1
 FLAG_REFINEMENT: Final = 2
 
@@ -57,6 +59,11 @@ def pack_video_header(flags: int, slot: int, sequence: int, capture_us: int, kin
     if not 0 <= capture_us < 2**64:
         raise ValueError(f"capture time {capture_us} out of range")
     return VIDEO_HEADER.pack(kind, flags, slot, sequence & 0xFFFFFFFF, capture_us)
+
+
+def pack_padding(slot: int, size: int) -> bytes:
+    """A padding message of `size` bytes in all (at least the header): kind 3, zeros after the header."""
+    return pack_video_header(0, slot, 0, 0, KIND_PADDING) + bytes(max(0, size - VIDEO_HEADER.size))
 
 
 def unpack_video_header(data: bytes) -> VideoHeader:
