@@ -1,7 +1,8 @@
 """Run a command in a network namespace of its own that has only `lo`, so no WebRTC packet can leave it.
 
 As root (CI) `unshare -n`; otherwise `unshare -rn` (a user namespace maps us to root inside). `lo` starts
-down in a new namespace: `ip link set lo up` first.
+down in a new namespace: `ip link set lo up` first. With a `shape` (tc commands, tests/netns `tbf`), `lo` gets
+MTU 1500 first: a token bucket's burst must hold a whole packet, and lo's own MTU is 64 KiB.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import subprocess
 from collections.abc import Sequence
 
 INSIDE = "FRAMESTREAM_IN_NETNS"  # set for the command run inside
+LINK = "FRAMESTREAM_TEST_LINK"  # the rate lo is limited to inside, as tc reads it ("1mbit"); unset: unlimited
 
 
 def in_netns(argv: Sequence[str], *, env: dict[str, str] | None = None, timeout: float = 900.0,
-             ) -> subprocess.CompletedProcess[str]:
+             shape: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     unshare = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-rn"]
-    script = "ip link set lo up && exec " + shlex.join(argv)
+    steps = ["ip link set lo mtu 1500", *shape] if shape else []
+    script = " && ".join([*steps, "ip link set lo up", "exec " + shlex.join(argv)])
     return subprocess.run([*unshare, "sh", "-c", script], env={**os.environ, **(env or {}), INSIDE: "1"},
                           capture_output=True, text=True, timeout=timeout, check=False)
 

@@ -5,13 +5,13 @@ not use loopback candidates (so ICE cannot connect) falls back to the WebSocket 
 from __future__ import annotations
 
 import json
-import urllib.parse
 
 import pytest
 
 from tests.fixtures import service_fixture
 from tests.support import Service
-from tests.web.browser import JS_HELPERS, Browser, Page, info, wait_pixel
+from tests.web.browser import Browser, info, wait_pixel
+from tests.webrtc.chromium import LOOPBACK, open_webrtc_viewer
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -21,19 +21,6 @@ RED = (200, 40, 40)
 WHITE = (255, 255, 255)
 BOX = (200, 100)  # CSS centre of #box (100,50 size 200x100)
 BLANK = (20, 20)
-# Host candidates on loopback (the only interface here), and no mDNS names for them.
-LOOPBACK = ("--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns")
-
-
-async def open_webrtc_viewer(page: Page, service: Service, frame: str) -> None:
-    """The service's viewer for `frame` with `#transport=webrtc`, and the tests' pixel helpers in it."""
-    fragment = urllib.parse.urlencode([("token", service.token("view")), ("frame", frame), ("transport", "webrtc")])
-    await page.navigate("about:blank")
-    await page.wait_for("location.href === 'about:blank'")
-    await page.navigate(f"{service.base}/#{fragment}")
-    await page.wait_for("window.framestream && window.framestream.client !== undefined")
-    assert await page.eval("window.framestream.client.videoTransport") == "webrtc"
-    await page.eval(JS_HELPERS)
 
 
 async def test_chromium_shows_a_2560x1600_frame_over_webrtc(service: Service) -> None:
@@ -55,6 +42,11 @@ async def test_chromium_shows_a_2560x1600_frame_over_webrtc(service: Service) ->
                             ".textContent.endsWith(' · webrtc')")
         answer = await page.eval(f"{rtc}.pc.remoteDescription.sdp")
         assert "profile-level-id=42c032" in answer, answer
+        # The receiver's congestion feedback: REMB (aiortc has no transport-cc), so Chromium estimates the link
+        # on its side (with abs-send-time) and reports it to us.
+        h264 = next(line.split()[0].split(":")[1] for line in answer.splitlines() if "H264/90000" in line)
+        assert f"a=rtcp-fb:{h264} goog-remb" in answer.splitlines(), answer
+        assert "transport-cc" not in answer and "abs-send-time" in answer, answer
         assert all(" 127.0.0.1 " in line for line in answer.splitlines() if line.startswith("a=candidate:"))
 
 
