@@ -84,7 +84,10 @@ class Viewer:
             self.waiting_keyframe = False
             self.asked_keyframe = self.asked_keyframe and not picture.keyframe
             return True
-        if not self.waiting_keyframe and not self.choice.slow:  # (a slow viewer waiting again is no new skip)
+        if not self.waiting_keyframe and self.light:
+            self.skipped += 1
+            self.choice.light_skipped()  # its light stream gets a smaller share of the link
+        elif not self.waiting_keyframe and not self.choice.slow:  # (a slow viewer waiting again is no new skip)
             self.skipped += 1
             self.choice.skipped()
         self.waiting_keyframe = True
@@ -219,7 +222,8 @@ class FrameFeed:
         full = [v for v in self.viewers if not v.light]
         self.patch_gate.open = bool(full) and all(v.patches for v in full)
         # The light stream while anyone takes it, capped to what the slowest of them carries.
-        kbps = light_kbps([(v.outbox.link.rate or 0.0, v.outbox.link.reporting) for v in self.viewers if v.light])
+        kbps = light_kbps([((v.outbox.link.rate or 0.0) * v.choice.share(), v.outbox.link.reporting)
+                           for v in self.viewers if v.light])
         current = self.light_kbps
         if (kbps is None) != (current is None) or (kbps is not None and current is not None
                                                    and needs_recap(current, kbps)):

@@ -40,6 +40,11 @@ PROBE_S = 0.6  # how long a probe pads the link
 PROBE_LEAD_S = 0.1  # padding queued ahead of the probe's schedule, so the link never idles during it
 PROBE_PASS = 0.8  # of the padding's schedule the link must have delivered
 PROBE_MIN_RATE = 16_000.0  # bytes/s: a full stream lighter than this is simply tried
+# The light stream's share of the measured link, cut when even it had to skip and grown back slowly: a measure
+# taken over small pictures that pass within a token bucket's burst reads high.
+LIGHT_BACKOFF = 0.7
+LIGHT_REGROW_PER_S = 0.05
+LIGHT_MIN_SHARE = 0.2
 
 
 class LinkMeter:
@@ -140,6 +145,7 @@ class StreamChoice:
         self._below_since: float | None = None
         self.probe: Probe | None = None  # testing the link before going back to the full stream
         self.probes = 0
+        self._share, self._share_at = 1.0, clock()  # of the measured link the light stream may take
 
     def skipped(self) -> None:
         now = self._clock()
@@ -176,6 +182,14 @@ class StreamChoice:
 
     def clock(self) -> float:
         return self._clock()
+
+    def light_skipped(self) -> None:
+        """Even the light stream did not fit the time budget: ask it of less of the link."""
+        self._share, self._share_at = max(LIGHT_MIN_SHARE, self.share() * LIGHT_BACKOFF), self._clock()
+
+    def share(self) -> float:
+        """Of the measured link, what the light stream may take for this viewer (1: all it is allowed)."""
+        return min(1.0, self._share + LIGHT_REGROW_PER_S * (self._clock() - self._share_at))
 
     def probe_ended(self, delivered: int, *, aborted: bool = False) -> bool:
         """The probe is over (`aborted`: the queue passed its time budget); True when the link delivered it and

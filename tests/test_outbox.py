@@ -6,6 +6,9 @@ from framestream.core.wire import FLAG_KEYFRAME, pack_video_header, unpack_video
 from framestream.feed import FrameFeed, Viewer
 from framestream.link import (
     BELOW_FOR_S,
+    LIGHT_BACKOFF,
+    LIGHT_MIN_SHARE,
+    LIGHT_REGROW_PER_S,
     MAX_HOLD_S,
     PROBE_LEAD_S,
     PROBE_S,
@@ -353,3 +356,18 @@ async def test_a_viewer_that_skips_drops_its_queued_pictures_and_asks_for_a_keyf
         feed.publish(picture(size=900))
     assert feed.skips == 1 and frame.light_asked and not frame.full_asked, "it fell behind, asked the light stream"
     assert sequences(await take(box)) == [(9, 1, False)], "its own queued pictures went, the other frame's stayed"
+
+
+def test_the_light_streams_share_of_the_link_is_cut_when_it_skips_and_grows_back_slowly() -> None:
+    clock = Clock()
+    choice = StreamChoice(clock)
+    assert choice.share() == 1.0
+    choice.light_skipped()
+    assert choice.share() == LIGHT_BACKOFF
+    for _ in range(10):
+        choice.light_skipped()
+    assert choice.share() == LIGHT_MIN_SHARE, "never below the floor"
+    clock.t += 2
+    assert choice.share() == LIGHT_MIN_SHARE + 2 * LIGHT_REGROW_PER_S
+    clock.t += 100
+    assert choice.share() == 1.0
