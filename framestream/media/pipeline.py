@@ -259,8 +259,9 @@ class FramePipeline:
                 full_grab_needed = False
                 damage.clear()
                 with self._lock:  # snapshot() copies `kept`; never let it see half a picture
+                    for x0, y0, x1, y1 in boxes:  # every changed pixel is in one (media/diff.py)
+                        kept[y0:y1, x0:x1] = frame[y0:y1, x0:x1]
                     if rows is not None:
-                        kept[rows[0]:rows[1]] = frame[rows[0]:rows[1]]
                         self._last_change_us = capture_us
                         self.stats.changes += 1
                     self._last = kept
