@@ -55,12 +55,14 @@ class DisplayCapture:
         self._region = 0
         self._event = XEvent()
         self._nrects = ctypes.c_int()
+        self._fd = -1  # the X connection's, once open (fileno() is asked before every select)
         libs = self._libs = xerrors.setup()
         self._shm = ShmImage(libs, display)
         dpy = libs.XOpenDisplay(display.encode())
         if not dpy:
             raise CaptureError(f"cannot open X display {display!r}")
         self._dpy = dpy
+        self._fd = int(libs.XConnectionNumber(dpy))
         xerrors.register(libs, dpy, display)
         try:
             self._setup_display(libs, dpy)
@@ -172,8 +174,8 @@ class DisplayCapture:
         then the fd is not readable although damage is pending: call `pending_damage()` first and select only
         when it returned [].
         """
-        with self._lock:
-            return int(self._libs.XConnectionNumber(self._usable()))
+        self._usable()  # raises once closed or lost (no lock needed: it only reads)
+        return self._fd
 
     def wait_damage(self, timeout: float) -> list[DamageRect]:
         """Rectangles damaged since the last call (and clears them); blocks up to `timeout` s, [] if none.

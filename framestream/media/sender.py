@@ -17,7 +17,7 @@ import numpy.typing as npt
 from framestream.core.pacing import PatchRule
 from framestream.core.wire import pack_patch_payload
 from framestream.media.encoder import H264Encoder
-from framestream.media.patches import Box, make_patches, merge_boxes
+from framestream.media.patches import Box, PngCache, make_patches, merge_boxes
 from framestream.media.picture import KIND_PATCH, KIND_VIDEO, PatchGate
 
 # More pending row ranges than this are converted as their bounding range (one swscale call each otherwise).
@@ -42,6 +42,7 @@ class ChangeSender:
         self.rule = rule or PatchRule()
         self._pending_rows: list[tuple[int, int]] = []
         self._pending_boxes: list[Box] = []
+        self._images = PngCache()
 
     @property
     def pending(self) -> bool:
@@ -74,7 +75,7 @@ class ChangeSender:
         merged = merge_boxes(boxes)
         if not self.rule.allows(now, merged):
             return None
-        rects = make_patches(kept, merged)
+        rects = make_patches(kept, merged, self._images)
         size = sum(len(r.data) for r in rects)
         if not self.rule.note_sent(now, size):
             return None  # too costly to send as images: this change (and the next ones for a while) as video

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framestream.media.diff import changed_rows
+from framestream.media.diff import changed_boxes, changed_rows
 from framestream.media.rects import DamageRect
 
 
@@ -104,3 +104,36 @@ def test_changed_rows_matches_brute_force(
     rows = np.flatnonzero(((a != b).any(axis=2) & mask).any(axis=1))
     expected = None if rows.size == 0 else (int(rows[0]), int(rows[-1]) + 1)
     assert changed_rows(a, b, hint) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    h=st.integers(1, 150),
+    w=st.integers(1, 120),
+    changes=st.lists(st.tuples(st.integers(0, 149), st.integers(0, 119), st.integers(0, 3)), max_size=12),
+    tight_area=st.sampled_from([0, 64, 1 << 19]),
+    offset=st.booleans(),
+)
+def test_changed_boxes_hold_every_change_and_are_tight(
+    h: int, w: int, changes: list[tuple[int, int, int]], tight_area: int, offset: bool
+) -> None:
+    # Views of a bigger buffer (the shared-memory picture is one), at an odd column when `offset`.
+    base = np.random.default_rng(h * 1000 + w).integers(0, 256, (h + 2, w + 3, 4), dtype=np.uint8)
+    a = base[1 : h + 1, (1 if offset else 0) : w + (1 if offset else 0)]
+    b_base = base.copy()
+    b = b_base[1 : h + 1, (1 if offset else 0) : w + (1 if offset else 0)]
+    for y, x, c in changes:
+        if y < h and x < w:
+            b[y, x, c] ^= 0x5A
+    diff = (a != b).any(axis=2)
+    boxes = changed_boxes(a, b, [DamageRect(0, 0, w, h)], tight_area=tight_area)
+    covered = np.zeros((h, w), bool)
+    for x0, y0, x1, y1 in boxes:
+        assert 0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h
+        covered[y0:y1, x0:x1] = True
+        # Rows are always tight: the box's first and last rows hold a change.
+        assert diff[y0, x0:x1].any() and diff[y1 - 1, x0:x1].any()
+        if h * w <= tight_area:  # columns too
+            assert diff[y0:y1, x0].any() and diff[y0:y1, x1 - 1].any()
+    assert not (diff & ~covered).any(), "a changed pixel outside every box"
+    assert (boxes == []) == (not diff.any())

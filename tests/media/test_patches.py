@@ -10,7 +10,7 @@ import numpy as np
 from framestream.core.wire import FORMAT_PNG, unpack_patch_payload
 from framestream.media.diff import changed_boxes
 from framestream.media.encoder import H264Encoder
-from framestream.media.patches import encode_png, make_patches, merge_boxes
+from framestream.media.patches import PngCache, encode_png, make_patches, merge_boxes
 from framestream.media.picture import KIND_PATCH, KIND_VIDEO, PatchGate
 from framestream.media.rects import DamageRect
 from framestream.media.sender import ChangeSender
@@ -37,6 +37,39 @@ def test_few_colours_make_an_exact_palette_png() -> None:
     assert np.array_equal(rgb_of_png(data), bgrx[:, :, 2::-1])
     many = rng.integers(0, 256, (30, 70, 4), np.uint8)
     assert b"PLTE" not in encode_png(many)[:64]
+
+
+def test_palette_of_runs_is_exact() -> None:
+    # UI content: long runs of one colour (counted once a run), a few antialiased pixels, a run across rows.
+    bgrx = np.zeros((20, 50, 4), np.uint8)
+    bgrx[:, :] = (220, 90, 30, 0)
+    bgrx[3:9, 10:40] = (255, 255, 255, 0)
+    bgrx[5, 11:14] = [(1, 2, 3, 0), (4, 5, 6, 0), (1, 2, 3, 0)]
+    bgrx[19, 49] = (9, 9, 9, 7)  # the padding byte is not a colour
+    data = encode_png(bgrx)
+    assert b"PLTE" in data[:64]
+    assert np.array_equal(rgb_of_png(data), bgrx[:, :, 2::-1])
+
+
+def test_png_cache_answers_equal_pixels_only() -> None:
+    rng = np.random.default_rng(8)
+    picture = rng.integers(0, 4, (80, 120, 4), np.uint8)
+    cache = PngCache(max_entries=2)
+    first = cache.png(picture[10:40, 20:60])
+    assert (cache.hits, cache.misses) == (0, 1)
+    moved = picture.copy()
+    moved[50:80, 70:110] = picture[10:40, 20:60]  # the same pixels elsewhere: a hit
+    assert cache.png(moved[50:80, 70:110]) == first
+    assert cache.hits == 1
+    picture[10, 20, 0] ^= 1  # one pixel differs: encoded again, and exact
+    again = cache.png(picture[10:40, 20:60])
+    assert cache.misses == 2 and np.array_equal(rgb_of_png(again), picture[10:40, 20:60, 2::-1])
+    before = picture[10:40, 20:60].copy()
+    picture[10:40, 20:60] = 0  # the cache kept its own copy of the pixels, not a view of the picture
+    assert cache.png(before) == again
+    cache.png(picture[0:5, 0:5])
+    cache.png(picture[0:6, 0:6])
+    assert len(cache._entries) == 2  # the oldest went
 
 
 def test_make_patches_cuts_the_boxes_in_order() -> None:
