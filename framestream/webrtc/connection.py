@@ -8,7 +8,7 @@ goes. aiortc is imported here, on the first offer, never by an idle service.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Protocol
 
 from framestream.core.wire import IceCandidate, webrtc_answer
@@ -24,6 +24,19 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class _Watching(Protocol):
+    @property
+    def outbox(self) -> Outbox: ...
+
+    @property
+    def light(self) -> bool: ...
+
+
+class _Feed(Protocol):
+    @property
+    def viewers(self) -> Collection[_Watching]: ...
+
+
 class PeerFrame(Protocol):
     @property
     def id(self) -> str: ...
@@ -31,7 +44,12 @@ class PeerFrame(Protocol):
     @property
     def size(self) -> FrameSize: ...
 
+    @property
+    def feed(self) -> _Feed: ...
+
     def request_keyframe(self) -> None: ...
+
+    def request_light_keyframe(self) -> None: ...
 
 
 class ConnectionPeers:
@@ -48,8 +66,18 @@ class ConnectionPeers:
         from framestream.webrtc.peer import Peer
 
         offer_only(self._settings.ice_hosts)
+        outbox = Outbox()
+
+        def keyframe_requested() -> None:
+            # A PLI or FIR asks for a keyframe of the stream this viewer takes: the light stream's for a slow
+            # one (a full-stream IDR would not reach it, and would cost every other viewer an IDR).
+            if any(v.light for v in frame.feed.viewers if v.outbox is outbox):
+                frame.request_light_keyframe()
+            else:
+                frame.request_keyframe()
+
         peer = Peer(frame.id, servers=self._settings.ice_servers, ice_timeout_s=self._settings.ice_timeout_s,
-                    on_keyframe_request=frame.request_keyframe)
+                    on_keyframe_request=keyframe_requested, outbox=outbox)
         self._peers[frame.id] = peer
         return peer.outbox
 

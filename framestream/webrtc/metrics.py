@@ -1,4 +1,5 @@
-"""The WebRTC series of /metrics: peer connections open, offers, refusals, closes by reason, packets sent."""
+"""The WebRTC series of /metrics: peer connections open, offers, refusals, closes by reason, packets sent, REMB
+estimates received."""
 
 from __future__ import annotations
 
@@ -23,3 +24,7 @@ def webrtc_families(peers: PeerRegistry, family: Family, line: Line) -> None:
     sent = peers.packets + sum(p.packets for p in peers.open)
     family("framestream_webrtc_pictures_total", "counter", "Access units handed to WebRTC peer connections.",
            [line("framestream_webrtc_pictures_total", sent)])
+    rembs = peers.rembs + sum(p.rembs for p in peers.open)
+    family("framestream_webrtc_remb_total", "counter",
+           "RTCP REMB estimates received for our streams (each sets its viewer's link rate).",
+           [line("framestream_webrtc_remb_total", rembs)])

@@ -2,9 +2,12 @@
 
 The answer offers only H.264 with packetization-mode 1 and announces the stream's real profile and level
 (`sdp`). RTCP PLI and FIR reach the sender's `_send_keyframe`, which on its own only sets a flag for aiortc's
-encoder path (unused for packets): it is replaced here by the frame's keyframe request, so the request goes
-through the frame's own coalescing (at most one IDR a second beyond the first). The watchdog reports a peer
-connection that does not connect within the ICE timeout, fails, or stays disconnected that long.
+encoder path (unused for packets): it is replaced here by a keyframe request for the stream the viewer takes
+(connection.py), so the request goes through the frame's own coalescing (at most one IDR a second beyond the
+first). RTCP REMB naming our SSRC (the receiver's estimate of the link: Chromium sends it because the answer
+offers `goog-remb` and no `transport-cc`) goes to the viewer's link (`LinkMeter.reported`), which chooses
+between the frame's full and light streams. The watchdog reports a peer connection that does not connect within
+the ICE timeout, fails, or stays disconnected that long.
 """
 
 from __future__ import annotations
@@ -12,15 +15,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiortc import (
     RTCConfiguration,
     RTCIceServer,
     RTCPeerConnection,
     RTCRtpCodecParameters,
+    RTCRtpSender,
     RTCSessionDescription,
 )
+from aiortc.rtp import RTCP_PSFB_APP, AnyRtcpPacket, RtcpPsfbPacket, unpack_remb_fci
 from aiortc.sdp import candidate_from_sdp
 
 from framestream.core.wire import IceCandidate
@@ -51,13 +56,45 @@ def _h264_only(codecs: list[RTCRtpCodecParameters]) -> list[RTCRtpCodecParameter
     return h264 + rtx
 
 
+def remb_bitrate(packet: AnyRtcpPacket, ssrc: int) -> int | None:
+    """The bits per second a REMB packet estimates for the stream `ssrc`; None for any other packet."""
+    if not (isinstance(packet, RtcpPsfbPacket) and packet.fmt == RTCP_PSFB_APP):
+        return None
+    try:
+        bitrate, ssrcs = unpack_remb_fci(packet.fci)
+    except ValueError:  # another application-layer feedback than REMB
+        return None
+    return bitrate if ssrc in ssrcs else None
+
+
+def report_remb(sender: RTCRtpSender, on_bitrate: Callable[[int], None]) -> None:
+    """Call `on_bitrate` with each REMB estimate the receiver sends for `sender`'s stream.
+
+    aiortc parses REMB in the sender's `_handle_rtcp_packet` and gives it only to the sender's own encoder
+    (`target_bitrate`), which packets never go through: no event, no public hook. The DTLS transport's router
+    calls that method on the instance for each RTCP packet it routes to the sender (REMB by the SSRCs in its
+    FCI), so it is wrapped on this instance only: aiortc's own handling (RTT, NACK, PLI/FIR) still runs, and
+    nothing else of aiortc is patched. The SSRC is checked again here: the router also hands the sender any
+    feedback whose media SSRC is its own."""
+    original: Callable[[AnyRtcpPacket], Awaitable[None]] = sender._handle_rtcp_packet
+
+    async def handle(packet: AnyRtcpPacket) -> None:
+        bitrate = remb_bitrate(packet, sender._ssrc)
+        if bitrate is not None:
+            on_bitrate(bitrate)
+        await original(packet)
+
+    sender._handle_rtcp_packet = handle  # type: ignore[method-assign]
+
+
 class Peer:
     """Answer one offer, take trickled candidates, close once."""
 
     def __init__(self, frame_id: str, *, servers: tuple[IceServer, ...], ice_timeout_s: float,
-                 on_keyframe_request: Callable[[], None]) -> None:
+                 on_keyframe_request: Callable[[], None], outbox: Outbox | None = None) -> None:
         self.frame_id = frame_id
-        self.outbox = Outbox()  # filled by the frame's feed through a Viewer, read by the track
+        # Filled by the frame's feed through a Viewer, read by the track (an empty Outbox is falsy: `is None`).
+        self.outbox = Outbox() if outbox is None else outbox
         self.track = EncodedTrack(self.outbox)
         self._servers = servers
         self._ice_timeout_s = ice_timeout_s
@@ -66,6 +103,8 @@ class Peer:
         self._changed = asyncio.Event()
         self._described = asyncio.Event()  # the offer is set (or the peer closed): candidates may be added
         self.keyframe_requests = 0  # PLI and FIR received
+        self.rembs = 0  # REMB estimates received for our stream
+        self.remb_bps: int | None = None  # the last one
         self.trouble: str | None = None  # why the service closes it: failed or stalled
 
     @property
@@ -94,6 +133,7 @@ class Peer:
             raise PeerError("the offer has no H.264 with packetization-mode 1")
         sender = pc.addTrack(self.track)
         sender._send_keyframe = self._keyframe_requested  # type: ignore[method-assign]
+        report_remb(sender, self._remb)
         try:
             await pc.setLocalDescription(await pc.createAnswer())
         except Exception as exc:  # no common codec, or an offer aiortc cannot answer
@@ -107,6 +147,11 @@ class Peer:
         self.keyframe_requests += 1
         log.debug("keyframe requested by RTCP (PLI or FIR)", extra={"frame": self.frame_id})
         self._on_keyframe_request()
+
+    def _remb(self, bits_per_s: int) -> None:
+        self.rembs += 1
+        self.remb_bps = bits_per_s
+        self.outbox.link.reported(bits_per_s)
 
     async def add_candidate(self, candidate: IceCandidate) -> None:
         """Add a trickled candidate once the offer is set (it may arrive while the answer is being made)."""

@@ -12,6 +12,9 @@ class CountedPeer(Protocol):
     @property
     def packets(self) -> int: ...
 
+    @property
+    def rembs(self) -> int: ...
+
 
 @dataclass(eq=False)
 class PeerRegistry:
@@ -21,6 +24,7 @@ class PeerRegistry:
     refused: dict[str, int] = field(default_factory=dict)  # offers refused, by error code
     closed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLOSE_REASONS, 0))
     packets: int = 0  # access units handed to aiortc by closed peers (open ones are summed when scraped)
+    rembs: int = 0  # REMB estimates received by closed peers
 
     def full(self) -> bool:
         return len(self.open) >= self.limit
@@ -36,3 +40,4 @@ class PeerRegistry:
             self.open.discard(peer)
             self.closed[reason] += 1
             self.packets += peer.packets
+            self.rembs += peer.rembs

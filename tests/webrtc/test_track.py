@@ -1,11 +1,11 @@
-"""The track hands aiortc the frame's own access units, stamped with their capture time, and measures the link
-by how long aiortc took to send each one."""
+"""The track hands aiortc the frame's own access units, stamped with their capture time, reports each as sent once
+aiortc asks for the next, and never hands it a probe's padding."""
 
 from __future__ import annotations
 
 import fractions
 
-from framestream.core.wire import FLAG_KEYFRAME, pack_video_header
+from framestream.core.wire import FLAG_KEYFRAME, pack_padding, pack_video_header
 from framestream.outbox import Outbox
 from framestream.webrtc.track import EncodedTrack
 
@@ -22,7 +22,7 @@ async def test_recv_returns_the_access_unit_with_its_capture_time() -> None:
     assert track.packets == 1
 
 
-async def test_the_time_aiortc_takes_to_send_measures_the_link() -> None:
+async def test_each_access_unit_is_reported_sent_when_aiortc_asks_for_the_next() -> None:
     outbox = Outbox()
     track = EncodedTrack(outbox)
     for sequence in range(3):
@@ -31,3 +31,13 @@ async def test_the_time_aiortc_takes_to_send_measures_the_link() -> None:
     for _ in range(3):
         await track.recv()  # each call reports the previous access unit as sent
     assert outbox.link.rate is not None
+
+
+async def test_a_probes_padding_never_reaches_rtp() -> None:
+    outbox = Outbox()
+    track = EncodedTrack(outbox)
+    outbox.push_padding(pack_padding(1, 16 * 1024))
+    outbox.push_video(pack_video_header(FLAG_KEYFRAME, 1, 3, 1_700_000_000_000_003) + ACCESS_UNIT)
+    packet = await track.recv()
+    assert bytes(packet) == ACCESS_UNIT and track.packets == 1
+    assert outbox.link.delivered == 16 * 1024  # gone at once: over RTP nothing of it is sent
