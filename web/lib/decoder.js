@@ -19,6 +19,27 @@ export function webCodecsAvailable() {
   return typeof globalThis.VideoDecoder === 'function' && typeof globalThis.EncodedVideoChunk === 'function';
 }
 
+/**
+ * The size the canvas's pixels get for `config` (a video-config), given the canvas as it is.
+ *
+ * The full stream's config: its size (the frame at its dpr), as always. The light stream's (`stream: 'light'`,
+ * the frame at its CSS size): the canvas keeps its size when it has the same aspect and at least the light
+ * stream's pixels (the full stream's 2560x1600 for a 1280x800 dpr 2 frame), and the light pictures are drawn
+ * scaled to it: resizing would clear it (a black flash until the light keyframe is drawn) and nothing on the page
+ * moves either way (its CSS size is the frame's). A canvas without such a size (a viewer that joins already
+ * slow) gets the light stream's own size: those are all the pixels there are, and the frame's dpr is not in a
+ * light config (the viewer's own devicePixelRatio says nothing of it), so anything larger would be a guess that
+ * only costs memory; the CSS size keeps the layout the same when the full stream comes.
+ */
+export function canvasSize(canvas, config) {
+  if (config.stream === 'light' && canvas.width >= config.width && canvas.height >= config.height
+      && Math.abs(canvas.width * config.height - canvas.height * config.width) < Math.max(canvas.width,
+        canvas.height)) {
+    return { width: canvas.width, height: canvas.height };
+  }
+  return { width: config.width, height: config.height };
+}
+
 export class FrameDecoder {
   /**
    * @param {HTMLCanvasElement|null} canvas where pictures are drawn (null: decode only)
@@ -41,7 +62,8 @@ export class FrameDecoder {
     this.sync = new DecodeSync();
     this.stats = new StatsWindow();
     // The link as this viewer sees it (issue 18): what arrived over a few seconds, and when the server last
-    // skipped pictures for it (a sequence jump: its link could not carry the stream, it gets keyframes).
+    // skipped pictures for it (a sequence jump within one stream). Whether it is on the light stream, and the
+    // server's measure of its link, come with video-config (`stream: 'light'`, `link_kbps`).
     this.linkWindow = new StatsWindow({ windowMs: LINK_WINDOW_MS });
     this.lastSequence = null;
     this.skippedAt = null;
@@ -82,12 +104,33 @@ export class FrameDecoder {
     };
   }
 
-  /** {kbps: what arrived over the last LINK_WINDOW_MS, keyframesOnly: the server skipped pictures for this
-   * viewer within SLOW_HOLD_MS (it sends a slow link keyframes at the rate the link carries them)}. */
+  /** Whether the last video-config was the frame's light stream (issue 18: the server sends it to a viewer whose
+   * link cannot carry the frame's stream; the picture at the frame's CSS size). */
+  get light() {
+    return !!this.config && this.config.stream === 'light';
+  }
+
+  /**
+   * The link as this viewer knows it:
+   * - kbps: what arrived over the last LINK_WINDOW_MS (pictures and patches; a probe's padding is not counted);
+   * - light: the server sends this viewer the frame's light stream (its last video-config said so);
+   * - serverKbps: on the light stream, the server's measure of this viewer's link when it switched (the
+   *   config's `link_kbps`); null when not given or on the full stream;
+   * - skipped: the server skipped pictures for this viewer within SLOW_HOLD_MS (a jump in `sequence` within one
+   *   stream: each stream numbers its own pictures, and a video-config starts the count afresh);
+   * - keyframesOnly: kept for older readers of info(): skipped while on the full stream (it then resumes at the
+   *   next keyframe; a viewer that keeps skipping is moved to the light stream, which `light` tells).
+   */
   linkInfo(t) {
+    const light = this.light;
+    const skipped = this.skippedAt !== null && t - this.skippedAt < SLOW_HOLD_MS;
+    const serverKbps = light && Number.isFinite(this.config.link_kbps) ? this.config.link_kbps : null;
     return {
       kbps: this.linkWindow.snapshot(t).kbps,
-      keyframesOnly: this.skippedAt !== null && t - this.skippedAt < SLOW_HOLD_MS,
+      light,
+      serverKbps,
+      skipped,
+      keyframesOnly: skipped && !light,
     };
   }
 
@@ -106,8 +149,9 @@ export class FrameDecoder {
     if (this.canvas) {
       // Setting width/height clears a canvas even to the same value: only touch them on a real change, so a
       // re-watch after a reconnect keeps the last picture on screen.
-      if (this.canvas.width !== msg.width) this.canvas.width = msg.width;
-      if (this.canvas.height !== msg.height) this.canvas.height = msg.height;
+      const { width, height } = canvasSize(this.canvas, msg);
+      if (this.canvas.width !== width) this.canvas.width = width;
+      if (this.canvas.height !== height) this.canvas.height = height;
       if (this.sizeCanvas) {
         this.canvas.style.width = `${msg.css_width}px`;
         this.canvas.style.aspectRatio = `${msg.css_width} / ${msg.css_height}`;
@@ -268,11 +312,16 @@ export class FrameDecoder {
       const frame = entry.frame;
       try {
         if (this.canvas && this.ctx) {
-          const w = frame.displayWidth;
-          const h = frame.displayHeight;
-          if (this.canvas.width !== w) this.canvas.width = w;
-          if (this.canvas.height !== h) this.canvas.height = h;
-          this.ctx.drawImage(frame, 0, 0, w, h);
+          if (this.light) {
+            // The light stream's picture is smaller than the canvas kept from the full stream: scaled to it.
+            this.ctx.drawImage(frame, 0, 0, this.canvas.width, this.canvas.height);
+          } else {
+            const w = frame.displayWidth;
+            const h = frame.displayHeight;
+            if (this.canvas.width !== w) this.canvas.width = w;
+            if (this.canvas.height !== h) this.canvas.height = h;
+            this.ctx.drawImage(frame, 0, 0, w, h);
+          }
         }
       } finally {
         frame.close();

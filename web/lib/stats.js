@@ -53,3 +53,19 @@ export function formatStats(s) {
   const ms = (v) => (v === null || v === undefined ? '–' : `${v.toFixed(1)} ms`);
   return `${s.fps.toFixed(0)} fps · ${s.kbps.toFixed(0)} kbit/s · decode ${ms(s.decodeMs)} · latency ${ms(s.latencyMs)}`;
 }
+
+/**
+ * One line of text for the overlay about the link (issue 18), from info(): `config` (the last video-config) and
+ * `link` (decoder.js linkInfo). On the light stream: "light stream 1280x800 · link ~870 kbit/s · 812 kbit/s
+ * arriving" (the server's measure of the link when it gave one); on the full stream "full stream · 2400 kbit/s
+ * arriving", with "· skipping" while the server skips pictures for this viewer.
+ */
+export function formatLink(config, link) {
+  if (!link) return '';
+  const arriving = `${link.kbps.toFixed(0)} kbit/s arriving`;
+  if (!link.light) return `full stream · ${arriving}${link.skipped ? ' · skipping' : ''}`;
+  const size = config ? ` ${config.width}x${config.height}` : '';
+  const measured = link.serverKbps !== null && link.serverKbps !== undefined
+    ? ` · link ~${Math.round(link.serverKbps)} kbit/s` : '';
+  return `light stream${size}${measured} · ${arriving}`;
+}

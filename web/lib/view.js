@@ -3,7 +3,7 @@
 // attachInput(); an embedder who wants its own chrome can use those directly.
 
 import { attachInput } from './input.js';
-import { formatStats } from './stats.js';
+import { formatLink, formatStats } from './stats.js';
 import { canDrive } from './token.js';
 
 const STYLE_ID = 'fs-view-style';
@@ -170,7 +170,8 @@ export function mountFrame(client, frameId, container, { showStats = false, titl
     statsEl.textContent = `${formatStats(info.stats)}\n`
       + `${cfg ? `${cfg.width}x${cfg.height} ${cfg.codec}` : 'no video yet'} · drawn ${info.drawn}`
       + ` · keyframe asks ${info.keyframeRequests} · decoder errors ${info.decoderErrors}`
-      + ` · ${info.transport ?? 'websocket'}`;
+      + ` · ${info.transport ?? 'websocket'}`
+      + (info.link ? `\n${formatLink(cfg, info.link)}` : '');
   };
   const toggleStats = (on = statsEl.hidden) => {
     statsEl.hidden = !on;
