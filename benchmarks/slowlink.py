@@ -11,8 +11,10 @@ nothing leaves loopback. The page is benchmarks/pages/scroll_fast.html (text scr
 - `fast beside slow`: two viewers of the same frame, only the slow one's port limited to 1 Mbit/s (htb + u32);
 - `input 3mbit`: a driver's click to the picture showing it (tests/pages/clicker.html) through a 3 Mbit/s bucket.
 
-Per viewer: delivered fps, kbit/s, keyframes, sequence gaps (pictures skipped for it) and capture to receive
-(the service's capture time to the viewer's receipt, same machine). The targets are the issue's.
+Per viewer: delivered fps, kbit/s, keyframes, sequence gaps (pictures skipped for it, within one stream), how
+many of its pictures came from the frame's light stream (framestream/media/light.py) and at what size, and
+capture to receive (the service's capture time to the viewer's receipt, same machine). The targets are the
+issue's.
 """
 
 from __future__ import annotations
@@ -111,10 +113,13 @@ def render(out: dict[str, Any]) -> str:
                 continue
             label = name if who == "viewer" else f"{name}: {who}"
             lat = v["capture_to_recv_ms"] or {}
-            rows.append([label, v["fps"], v["kbps"], v["keyframes"], v["gaps"], lat.get("p50"), lat.get("p95"),
-                         lat.get("max"), v["longest_without_picture_s"], case["frame"]["skips_in_window"]])
-    lines.append(report.table(["link", "fps", "kbit/s", "keyframes", "gaps", "capture->recv p50 ms", "p95 ms",
-                               "max ms", "longest without picture s", "skips"], rows))
+            light = ", ".join(f"{w}x{h}" for w, h in v.get("light_sizes", [])) or "-"
+            rows.append([label, v["fps"], v["kbps"], v["keyframes"], v["gaps"], v.get("light_pictures", 0), light,
+                         lat.get("p50"), lat.get("p95"), lat.get("max"), v["longest_without_picture_s"],
+                         case["frame"]["skips_in_window"]])
+    lines.append(report.table(["link", "fps", "kbit/s", "keyframes", "gaps", "light pictures", "light size",
+                               "capture->recv p50 ms", "p95 ms", "max ms", "longest without picture s", "skips"],
+                              rows))
     clicks = out["input_3mbit"]
     lat = clicks["input_to_picture_ms"] or {}
     lines.append(f"input to picture over 3 Mbit/s ({clicks['size']}, {clicks['clicks']} clicks, {clicks['missed']} "

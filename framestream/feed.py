@@ -60,8 +60,11 @@ class Viewer:
         """Queue the picture for this viewer; False when it was dropped (skipping to a keyframe). Pictures of
         the stream this viewer does not take are no concern of it (True). `request_keyframe(light)` asks the
         frame for a keyframe of the full or the light stream."""
-        if not picture.keyframe and not picture.light:
-            self.choice.deltas.add(len(picture.data))
+        if not picture.light:
+            if picture.keyframe:
+                self.choice.keyframe_bytes = len(picture.data)
+            else:
+                self.choice.deltas.add(len(picture.data))
         self._follow_choice(request_keyframe)
         if picture.light != self.light:
             return True

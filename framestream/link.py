@@ -40,6 +40,7 @@ PROBE_S = 0.6  # how long a probe pads the link
 PROBE_LEAD_S = 0.1  # padding queued ahead of the probe's schedule, so the link never idles during it
 PROBE_PASS = 0.8  # of the padding's schedule the link must have delivered
 PROBE_MIN_RATE = 16_000.0  # bytes/s: a full stream lighter than this is simply tried
+KEYFRAME_S = 0.5  # the full stream's keyframe must cross the link within this: a dpr 2 IDR is 150-400 KB
 # The light stream's share of the measured link, cut when even it had to skip and grown back slowly: a measure
 # taken over small pictures that pass within a token bucket's burst reads high.
 LIGHT_BACKOFF = 0.7
@@ -137,6 +138,7 @@ class StreamChoice:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self.deltas = RateWindow(clock)  # the frame's delta rate, as offered to this viewer
+        self.keyframe_bytes = 0  # the full stream's last keyframe, as offered to this viewer
         self.slow = False
         self.slow_periods = 0
         self.hold_s = SLOW_HOLD_S
@@ -172,7 +174,9 @@ class StreamChoice:
             return self.slow
         if self.probe is not None or now - self._last_skip < self.hold_s:
             return True
-        wanted = RECOVER_MARGIN * self.deltas.rate()
+        # Back only to a stream the link carries with its keyframes, which come on every join, resume and skip:
+        # a link that carries the deltas but takes seconds for a keyframe would show pictures seconds old.
+        wanted = max(RECOVER_MARGIN * self.deltas.rate(), self.keyframe_bytes / KEYFRAME_S)
         if reported or link_rate is None or wanted < PROBE_MIN_RATE:
             self._go_back(now)
         else:

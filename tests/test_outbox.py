@@ -6,6 +6,7 @@ from framestream.core.wire import FLAG_KEYFRAME, pack_video_header, unpack_video
 from framestream.feed import FrameFeed, Viewer
 from framestream.link import (
     BELOW_FOR_S,
+    KEYFRAME_S,
     LIGHT_BACKOFF,
     LIGHT_MIN_SHARE,
     LIGHT_REGROW_PER_S,
@@ -164,6 +165,18 @@ def test_a_slow_viewer_goes_back_to_the_full_stream_only_when_a_probe_shows_the_
     wanted = choice.probe.rate
     clock.t += PROBE_S
     assert choice.probe_ended(delivered=1_000 + int(wanted * PROBE_S)) and not choice.slow
+
+
+def test_the_probe_asks_for_the_full_streams_keyframe_within_half_a_second_too() -> None:
+    clock = Clock()
+    choice = StreamChoice(clock)
+    for _ in range(30):
+        choice.deltas.add(1_000)  # 15 kB/s of deltas: a 1 Mbit/s link carries them easily...
+    choice.keyframe_bytes = 200_000  # ... but not a 200 KB keyframe in half a second
+    choice.skipped()
+    clock.t += SLOW_HOLD_S
+    assert choice.update(125_000) and choice.probe is not None
+    assert choice.probe.rate == 200_000 / KEYFRAME_S
 
 
 def test_a_receivers_estimate_is_the_rate_while_fresh() -> None:
@@ -334,7 +347,7 @@ async def test_a_slow_viewer_whose_link_carries_the_stream_returns_to_it_after_t
     writer = Writer(box, 100_000)  # the link: 100 kB/s; the stream's deltas: 30 kB/s
     for n in range(int(30 * (SLOW_HOLD_S + 4))):
         clock.t += 1 / 30
-        frame.tick(key_size=100_000)
+        frame.tick(key_size=30_000)  # a keyframe crosses the link in 0.3 s
         sent = await writer.tick()
         got += sent if n >= 30 * (SLOW_HOLD_S + 3) else []
     assert not viewer.choice.slow and not viewer.light and feed.skips == 1, "back on the full stream, no new skip"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LIGHT_FPS = 15
+LIGHT_FPS = 20
 LIGHT_BUFFER_S = 0.25  # the most one picture may take of the link, at the cap
 LINK_SHARE = 0.6  # of the slowest light viewer's measured link (room for text, acks and the link's jitter)
 REPORTED_SHARE = 0.9  # of a receiver's own estimate (REMB), which already leaves room
