@@ -63,13 +63,18 @@ class LightPlan:
             return LightDue(False)
         if self._keyframe or self._dirty:
             keyframe, self._keyframe, self._dirty = self._keyframe, False, False
-            self._next_at = now + self.period
+            self._next_at = self._slot_after(now)
             return LightDue(True, keyframe=keyframe)
         if self._refinements_left and now - self._changed_at >= REFINE_AFTER_S:
             self._refinements_left -= 1
-            self._next_at = now + self.period
+            self._next_at = self._slot_after(now)
             return LightDue(True, refinement=True)
         return LightDue(False)
+
+    def _slot_after(self, now: float) -> float:
+        # On a grid of periods, not `now + period`: changes arrive with the main stream's 33 ms cadence, and
+        # 50 ms after each would give a picture every 66 ms (15 a second instead of 20).
+        return max(self._next_at + self.period, now - self.period / 2)
 
     def next_deadline(self, now: float) -> float | None:
         """Seconds until something may be due, or None when nothing is pending."""

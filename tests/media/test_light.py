@@ -75,3 +75,13 @@ def test_the_light_encoder_scales_and_keeps_every_picture_within_its_cap() -> No
         assert max(bigger) > 2 * buffer, "a higher cap, taken while it runs, lets pictures grow"
     finally:
         encoder.close()
+
+
+def test_changes_at_30_a_second_give_the_light_streams_20() -> None:
+    plan = LightPlan(fps=20)
+    sent = 0
+    for n in range(90):  # three seconds of the main stream's changes
+        now = n / 30
+        plan.changed(now)
+        sent += plan.due(now).send
+    assert 58 <= sent <= 61, sent

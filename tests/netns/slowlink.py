@@ -153,8 +153,11 @@ async def scenario(args: dict[str, Any]) -> dict[str, Any]:
                 task.cancel()
             await asyncio.to_thread(service.stop)
             service.kill_leftovers()
+            log_tail = service.log()[-6000:]
     links = {spec["name"]: spec.get("link_kbit") for spec in args["viewers"]}
+    stalled = after.get("framestream_pictures_total", 0) == before.get("framestream_pictures_total", 0)
     return {
+        **({"service_log_tail": log_tail} if stalled else {}),  # a frame that made nothing: why, for the report
         "viewers": {r.name: summary(r.records, t0, t1, links[r.name]) | {"light_sizes": sorted(r.light_sizes)}
                     for r in readers},
         "frame": {"pictures": after.get("framestream_pictures_total", 0) - before.get("framestream_pictures_total", 0),
