@@ -119,6 +119,14 @@ class PatchRule:
     most `max_area` pixels in at most `max_rects` boxes; when their images come out larger than `max_bytes`,
     or patches have taken more than `max_rate` bytes over the last second (a video or a large animation
     keeps changing with costly content), changes go through H.264 for `hold` seconds, which keeps bytes bounded.
+
+    A small animation that runs on (a spinner, a moving box: a change in every picture for `animation_after`
+    seconds, each near the one before) is sent at most `animation_fps` pictures a second: a picture of it in
+    between waits for the next (its boxes go out with the next patch, or with the next H.264 picture when it
+    stops: the policy's refinement). Measured at 2560x1600 (docs/performance.md): a spinner's PNG is about 3.5x
+    its H.264 P-frame, so at 30 patch pictures a second it sends 3.5x today's bytes; at 15, about 1.8x, for half
+    the CPU. A change elsewhere (a typed letter, a click's effect) and the first `animation_after` seconds of any
+    change still go at the picture rate. `animation_fps=None` sends every picture.
     """
 
     def __init__(
@@ -129,12 +137,20 @@ class PatchRule:
         max_bytes: int = 96 * 1024,
         max_rate: int = 768 * 1024,
         hold: float = 1.0,
+        animation_fps: float | None = 15.0,
+        animation_after: float = 1.0,
     ) -> None:
         self.max_area = max_area
         self.max_rects = max_rects
         self.max_bytes = max_bytes
         self.max_rate = max_rate
         self.hold = hold
+        self.animation_fps = animation_fps
+        self.animation_after = animation_after
+        self._streak_since = -math.inf  # the first change of the current run of changes
+        self._last_change_at = -math.inf
+        self._last_boxes: list[tuple[int, int, int, int]] = []
+        self._last_patch_at = -math.inf
         self._video_until = -math.inf
         self._sent: collections.deque[tuple[float, int]] = collections.deque()
         self._sent_bytes = 0
@@ -155,3 +171,32 @@ class PatchRule:
         self._sent.append((now, size))
         self._sent_bytes += size
         return True
+
+    def waits(self, now: float, boxes: list[tuple[int, int, int, int]]) -> bool:
+        """Whether the patches of this change (its boxes x0, y0, x1, y1) wait for the next animation slot. Call it
+        once for every change that could go out as patches, and `note_patch` when patches went out."""
+        running = now - self._last_change_at <= _STREAK_GAP_S
+        if not running:
+            self._streak_since = now
+        previous, self._last_boxes, self._last_change_at = self._last_boxes, boxes, now
+        if self.animation_fps is None or not running or now - self._streak_since < self.animation_after:
+            return False
+        if not all(_near(box, previous) for box in boxes):
+            return False  # something new (a letter typed beside a spinner): at once
+        return now - self._last_patch_at < 1.0 / self.animation_fps - _SLOT_SLACK_S
+
+    def note_patch(self, now: float) -> None:
+        self._last_patch_at = now
+
+
+# A run of changes goes on while pictures change at least this often (30 fps with a late picture or two).
+_STREAK_GAP_S = 0.1
+# An animation picture goes out when at least its slot minus this has passed (pictures come at 30 fps slots).
+_SLOT_SLACK_S = 0.015
+_NEAR_PX = 32  # how far a box of an animation may be from one of the picture before (a moving box's edges)
+
+
+def _near(box: tuple[int, int, int, int], others: list[tuple[int, int, int, int]]) -> bool:
+    x0, y0, x1, y1 = box
+    return any(x0 <= b1 + _NEAR_PX and a0 <= x1 + _NEAR_PX and y0 <= c1 + _NEAR_PX and c0 <= y1 + _NEAR_PX
+               for a0, c0, b1, c1 in others)

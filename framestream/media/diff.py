@@ -49,8 +49,9 @@ def changed_boxes(
 
     Rows are always tight. Columns are tightened too when the changed rows of a rectangle cover at most
     `tight_area` pixels (a column scan reads every pixel of them, so large changes keep the rectangle's
-    width: they go to the video encoder anyway); such a rectangle gives one box per band of 64 rows and run of
-    changed columns (media/patches.merge_boxes joins the ones that touch). Pictures must have the same shape.
+    width: they go to the video encoder anyway); such a rectangle gives one box per run of changed columns and,
+    within it, of changed rows (gaps of more than 32 unchanged ones cut; media/patches.merge_boxes joins boxes
+    of different rectangles that touch). Pictures must have the same shape.
     """
     height, width = int(cur.shape[0]), int(cur.shape[1])
     boxes: list[tuple[int, int, int, int]] = []
@@ -93,10 +94,9 @@ def changed_boxes(
     return found
 
 
-# Tight boxes are cut per band of rows, and within a band at runs of unchanged columns wider than a gap, so that two
-# things moving far apart inside one damaged rectangle (a box and a counter) stay two small boxes.
-_BAND_ROWS = 64
-_COLUMN_GAP = 32
+# Tight boxes are cut at runs of unchanged columns, then of unchanged rows, wider than a gap, so that two things
+# moving apart inside one damaged rectangle (a box and a counter, a letter and a caret) stay two small boxes.
+_GAP = 32
 
 
 def _unequal(pa: Picture, pb: Picture) -> npt.NDArray[np.bool_]:
@@ -108,33 +108,31 @@ def _unequal(pa: Picture, pb: Picture) -> npt.NDArray[np.bool_]:
 
 
 def _tight_boxes(changed: npt.NDArray[np.bool_], x0: int, y0: int) -> list[tuple[int, int, int, int]]:
-    """The boxes (x0, y0, x1, y1) around the True cells of a (rows, cols) map placed at (x0, y0): per band of
-    `_BAND_ROWS` rows from the first changed row, one box per run of changed columns."""
-    row_changed: npt.NDArray[np.bool_] = np.asarray(changed.any(axis=1))
-    changed_rows = np.flatnonzero(row_changed)
-    if not changed_rows.size:
-        return []
-    first, end = int(changed_rows[0]), int(changed_rows[-1]) + 1
-    starts = list(range(first, end, _BAND_ROWS))
-    columns = np.logical_or.reduceat(changed[first:end], [s - first for s in starts], axis=0)  # one row a band
+    """The boxes (x0, y0, x1, y1) around the True cells of a (rows, cols) map placed at (x0, y0): one per run of
+    changed columns, cut again at runs of unchanged rows (then tight in both). A handful of reductions."""
     boxes: list[tuple[int, int, int, int]] = []
-    for start, band_columns in zip(starts, columns, strict=True):
-        cols = np.flatnonzero(band_columns)
-        if not cols.size:
-            continue
-        stop = min(end, start + _BAND_ROWS)
-        cuts = np.flatnonzero(np.diff(cols) > _COLUMN_GAP).tolist()
-        if not cuts:  # one run of columns (the usual case): the band's changed rows are known already
-            rows = np.flatnonzero(row_changed[start:stop])
-            boxes.append((x0 + int(cols[0]), y0 + start + int(rows[0]), x0 + int(cols[-1]) + 1,
-                          y0 + start + int(rows[-1]) + 1))
-            continue
-        lefts = [int(cols[0])] + [int(cols[c + 1]) for c in cuts]
-        rights = [int(cols[c]) for c in cuts] + [int(cols[-1])]
-        for left, right in zip(lefts, rights, strict=True):
-            rows = np.flatnonzero(changed[start:stop, left : right + 1].any(axis=1))
-            boxes.append((x0 + left, y0 + start + int(rows[0]), x0 + right + 1, y0 + start + int(rows[-1]) + 1))
+    for left, right in _runs(np.asarray(changed.any(axis=0))):
+        part = changed[:, left:right]
+        rows = _runs(np.asarray(part.any(axis=1)))
+        for top, bottom in rows:
+            if len(rows) > 1:  # this run of rows may use fewer columns than the whole run of columns
+                cols = np.flatnonzero(part[top:bottom].any(axis=0))
+                a, b = left + int(cols[0]), left + int(cols[-1]) + 1
+            else:
+                a, b = left, right
+            boxes.append((x0 + a, y0 + top, x0 + b, y0 + bottom))
     return boxes
+
+
+def _runs(mask: npt.NDArray[np.bool_]) -> list[tuple[int, int]]:
+    """The [start, end) runs of True in a 1-d mask, joined across gaps of at most `_GAP` False cells."""
+    cells = np.flatnonzero(mask)
+    if not cells.size:
+        return []
+    cuts = np.flatnonzero(np.diff(cells) > _GAP).tolist()
+    starts = [int(cells[0])] + [int(cells[c + 1]) for c in cuts]
+    ends = [int(cells[c]) + 1 for c in cuts] + [int(cells[-1]) + 1]
+    return list(zip(starts, ends, strict=True))
 
 
 def _wide_ok(region: Picture) -> bool:

@@ -20,8 +20,12 @@ from framestream.media.encoder import H264Encoder
 from framestream.media.patches import Box, PngCache, make_patches, merge_boxes
 from framestream.media.picture import KIND_PATCH, KIND_VIDEO, PatchGate
 
+_WAITING = object()  # an animation's picture that waits for its next slot (PatchRule.waits)
+
 # More pending row ranges than this are converted as their bounding range (one swscale call each otherwise).
 _MAX_PENDING_RANGES = 8
+# More pending boxes than this (patches sent since the last H.264 picture) are kept as their bounding box.
+_MAX_PENDING_BOXES = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,7 @@ class ChangeSender:
         self._pending_rows: list[tuple[int, int]] = []
         self._pending_boxes: list[Box] = []
         self._images = PngCache()
+        self._waiting: list[Box] = []  # an animation's boxes not sent yet (PatchRule.waits)
 
     @property
     def pending(self) -> bool:
@@ -65,24 +70,46 @@ class ChangeSender:
         None when the encoder made no access unit."""
         if rows is not None and not (keyframe or refinement) and hint is not None:
             patch = self._patches(kept, now, boxes)
-            if patch is not None:
+            if patch is _WAITING:
+                return None
+            if isinstance(patch, Outgoing):
                 return patch
         return self._video(kept, keyframe=keyframe, refinement=refinement, rows=rows, hint=hint)
 
-    def _patches(self, kept: npt.NDArray[np.uint8], now: float, boxes: Sequence[Box]) -> Outgoing | None:
+    def _patches(self, kept: npt.NDArray[np.uint8], now: float, boxes: Sequence[Box]) -> Outgoing | object | None:
+        """The change as patches; None when it must go as video; `_WAITING` when an animation's picture waits."""
         if self._gate is None or not self._gate.open:
             return None
         merged = merge_boxes(boxes)
-        if not self.rule.allows(now, merged):
+        waiting = self._waiting
+        if not self.rule.allows(now, merge_boxes([*merged, *waiting]) if waiting else merged):
             return None
+        if self.rule.waits(now, merged):
+            # Shown with the next patch, or by the next H.264 picture (pending rows) if none comes.
+            self._waiting = merged if not waiting else merge_boxes([*merged, *waiting])
+            self._pend(merged)
+            return _WAITING
+        if waiting:
+            merged = merge_boxes([*merged, *waiting])
         rects = make_patches(kept, merged, self._images)
         size = sum(len(r.data) for r in rects)
         if not self.rule.note_sent(now, size):
             return None  # too costly to send as images: this change (and the next ones for a while) as video
-        for x0, y0, x1, y1 in merged:
-            self._pending_rows.append((y0, y1))
-            self._pending_boxes.append((x0, y0, x1, y1))
+        self.rule.note_patch(now)
+        self._waiting = []
+        self._pend(merged)
         return Outgoing(pack_patch_payload(rects), False, False, KIND_PATCH, size)
+
+    def _pend(self, boxes: Sequence[Box]) -> None:
+        rows, pending = self._pending_rows, self._pending_boxes
+        for x0, y0, x1, y1 in boxes:
+            rows.append((y0, y1))
+            pending.append((x0, y0, x1, y1))
+        if len(pending) > _MAX_PENDING_BOXES:  # a long animation as patches: its bounds, not every picture's boxes
+            bound = (min(b[0] for b in pending), min(b[1] for b in pending), max(b[2] for b in pending),
+                     max(b[3] for b in pending))
+            pending[:] = [bound]
+            rows[:] = [(bound[1], bound[3])]
 
     def _video(
         self,
@@ -106,6 +133,7 @@ class ChangeSender:
             changed = changed + [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in self._pending_boxes]
         self._pending_rows.clear()
         self._pending_boxes.clear()
+        self._waiting = []  # this picture shows them
         encoded = encoder.encode(
             keyframe=keyframe, refinement=refinement, changed=changed if rows is not None or ranges else None
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from framestream.core.pacing import Encode, EncodePolicy, PatchRule, Wait
@@ -48,3 +49,35 @@ def test_a_patched_change_asks_for_no_refinement() -> None:
     policy.note_encoded(1.0, change, changed=True, patched=True)
     still = policy.decide(2.0)
     assert isinstance(still, Wait) and still.seconds == math.inf
+
+
+def _frames(rule: PatchRule, start: float, count: int, box: tuple[int, int, int, int]) -> list[bool]:
+    """Offer `count` changes of `box` at 30 fps from `start`; True for each that waits. Sent ones are noted."""
+    out = []
+    for k in range(count):
+        now = start + k / 30
+        waits = rule.waits(now, [box])
+        if not waits:
+            rule.note_patch(now)
+        out.append(waits)
+    return out
+
+
+def test_a_running_animation_goes_at_its_own_rate_after_a_while() -> None:
+    rule = PatchRule(animation_fps=15, animation_after=1.0)
+    spinner = (40, 40, 104, 104)
+    first = _frames(rule, 0.0, 30, spinner)  # the first second: every picture
+    assert not any(first)
+    later = _frames(rule, 1.0, 30, (41, 40, 104, 105))  # then every other one (boxes move a little)
+    assert later.count(False) == 15 and all(a != b for a, b in itertools.pairwise(later))
+
+
+def test_a_change_elsewhere_or_after_a_pause_goes_at_once() -> None:
+    rule = PatchRule(animation_fps=15, animation_after=1.0)
+    _frames(rule, 0.0, 40, (40, 40, 104, 104))
+    now = 40 / 30
+    rule.note_patch(now - 1 / 30)
+    assert not rule.waits(now, [(40, 40, 104, 104), (600, 300, 620, 340)])  # a letter typed beside the spinner
+    assert not rule.waits(now + 0.5, [(40, 40, 104, 104)])  # the run ended: a new change starts a new one
+    off = PatchRule(animation_fps=None)
+    assert not any(_frames(off, 0.0, 90, (40, 40, 104, 104)))

@@ -7,13 +7,14 @@ import io
 import av
 import numpy as np
 
+from framestream.core.pacing import PatchRule
 from framestream.core.wire import FORMAT_PNG, unpack_patch_payload
 from framestream.media.diff import changed_boxes
 from framestream.media.encoder import H264Encoder
 from framestream.media.patches import PngCache, encode_png, make_patches, merge_boxes
 from framestream.media.picture import KIND_PATCH, KIND_VIDEO, PatchGate
 from framestream.media.rects import DamageRect
-from framestream.media.sender import ChangeSender
+from framestream.media.sender import ChangeSender, Outgoing
 
 
 def rgb_of_png(data: bytes) -> np.ndarray:
@@ -105,9 +106,10 @@ def test_changed_boxes_are_tight() -> None:
     tall = np.zeros((200, 40, 4), np.uint8)
     tall2 = tall.copy()
     tall2[10:150, 5:9] = 1
-    boxes = changed_boxes(tall, tall2, [DamageRect(0, 0, 40, 200)])
-    assert boxes == [(5, 10, 9, 74), (5, 74, 9, 138), (5, 138, 9, 150)]  # bands of 64 rows, joined by merge_boxes
-    assert merge_boxes(boxes) == [(5, 10, 9, 150)]
+    assert changed_boxes(tall, tall2, [DamageRect(0, 0, 40, 200)]) == [(5, 10, 9, 150)]
+    # A letter and a caret far below it in the same columns: two boxes, each tight.
+    tall2[190:195, 20:22] = 1
+    assert changed_boxes(tall, tall2, [DamageRect(0, 0, 40, 200)]) == [(5, 10, 9, 150), (20, 190, 22, 195)]
 
 
 def _decode(decoder: av.VideoCodecContext, data: bytes) -> np.ndarray:
@@ -164,3 +166,35 @@ def test_a_keyframe_is_always_video() -> None:
     out = sender.send(kept, now=0.0, keyframe=True, refinement=False, rows=(0, 4), boxes=[(0, 0, 4, 4)],
                       hint=[(0, 0, 4, 4)])
     assert out is not None and out.kind == KIND_VIDEO and out.keyframe
+
+
+def test_an_animation_picture_that_waits_goes_out_with_the_next_patch_or_video() -> None:
+    width, height = 160, 96
+    kept = np.full((height, width, 4), 255, np.uint8)
+    gate = PatchGate()
+    gate.open = True
+    sender = ChangeSender(H264Encoder(width, height), gate, PatchRule(animation_fps=15, animation_after=0.0))
+    decoder = av.CodecContext.create("h264", "r")
+    first = sender.send(kept, now=0.0, keyframe=True, refinement=False, rows=(0, height),
+                        boxes=[(0, 0, width, height)], hint=None)
+    assert first is not None
+    _decode(decoder, first.data)
+
+    def change(now: float, x: int) -> Outgoing | None:
+        kept[10:20, x : x + 4] = (0, 0, 200, 0)
+        return sender.send(kept, now=now, keyframe=False, refinement=False, rows=(10, 20),
+                           boxes=[(x, 10, x + 4, 20)], hint=[(x, 10, 4, 10)])
+
+    sent = change(1.0, 10)
+    assert sent is not None and sent.kind == KIND_PATCH
+    assert change(1.0 + 1 / 30, 14) is None  # waits for the animation's next slot
+    both = change(1.0 + 2 / 30, 18)
+    assert both is not None and both.kind == KIND_PATCH
+    (rect,) = unpack_patch_payload(both.data)
+    assert (rect.x, rect.width) == (14, 8)  # the waiting box went along
+    assert change(1.0 + 3 / 30, 22) is None
+    # The animation stops: the policy's refinement (H.264) shows what waited.
+    video = sender.send(kept, now=1.5, keyframe=False, refinement=True, rows=None, boxes=[], hint=None)
+    assert video is not None and video.kind == KIND_VIDEO
+    picture = _decode(decoder, video.data)
+    assert np.abs(picture[15, 23].astype(int) - (200, 0, 0)).max() < 24, picture[15, 23]
