@@ -53,8 +53,12 @@ def render(ctx: ServiceContext, memory: MemoryReport | None = None) -> str:
            "Times a viewer fell behind its time budget and skipped to a keyframe.",
            [_line("framestream_viewer_skips_total", f.feed.skips, {"frame": f.id}) for f in frames])
     family("framestream_slow_viewers", "gauge",
-           "Viewers on keyframes only because their link cannot carry the frame's stream.",
+           "Viewers on the light stream because their link cannot carry the frame's stream.",
            [_line("framestream_slow_viewers", f.feed.slow_viewers, {"frame": f.id}) for f in frames])
+    family("framestream_light_pictures_total", "counter", "Pictures of the frame's light stream (slow viewers).",
+           [_line("framestream_light_pictures_total", f.feed.light_pictures, {"frame": f.id}) for f in frames])
+    family("framestream_light_kbps", "gauge", "The light stream's rate cap in kbit/s (0: not made).",
+           [_line("framestream_light_kbps", f.feed.light_kbps or 0, {"frame": f.id}) for f in frames])
     family("framestream_encode_seconds_total", "counter", "Time spent converting and encoding per frame.",
            [_line("framestream_encode_seconds_total", f.encode_seconds, {"frame": f.id}) for f in frames])
     sent = ctx.bytes_sent_closed + sum(c.outbox.bytes_sent for c in ctx.connections)

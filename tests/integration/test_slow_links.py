@@ -34,6 +34,7 @@ def test_a_slow_viewer_takes_the_light_stream_within_the_budget_and_keeps_gettin
     slow, frame = result["viewers"]["slow"], result["frame"]
     assert frame["skips"] >= 1 and frame["slow_viewers"] == 1, f"the stream should be heavier than the link: {frame}"
     assert slow["light_sizes"] == [[640, 400]], f"the light stream is the CSS size, not 1280x800: {slow}"
+    assert 150 <= frame["light_kbps"] <= 1000, f"capped below the link: {frame}"
     assert slow["light_pictures"] == slow["pictures"] >= 20, f"light pictures must keep coming: {slow}"
     assert slow["gaps"] <= 3, f"the light stream is capped to the link: it rarely skips: {slow}"
     assert slow["queue_wait_ms"]["max"] <= BUDGET_S * 1000 + SLACK_MS, slow

@@ -164,7 +164,10 @@ async def scenario(args: dict[str, Any]) -> dict[str, Any]:
                   "skips": after.get("framestream_viewer_skips_total", 0),
                   "skips_in_window": after.get("framestream_viewer_skips_total", 0)
                   - before.get("framestream_viewer_skips_total", 0),
-                  "slow_viewers": after.get("framestream_slow_viewers", 0)},
+                  "slow_viewers": after.get("framestream_slow_viewers", 0),
+                  "light_pictures": after.get("framestream_light_pictures_total", 0)
+                  - before.get("framestream_light_pictures_total", 0),
+                  "light_kbps": after.get("framestream_light_kbps", 0)},
     }
 
 
