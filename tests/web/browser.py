@@ -198,10 +198,11 @@ JS_HELPERS = """
 (() => {
   const canvasOf = (frame) => document.querySelector(`canvas[data-frame="${frame}"]`);
   const viewOf = (frame) => document.querySelector(`.fs-frame[data-frame="${frame}"]`);
-  // The scale from the frame's CSS pixels to the canvas's pixels (its dpr), from video-config.
+  // The scale from the frame's CSS pixels to the canvas's pixels (its dpr on the full stream; the canvas keeps
+  // that size on the light stream, whose pictures are the CSS size drawn scaled), from video-config.
   const scaleOf = (frame) => {
     const info = window.framestream.client.info(frame);
-    return info && info.config ? info.config.width / info.config.css_width : 1;
+    return info && info.config ? canvasOf(frame).width / info.config.css_width : 1;
   };
   window.fsPixel = (frame, x, y) => {
     const c = canvasOf(frame);
