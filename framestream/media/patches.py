@@ -108,10 +108,11 @@ class PngCache:
     trailing edges of a moving box are the same strips each picture; measured on the small-animation page, 199 of
     264 regions had been sent before), and a hit costs a checksum and a compare instead of a palette and zlib.
 
-    Exact: a hit needs equal pixels, not only an equal checksum. Owned by one capture's worker, like its sender.
+    Exact: a hit needs equal pixels, not only an equal checksum. At most 2 MiB of pixels (about 40 strips of a
+    moving box at dpr 2). Owned by one capture's worker, like its sender.
     """
 
-    def __init__(self, max_entries: int = 64, max_bytes: int = 4 << 20) -> None:
+    def __init__(self, max_entries: int = 64, max_bytes: int = 2 << 20) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._entries: OrderedDict[tuple[int, int, int], tuple[npt.NDArray[np.uint8], bytes]] = OrderedDict()
