@@ -106,7 +106,7 @@ class Viewer:
         link = self.outbox.link
         rate = link.rate
         # Unmeasured, a stall says nothing of the link: resume at the full stream's keyframe as before.
-        slow = self.choice.update(rate, link.reporting, link.delivered) and rate is not None
+        slow = self.choice.update(rate, link.reporting, link.delivered, link.falling, link.lossy) and rate is not None
         if slow and self.choice.probe is not None:
             slow = not self._pad()
         if slow == self.light:

@@ -34,7 +34,10 @@ SLOW_HOLD_S = 3.0  # a slow viewer stays on the light stream at least this long 
 MAX_HOLD_S = 60.0  # the longest hold after failed probes
 RECOVER_MARGIN = 1.5  # link rate over the frame's delta rate needed to go back to the full stream
 REPORT_FRESH_S = 5.0  # a receiver's estimate older than this no longer counts
-BELOW_FOR_S = 1.0  # a reported link below the stream's rate for this long makes the viewer slow
+LOSS_WINDOW_S = 1.0
+LOSSY = 0.1  # a receiver reporting this fraction of packets lost is congested (as WebRTC's loss-based control)
+REPORT_FALL = 0.85  # an estimate this far below the highest of the last REPORT_FRESH_S: the receiver saw congestion
+BELOW_FOR_S = 1.0  # a reported link below the stream's rate for this long, falling, makes the viewer slow
 PROBE_WINDOW_S = 5.0  # slow again this soon after going back: the try failed, the next hold doubles
 PROBE_S = 0.6  # how long a probe pads the link
 PROBE_LEAD_S = 0.1  # padding queued ahead of the probe's schedule, so the link never idles during it
@@ -56,11 +59,40 @@ class LinkMeter:
         self._samples: collections.deque[tuple[float, int, float]] = collections.deque()  # (at, bytes, busy s)
         self._rate: float | None = None
         self._reported: tuple[float, float] | None = None  # (at, bytes/s) from the receiver
+        self._reports: collections.deque[tuple[float, float]] = collections.deque()  # recent ones, for `falling`
+        self._losses: collections.deque[tuple[float, float]] = collections.deque()  # (at, fraction) reported
         self.delivered = 0  # bytes reported sent, ever (a probe reads what arrived over its time)
 
     def reported(self, bits_per_s: float) -> None:
         """The receiver's own estimate of the link (WebRTC's REMB), in bits per second."""
-        self._reported = (self._clock(), max(0.0, bits_per_s) / 8)
+        now = self._clock()
+        self._reported = (now, max(0.0, bits_per_s) / 8)
+        self._reports.append(self._reported)
+        while self._reports and self._reports[0][0] < now - REPORT_FRESH_S:
+            self._reports.popleft()
+
+    def lost(self, fraction: float) -> None:
+        """The fraction of packets the receiver lost since its last report (RTCP receiver reports)."""
+        now = self._clock()
+        self._losses.append((now, fraction))
+        while self._losses and self._losses[0][0] < now - LOSS_WINDOW_S:
+            self._losses.popleft()
+
+    @property
+    def lossy(self) -> bool:
+        """Whether the receiver's reports of the last `LOSS_WINDOW_S` lost `LOSSY` or more of the stream's
+        packets on average. Chromium reports several times a second, each over the time since the one before:
+        a keyframe's burst of losses shows in one report and not the next."""
+        recent = [f for at, f in self._losses if at >= self._clock() - LOSS_WINDOW_S]
+        return bool(recent) and sum(recent) / len(recent) >= LOSSY
+
+    @property
+    def falling(self) -> bool:
+        """Whether the receiver lowered its estimate lately: it saw congestion. A receiver's estimate starts low
+        and ramps up with what arrives (Chromium's REMB from about 300 kbit/s), which says nothing of the link."""
+        if self._reported is None or not self.reporting:
+            return False
+        return self._reported[1] < REPORT_FALL * max(rate for _, rate in self._reports)
 
     @property
     def reporting(self) -> bool:
@@ -145,6 +177,7 @@ class StreamChoice:
         self._last_skip = -1e9
         self._back_at = -1e9  # when it last went back to the full stream
         self._below_since: float | None = None
+        self._lossy_since: float | None = None  # the receiver has been losing packets since
         self.probe: Probe | None = None  # testing the link before going back to the full stream
         self.probes = 0
         self._share, self._share_at = 1.0, clock()  # of the measured link the light stream may take
@@ -159,17 +192,26 @@ class StreamChoice:
             failed = now - self._back_at < PROBE_WINDOW_S
             self.hold_s = min(MAX_HOLD_S, self.hold_s * 2) if failed else SLOW_HOLD_S
 
-    def update(self, link_rate: float | None, reported: bool = False, delivered: int = 0) -> bool:
-        """Slow or back to the full stream, from the link's rate; True while slow. `reported`: the rate is the
-        receiver's estimate (no queue of ours builds up to skip on, and it only follows what it receives).
-        `delivered`: the link's bytes sent so far (`LinkMeter.delivered`), for a probe. After the hold a
-        measured link gets a `probe`: its owner pads the connection and calls `probe_ended`."""
+    def update(self, link_rate: float | None, reported: bool = False, delivered: int = 0,
+               congested: bool = True, lossy: bool = False) -> bool:
+        """Slow or back to the full stream, from the link's rate; True while slow.
+
+        `reported`: the rate is the receiver's estimate (no queue of ours builds up to skip on, and it only follows
+        what it receives). `delivered`: the link's bytes sent so far (`LinkMeter.delivered`), for a probe.
+        `congested`: the receiver cut its estimate (`LinkMeter.falling`); one below the stream that is only
+        ramping up (Chromium's REMB starts at what arrived and rises a few % a second) is no sign of a slow link.
+        `lossy`: the receiver has been losing packets (`LinkMeter.lossy`); for 1 s, that alone makes it slow (a
+        link whose keyframes never get through may still estimate the deltas well). After the hold a measured
+        link gets a `probe`: its owner pads the connection and calls `probe_ended`."""
         now = self._clock()
         if not self.slow:
             below = reported and link_rate is not None and link_rate < self.deltas.rate()
             self._below_since = (self._below_since or now) if below else None
-            if self._below_since is not None and now - self._below_since >= BELOW_FOR_S:
-                self._below_since = None
+            self._lossy_since = (self._lossy_since or now) if lossy else None
+            below_s = 0.0 if self._below_since is None else now - self._below_since
+            lossy_s = 0.0 if self._lossy_since is None else now - self._lossy_since
+            if (congested and below_s >= BELOW_FOR_S) or lossy_s >= BELOW_FOR_S:
+                self._below_since = self._lossy_since = None
                 self.skipped()
             return self.slow
         if self.probe is not None or now - self._last_skip < self.hold_s:

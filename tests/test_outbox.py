@@ -200,6 +200,14 @@ def test_a_reported_link_below_the_stream_makes_the_viewer_slow_after_a_while() 
     assert not choice.update(100_000, reported=True)
     clock.t += BELOW_FOR_S
     assert choice.update(100_000, reported=True) and choice.slow_periods == 1
+    ramping = StreamChoice(clock)
+    for _ in range(30):
+        ramping.deltas.add(10_000)
+    for _ in range(20):
+        clock.t += BELOW_FOR_S
+        for _ in range(30):
+            ramping.deltas.add(10_000)
+        assert not ramping.update(100_000, reported=True, congested=False), "a ramping estimate is no slow link"
     measured = StreamChoice(clock)
     for _ in range(30):
         measured.deltas.add(10_000)
@@ -384,3 +392,40 @@ def test_the_light_streams_share_of_the_link_is_cut_when_it_skips_and_grows_back
     assert choice.share() == LIGHT_MIN_SHARE + 2 * LIGHT_REGROW_PER_S
     clock.t += 100
     assert choice.share() == 1.0
+
+
+def test_a_receivers_estimate_that_ramps_up_is_no_congestion_and_one_that_falls_is() -> None:
+    clock = Clock()
+    meter = LinkMeter(clock)
+    for kbit in (300, 330, 360, 400, 440):  # Chromium's REMB starting below the stream and growing with it
+        meter.reported(kbit * 1000)
+        clock.t += 0.5
+        assert not meter.falling
+    meter.reported(300_000)  # the receiver saw its queue grow: it cut the estimate
+    assert meter.falling
+    clock.t += REPORT_FRESH_S + 1
+    meter.reported(300_000)
+    assert not meter.falling, "settled at the lower rate"
+
+
+def test_a_receiver_losing_a_tenth_of_the_packets_for_a_second_makes_the_viewer_slow() -> None:
+    clock = Clock()
+    meter = LinkMeter(clock)
+    meter.lost(0.02)
+    assert not meter.lossy
+    meter.lost(0.3)
+    assert meter.lossy, "0.16 lost on average over the reports of the last second"
+    for _ in range(3):
+        meter.lost(0.0)  # a keyframe's losses show in one report and not in the next ones
+    assert not meter.lossy
+    meter.lost(0.5)
+    assert meter.lossy
+    clock.t += 2
+    assert not meter.lossy, "an old report no longer counts"
+    choice = StreamChoice(clock)
+    for _ in range(30):
+        choice.deltas.add(1_000)
+    # The estimate is well above the deltas, but the keyframes do not get through.
+    assert not choice.update(1_000_000, reported=True, congested=False, lossy=True)
+    clock.t += BELOW_FOR_S
+    assert choice.update(1_000_000, reported=True, congested=False, lossy=True)

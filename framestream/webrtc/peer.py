@@ -25,7 +25,7 @@ from aiortc import (
     RTCRtpSender,
     RTCSessionDescription,
 )
-from aiortc.rtp import RTCP_PSFB_APP, AnyRtcpPacket, RtcpPsfbPacket, unpack_remb_fci
+from aiortc.rtp import RTCP_PSFB_APP, AnyRtcpPacket, RtcpPsfbPacket, RtcpRrPacket, RtcpSrPacket, unpack_remb_fci
 from aiortc.sdp import candidate_from_sdp
 
 from framestream.core.wire import IceCandidate
@@ -67,7 +67,18 @@ def remb_bitrate(packet: AnyRtcpPacket, ssrc: int) -> int | None:
     return bitrate if ssrc in ssrcs else None
 
 
-def report_remb(sender: RTCRtpSender, on_bitrate: Callable[[int], None]) -> None:
+def loss_fraction(packet: AnyRtcpPacket, ssrc: int) -> float | None:
+    """The fraction of our stream's packets lost since the receiver's last report (RR or SR), or None."""
+    if not isinstance(packet, (RtcpRrPacket, RtcpSrPacket)):
+        return None
+    for report in packet.reports:
+        if report.ssrc == ssrc:
+            return report.fraction_lost / 256
+    return None
+
+
+def report_remb(sender: RTCRtpSender, on_bitrate: Callable[[int], None],
+                on_loss: Callable[[float], None] | None = None) -> None:
     """Call `on_bitrate` with each REMB estimate the receiver sends for `sender`'s stream.
 
     aiortc parses REMB in the sender's `_handle_rtcp_packet` and gives it only to the sender's own encoder
@@ -75,13 +86,16 @@ def report_remb(sender: RTCRtpSender, on_bitrate: Callable[[int], None]) -> None
     calls that method on the instance for each RTCP packet it routes to the sender (REMB by the SSRCs in its
     FCI), so it is wrapped on this instance only: aiortc's own handling (RTT, NACK, PLI/FIR) still runs, and
     nothing else of aiortc is patched. The SSRC is checked again here: the router also hands the sender any
-    feedback whose media SSRC is its own."""
+    feedback whose media SSRC is its own. Receiver reports' loss for our stream go to `on_loss`."""
     original: Callable[[AnyRtcpPacket], Awaitable[None]] = sender._handle_rtcp_packet
 
     async def handle(packet: AnyRtcpPacket) -> None:
         bitrate = remb_bitrate(packet, sender._ssrc)
         if bitrate is not None:
             on_bitrate(bitrate)
+        lost = loss_fraction(packet, sender._ssrc) if on_loss is not None else None
+        if lost is not None and on_loss is not None:
+            on_loss(lost)
         await original(packet)
 
     sender._handle_rtcp_packet = handle  # type: ignore[method-assign]
@@ -133,7 +147,7 @@ class Peer:
             raise PeerError("the offer has no H.264 with packetization-mode 1")
         sender = pc.addTrack(self.track)
         sender._send_keyframe = self._keyframe_requested  # type: ignore[method-assign]
-        report_remb(sender, self._remb)
+        report_remb(sender, self._remb, self.outbox.link.lost)
         try:
             await pc.setLocalDescription(await pc.createAnswer())
         except Exception as exc:  # no common codec, or an offer aiortc cannot answer

@@ -48,6 +48,13 @@ async def read_metric(service: Service, name: str, labels: str = "") -> float:
 
 
 async def test_remb_makes_a_chromium_viewer_slow_and_it_keeps_decoding(service: Service) -> None:
+    try:
+        await _slow_and_decoding(service)
+    except AssertionError as exc:  # what the service saw of the peer (REMB, losses, keyframe requests) says why
+        raise AssertionError(f"{exc}\nservice log:\n{service.log()[-6000:]}") from None
+
+
+async def _slow_and_decoding(service: Service) -> None:
     frame = service.frame_ids()[0]
     slow = f'frame="{frame}"'
 
