@@ -114,7 +114,11 @@ class ViewerConnection:
             elif isinstance(action, AddIceCandidate):
                 self._spawn(self._add_candidate(action.frame, action.candidate), f"ice-{action.frame.id}")
             elif isinstance(action, RequestKeyframe):
-                action.frame.request_keyframe()
+                viewer = self.viewers.get(action.frame.id)
+                if viewer is not None and viewer.light:  # the keyframe of the stream this viewer takes
+                    action.frame.request_light_keyframe()
+                else:
+                    action.frame.request_keyframe()
             elif isinstance(action, BringUp):
                 self._spawn(self._bring_up(action.frame), f"watch-{action.frame.id}")
             elif isinstance(action, ApplyStep):
