@@ -8,9 +8,12 @@ import pytest
 
 from framestream.core.wire import (
     FORMAT_PNG,
+    KIND_PADDING,
     KIND_PATCH,
     Hello,
     PatchRect,
+    VideoHeader,
+    pack_padding,
     pack_patch_payload,
     pack_video_header,
     parse_client_message,
@@ -55,7 +58,14 @@ def test_unpacking_refuses_a_cut_or_padded_payload() -> None:
 
 def test_an_unknown_kind_is_refused() -> None:
     with pytest.raises(ValueError):
-        pack_video_header(0, 1, 1, 1, kind=3)
+        pack_video_header(0, 1, 1, 1, kind=4)
+
+
+def test_padding_is_kind_3_of_the_size_asked_with_zeros_after_the_header() -> None:
+    message = pack_padding(7, 100)
+    assert len(message) == 100 and message[16:] == bytes(84)
+    assert unpack_video_header(message) == VideoHeader(KIND_PADDING, 0, 7, 0, 0)
+    assert len(pack_padding(7, 3)) == 16, "never shorter than its header"
 
 
 def test_hello_features_are_optional_and_unknown_names_ignored() -> None:
