@@ -4,8 +4,9 @@
 the frame's, shared by every viewer) and offers it to each `Viewer`. A viewer whose connection is behind (its
 `Outbox` is over its time budget at the link's measured rate) drops the picture and every delta after it,
 asks the frame for a keyframe once its queue has room and resumes only at one, so a stalled viewer costs the
-others nothing. A viewer that had to skip takes keyframes only until its link carries the stream again
-(framestream/link.py `StreamChoice`).
+others nothing. A viewer that had to skip on a measured link moves to the frame's light stream (`publish_light`:
+the CSS size, capped to the slowest light viewer's link, its own numbering and `video-config`) until a probe shows
+its link carries the full stream again (framestream/link.py `StreamChoice`, media/light.py).
 
 A new watcher starts from the frame's last keyframe and the pictures since, when they fit in one outbox's
 budget (a still or slowly changing page): it sees the picture at once, without waiting for a fresh keyframe
@@ -50,10 +51,9 @@ class Viewer:
     waiting_keyframe: bool = True
     configured: bool = False
     skipped: int = 0  # times it fell behind and skipped to a keyframe
-    choice: StreamChoice = field(default_factory=StreamChoice)  # full stream, or keyframes only (a slow link)
+    choice: StreamChoice = field(default_factory=StreamChoice)  # full stream, or the light one (a slow link)
     asked_keyframe: bool = True  # its frame asks for one when it is added
     patches: bool = False  # granted the `patches` feature: takes patch messages (kind 2) beside video
-
     light: bool = False  # on the frame's light stream (its link cannot carry the full one), not the full stream
 
     def offer(self, picture: Picture, sequence: int, request_keyframe: Callable[[bool], None]) -> bool:
