@@ -4,6 +4,10 @@ The encoder's reference never sees a patch: a patched change stays pending (its 
 H.264 picture, which is made whenever something else changes, a keyframe is asked for or a refinement is due,
 first brings the encoder's picture up to date with every pending change. That picture then carries the whole
 current picture, so it also covers whatever the patches showed, and every decoder stays exact.
+
+A picture of a running animation may wait (core/pacing.py `PatchRule.waits`): `send` then returns None and keeps
+its boxes, pending like a patch's; they go out with the next patch, or the next H.264 picture shows them (the
+worker's policy owes a refinement for a change that sent nothing, so one comes 0.12 s after the animation stops).
 """
 
 from __future__ import annotations
