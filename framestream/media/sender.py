@@ -28,6 +28,8 @@ _WAITING = object()  # an animation's picture that waits for its next slot (Patc
 
 # More pending row ranges than this are converted as their bounding range (one swscale call each otherwise).
 _MAX_PENDING_RANGES = 8
+# The refinements the policy makes after a lossy picture (core/pacing.py EncodePolicy.refine_frames).
+_REFINE_FRAMES = 2
 # More pending boxes than this (patches sent since the last H.264 picture) are kept as their bounding box.
 _MAX_PENDING_BOXES = 64
 
@@ -52,6 +54,8 @@ class ChangeSender:
         self._pending_boxes: list[Box] = []
         self._images = PngCache()
         self._waiting: list[Box] = []  # an animation's boxes not sent yet (PatchRule.waits)
+        self._patched_last = False  # the last message was patches (a waiting picture sends none)
+        self._video_refines_owed = 0  # refinements the last lossy H.264 picture still needs
 
     @property
     def pending(self) -> bool:
@@ -78,9 +82,19 @@ class ChangeSender:
                 return None
             if isinstance(patch, Outgoing):
                 return patch
+        if refinement and not keyframe and rows is None and self._patched_last and not self._video_refines_owed:
+            # The policy's sharpening after patches only (a waiting animation picture asks for it, as a change
+            # that sent nothing): no lossy picture to sharpen, so no H.264 picture; what waited goes as a patch.
+            if not self._waiting:
+                return None
+            flushed = self._patches(kept, now, [], wait=False)
+            if isinstance(flushed, Outgoing):
+                return flushed
         return self._video(kept, keyframe=keyframe, refinement=refinement, rows=rows, hint=hint)
 
-    def _patches(self, kept: npt.NDArray[np.uint8], now: float, boxes: Sequence[Box]) -> Outgoing | object | None:
+    def _patches(
+        self, kept: npt.NDArray[np.uint8], now: float, boxes: Sequence[Box], *, wait: bool = True
+    ) -> Outgoing | object | None:
         """The change as patches; None when it must go as video; `_WAITING` when an animation's picture waits."""
         if self._gate is None or not self._gate.open:
             return None
@@ -88,7 +102,7 @@ class ChangeSender:
         waiting = self._waiting
         if not self.rule.allows(now, merge_boxes([*merged, *waiting]) if waiting else merged):
             return None
-        if self.rule.waits(now, merged):
+        if wait and self.rule.waits(now, merged):
             # Shown with the next patch, or by the next H.264 picture (pending rows) if none comes.
             self._waiting = merged if not waiting else merge_boxes([*merged, *waiting])
             self._pend(merged)
@@ -102,6 +116,7 @@ class ChangeSender:
         self.rule.note_patch(now)
         self._waiting = []
         self._pend(merged)
+        self._patched_last = True
         return Outgoing(pack_patch_payload(rects), False, False, KIND_PATCH, size)
 
     def _pend(self, boxes: Sequence[Box]) -> None:
@@ -143,4 +158,11 @@ class ChangeSender:
         )
         if not encoded.data:
             return None
+        self._patched_last = False
+        # A picture at the normal quality is sharpened by the policy's next refinements; each refinement is one of
+        # them, and a still keyframe (made at the refinement's quality) needs none.
+        if not refinement:
+            self._video_refines_owed = _REFINE_FRAMES
+        else:
+            self._video_refines_owed = 0 if keyframe else max(0, self._video_refines_owed - 1)
         return Outgoing(encoded.data, encoded.keyframe, encoded.refinement, KIND_VIDEO)

@@ -198,3 +198,47 @@ def test_an_animation_picture_that_waits_goes_out_with_the_next_patch_or_video()
     assert video is not None and video.kind == KIND_VIDEO
     picture = _decode(decoder, video.data)
     assert np.abs(picture[15, 23].astype(int) - (200, 0, 0)).max() < 24, picture[15, 23]
+
+
+def test_sharpening_after_patches_alone_sends_no_h264() -> None:
+    width, height = 160, 96
+    kept = np.full((height, width, 4), 255, np.uint8)
+    gate = PatchGate()
+    gate.open = True
+    sender = ChangeSender(H264Encoder(width, height), gate, PatchRule(animation_fps=15, animation_after=0.0))
+    decoder = av.CodecContext.create("h264", "r")
+    first = sender.send(kept, now=0.0, keyframe=True, refinement=True, rows=(0, height),
+                        boxes=[(0, 0, width, height)], hint=None)  # a still keyframe: sharp at once
+    assert first is not None
+    _decode(decoder, first.data)
+    kept[10:20, 10:14] = (0, 0, 200, 0)
+    patch = sender.send(kept, now=1.0, keyframe=False, refinement=False, rows=(10, 20), boxes=[(10, 10, 14, 20)],
+                        hint=[(10, 10, 4, 10)])
+    assert patch is not None and patch.kind == KIND_PATCH
+    # A pause in the animation: the policy's sharpening finds nothing lossy to sharpen and nothing waiting.
+    assert sender.send(kept, now=1.2, keyframe=False, refinement=True, rows=None, boxes=[], hint=None) is None
+    kept[10:20, 14:18] = (0, 0, 200, 0)
+    assert sender.send(kept, now=1.2 + 1 / 30, keyframe=False, refinement=False, rows=(10, 20),
+                       boxes=[(14, 10, 18, 20)], hint=[(14, 10, 4, 10)]) is not None
+    kept[10:20, 18:22] = (0, 0, 200, 0)
+    assert sender.send(kept, now=1.2 + 2 / 30, keyframe=False, refinement=False, rows=(10, 20),
+                       boxes=[(18, 10, 22, 20)], hint=[(18, 10, 4, 10)]) is None  # waits
+    # It stops: what waited goes out as a patch, exact, not as an H.264 picture.
+    flushed = sender.send(kept, now=1.5, keyframe=False, refinement=True, rows=None, boxes=[], hint=None)
+    assert flushed is not None and flushed.kind == KIND_PATCH
+    (rect,) = unpack_patch_payload(flushed.data)
+    assert (rect.x, rect.width) == (18, 4)
+    assert np.array_equal(rgb_of_png(rect.data), kept[10:20, 18:22, 2::-1])
+    # After a lossy H.264 picture, the sharpening is H.264 as before (twice), patches or not in between.
+    gate.open = False
+    kept[50:60, 50:60] = (0, 200, 0, 0)
+    video = sender.send(kept, now=2.0, keyframe=False, refinement=False, rows=(50, 60), boxes=[(50, 50, 60, 60)],
+                        hint=[(50, 50, 10, 10)])
+    assert video is not None and video.kind == KIND_VIDEO
+    gate.open = True
+    kept[10:20, 30:34] = 0
+    assert sender.send(kept, now=3.0, keyframe=False, refinement=False, rows=(10, 20), boxes=[(30, 10, 34, 20)],
+                       hint=[(30, 10, 4, 10)]) is not None
+    for t in (3.2, 3.3):
+        sharp = sender.send(kept, now=t, keyframe=False, refinement=True, rows=None, boxes=[], hint=None)
+        assert sharp is not None and sharp.kind == KIND_VIDEO and sharp.refinement
