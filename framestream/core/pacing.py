@@ -122,11 +122,12 @@ class PatchRule:
 
     A small animation that runs on (a spinner, a moving box: a change in every picture for `animation_after`
     seconds, each near the one before) is sent at most `animation_fps` pictures a second: a picture of it in
-    between waits for the next (its boxes go out with the next patch, or with the next H.264 picture when it
-    stops: the policy's refinement). Measured at 2560x1600 (docs/performance.md): a spinner's PNG is about 3.5x
-    its H.264 P-frame, so at 30 patch pictures a second it sends 3.5x today's bytes; at 15, about 1.8x, for half
-    the CPU. A change elsewhere (a typed letter, a click's effect) and the first `animation_after` seconds of any
-    change still go at the picture rate. `animation_fps=None` sends every picture.
+    between waits for the next (its boxes go out with the next patch, or when it stops with the policy's
+    sharpening 0.12 s later, as a patch: media/sender.py). Measured at 2560x1600 (docs/performance.md): a
+    spinner's PNG is about 3.5x its H.264 P-frame, so at 30 patch pictures a second it sends 3.6x today's bytes;
+    at 15, about 1.9x, for a third less CPU. A change elsewhere (a typed letter, a click's effect) and the first
+    `animation_after` seconds of any change still go at the picture rate. `animation_fps=None` sends every
+    picture.
     """
 
     def __init__(

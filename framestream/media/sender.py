@@ -6,8 +6,9 @@ first brings the encoder's picture up to date with every pending change. That pi
 current picture, so it also covers whatever the patches showed, and every decoder stays exact.
 
 A picture of a running animation may wait (core/pacing.py `PatchRule.waits`): `send` then returns None and keeps
-its boxes, pending like a patch's; they go out with the next patch, or the next H.264 picture shows them (the
-worker's policy owes a refinement for a change that sent nothing, so one comes 0.12 s after the animation stops).
+its boxes, pending like a patch's; they go out with the next patch, or with the policy's sharpening 0.12 s after
+the animation stops (it owes one for a change that sent nothing). A sharpening after patches alone is no H.264
+picture (nothing lossy to sharpen): what waited goes out as a patch, or nothing at all.
 """
 
 from __future__ import annotations
