@@ -217,8 +217,11 @@ class StreamChoice:
         if self.probe is not None or now - self._last_skip < self.hold_s:
             return True
         # Back only to a stream the link carries with its keyframes, which come on every join, resume and skip:
-        # a link that carries the deltas but takes seconds for a keyframe would show pictures seconds old.
-        wanted = max(RECOVER_MARGIN * self.deltas.rate(), self.keyframe_bytes / KEYFRAME_S)
+        # a link that carries the deltas but takes seconds for a keyframe would show pictures seconds old while
+        # the page moves. A still page goes back at once: the one keyframe only sharpens what is on screen.
+        wanted = RECOVER_MARGIN * self.deltas.rate()
+        if wanted >= PROBE_MIN_RATE:
+            wanted = max(wanted, self.keyframe_bytes / KEYFRAME_S)
         if reported or link_rate is None or wanted < PROBE_MIN_RATE:
             self._go_back(now)
         else:

@@ -8,7 +8,11 @@ A module whose tests kill processes, restart the service or count what it did ge
 
 from __future__ import annotations
 
+import shutil
+import sys
+import tempfile
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -34,6 +38,15 @@ def service_fixture(*frames: str, env: Mapping[str, str] | None = None,
                 svc.wait_state(frame_id, "live")
             yield svc
         finally:
+            died = svc.proc is not None and svc.proc.poll() is not None
+            if died:  # it ended on its own during the tests: keep its log (a native crash's stacks are in it)
+                assert svc.proc is not None
+                keep = Path(tempfile.gettempdir()) / "framestream-died"
+                keep.mkdir(exist_ok=True)
+                if svc.log_path is not None and svc.log_path.exists():
+                    shutil.copy(svc.log_path, keep / f"{request.node.name}-{svc.log_path.name}")
+                sys.stderr.write(f"service exited with {svc.proc.returncode} during {request.node.nodeid}:\n"
+                                 f"{svc.log()[-8000:]}\n")
             if svc.proc is not None:
                 svc.stop()
             svc.kill_leftovers()

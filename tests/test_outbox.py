@@ -16,6 +16,7 @@ from framestream.link import (
     RECOVER_MARGIN,
     REPORT_FRESH_S,
     SLOW_HOLD_S,
+    STREAM_WINDOW_S,
     LinkMeter,
     StreamChoice,
 )
@@ -170,13 +171,18 @@ def test_a_slow_viewer_goes_back_to_the_full_stream_only_when_a_probe_shows_the_
 def test_the_probe_asks_for_the_full_streams_keyframe_within_half_a_second_too() -> None:
     clock = Clock()
     choice = StreamChoice(clock)
-    for _ in range(30):
-        choice.deltas.add(1_000)  # 15 kB/s of deltas: a 1 Mbit/s link carries them easily...
-    choice.keyframe_bytes = 200_000  # ... but not a 200 KB keyframe in half a second
+    choice.keyframe_bytes = 200_000  # a 200 KB keyframe does not cross a 1 Mbit/s link in half a second...
     choice.skipped()
     clock.t += SLOW_HOLD_S
+    for _ in range(60):
+        choice.deltas.add(1_000)  # ... though the page's 30 kB/s of deltas do, easily
     assert choice.update(125_000) and choice.probe is not None
     assert choice.probe.rate == 200_000 / KEYFRAME_S
+    still = StreamChoice(clock)
+    still.keyframe_bytes = 200_000
+    still.skipped()
+    clock.t += SLOW_HOLD_S + STREAM_WINDOW_S
+    assert not still.update(125_000), "a still page goes back at once: its keyframe only sharpens it"
 
 
 def test_a_receivers_estimate_is_the_rate_while_fresh() -> None:
