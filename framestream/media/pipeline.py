@@ -24,7 +24,7 @@ from framestream.errors import CaptureError
 from framestream.media.capture import DisplayCapture
 from framestream.media.diff import changed_boxes
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
-from framestream.media.light import LightEncoder
+from framestream.media.light import LightSink, LightWorker
 from framestream.media.light_policy import LightPlan
 from framestream.media.picture import KIND_PATCH, PatchGate, Picture
 from framestream.media.rects import DamageRect
@@ -196,7 +196,7 @@ class FramePipeline:
         release_at = 0.0  # while paused: when to give everything back
         damage: list[DamageRect] = []
         sender = ChangeSender(encoder, self._patch_gate)  # patches or H.264 for each change
-        light = _LightState(self._light_size)
+        light = _LightState(self._light_size, self._on_light, self.name)
         timeout = 0.0
         while True:
             ready, _, _ = select.select([capture.fileno(), self._wake_r], [], [], timeout)
@@ -303,57 +303,68 @@ class FramePipeline:
             timeout = 0.0  # ask the policy again at once: it knows the next deadline
 
     def _send_light(self, light: _LightState, kept: np.ndarray, now: float) -> float:
-        """Send the light stream's picture when one is due; seconds until the next may be (3600: none)."""
-        out = light.send(kept, now) if self._last is not None else None  # (nothing grabbed yet: nothing to send)
-        if out is not None:
-            encoder, picture = out
-            self.stats.light_pictures += 1
-            self._on_picture(Picture(data=picture.data, keyframe=picture.keyframe, refinement=picture.refinement,
-                                     capture_us=self._last_capture_us, encoded_us=time.time_ns() // 1000,
-                                     codec=encoder.codec_string, changed=not picture.refinement, light=True))
+        """Hand the light stream a picture when one is due; seconds until the next may be (3600: none)."""
+        if self._last is not None:  # (nothing grabbed yet: nothing to send)
+            light.send(kept, now, self._last_capture_us)
         deadline = light.deadline(time.monotonic())
         return 3600.0 if deadline is None else deadline
 
+    def _on_light(self, picture: EncodedPicture, codec: str | None, capture_us: int) -> None:
+        """From the light stream's thread."""
+        self.stats.light_pictures += 1
+        self._on_picture(Picture(data=picture.data, keyframe=picture.keyframe, refinement=picture.refinement,
+                                 capture_us=capture_us, encoded_us=time.time_ns() // 1000, codec=codec,
+                                 changed=not picture.refinement, light=True))
+
 
 class _LightState:
-    """The worker's light stream: its encoder while someone takes it, and when it sends (media/light.py)."""
+    """The worker's side of the light stream: its thread while someone takes it, and when it sends."""
 
-    def __init__(self, size: tuple[int, int]) -> None:
+    BUSY_RETRY_S = 0.005  # the light thread is still on its last picture: look again this soon
+
+    def __init__(self, size: tuple[int, int], on_encoded: LightSink, name: str) -> None:
         self._size = size
-        self._encoder: LightEncoder | None = None
+        self._on_encoded = on_encoded
+        self._name = name
+        self._worker: LightWorker | None = None
         self._plan = LightPlan()
 
     def want(self, kbps: int | None, keyframe: bool, now: float) -> None:
-        if kbps is None:
+        if kbps is None or (self._worker is not None and self._worker.failed):
             self.stop()
+        if kbps is None:
             return
-        if self._encoder is None:
-            self._encoder = LightEncoder(*self._size, kbps)
+        if self._worker is None:
+            self._worker = LightWorker(*self._size, kbps, self._on_encoded, self._name)
             self._plan = LightPlan()  # starts with a keyframe
         else:
-            self._encoder.set_kbps(kbps)
+            self._worker.set_kbps(kbps)
         if keyframe:
             self._plan.request_keyframe()
 
     def changed(self, now: float) -> None:
-        if self._encoder is not None:
+        if self._worker is not None:
             self._plan.changed(now)
 
-    def send(self, kept: np.ndarray, now: float) -> tuple[LightEncoder, EncodedPicture] | None:
-        if self._encoder is None:
-            return None
+    def send(self, kept: np.ndarray, now: float, capture_us: int) -> None:
+        if self._worker is None or not self._worker.idle:
+            return
         due = self._plan.due(now)
-        if not due.send:
-            return None
-        return self._encoder, self._encoder.encode(kept, due)
+        if due.send:
+            self._worker.submit(kept, due, capture_us)
 
     def deadline(self, now: float) -> float | None:
-        return self._plan.next_deadline(now) if self._encoder is not None else None
+        if self._worker is None:
+            return None
+        deadline = self._plan.next_deadline(now)
+        if deadline is not None and not self._worker.idle:
+            deadline = max(deadline, self.BUSY_RETRY_S)
+        return deadline
 
     def stop(self) -> None:
-        if self._encoder is not None:
-            self._encoder.close()
-            self._encoder = None
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
 
 
 def give_back_freed_memory() -> None:

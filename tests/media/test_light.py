@@ -7,7 +7,8 @@ import av
 import numpy as np
 
 from framestream.config import FrameSize
-from framestream.media.light import LightEncoder
+from framestream.media.encoder import EncodedPicture
+from framestream.media.light import LightEncoder, LightWorker
 from framestream.media.light_policy import (
     LIGHT_BUFFER_S,
     MAX_KBPS,
@@ -85,3 +86,27 @@ def test_changes_at_30_a_second_give_the_light_streams_20() -> None:
         plan.changed(now)
         sent += plan.due(now).send
     assert 58 <= sent <= 61, sent
+
+
+def test_the_light_worker_encodes_in_its_own_thread_one_picture_at_a_time() -> None:
+    import threading
+
+    done = threading.Event()
+    got: list[tuple[bool, str | None, int, str]] = []
+
+    def on_encoded(picture: EncodedPicture, codec: str | None, capture_us: int) -> None:
+        got.append((picture.keyframe, codec, capture_us, threading.current_thread().name))
+        done.set()
+
+    worker = LightWorker(1280, 800, 500, on_encoded, name="f1")
+    try:
+        picture = noise(1)
+        assert worker.submit(picture, LightDue(True, keyframe=True), 123)
+        picture[:] = 0  # the worker's picture changes at once: the light thread encodes its own copy
+        assert not worker.submit(picture, LightDue(True), 124) or got, "one picture at a time"
+        assert done.wait(30)
+        keyframe, codec, capture_us, thread = got[0]
+        assert keyframe and codec is not None and capture_us == 123 and thread == "light-f1"
+    finally:
+        worker.stop()
+    assert not worker.submit(noise(2), LightDue(True), 125), "stopped"
