@@ -44,6 +44,9 @@ PROBE_LEAD_S = 0.1  # padding queued ahead of the probe's schedule, so the link 
 PROBE_PASS = 0.8  # of the padding's schedule the link must have delivered
 PROBE_MIN_RATE = 16_000.0  # bytes/s: a full stream lighter than this is simply tried
 KEYFRAME_S = 0.5  # the full stream's keyframe must cross the link within this: a dpr 2 IDR is 150-400 KB
+# The least a moving page's keyframe is taken to be, in bytes a pixel (82 KB at 2560x1600): a light viewer sees
+# no full keyframe for as long as the page moves, and the last one it saw may be of a blank page.
+KEYFRAME_MIN_BYTES_PER_PIXEL = 0.02
 # The light stream's share of the measured link, cut when even it had to skip and grown back slowly: a measure
 # taken over small pictures that pass within a token bucket's burst reads high.
 LIGHT_BACKOFF = 0.7
@@ -171,6 +174,7 @@ class StreamChoice:
         self._clock = clock
         self.deltas = RateWindow(clock)  # the frame's delta rate, as offered to this viewer
         self.keyframe_bytes = 0  # the full stream's last keyframe, as offered to this viewer
+        self.keyframe_floor = 0  # the least it is taken to be (`expect_keyframes`)
         self.slow = False
         self.slow_periods = 0
         self.hold_s = SLOW_HOLD_S
@@ -221,7 +225,7 @@ class StreamChoice:
         # the page moves. A still page goes back at once: the one keyframe only sharpens what is on screen.
         wanted = RECOVER_MARGIN * self.deltas.rate()
         if wanted >= PROBE_MIN_RATE:
-            wanted = max(wanted, self.keyframe_bytes / KEYFRAME_S)
+            wanted = max(wanted, max(self.keyframe_bytes, self.keyframe_floor) / KEYFRAME_S)
         if reported or link_rate is None or wanted < PROBE_MIN_RATE:
             self._go_back(now)
         else:
@@ -231,6 +235,10 @@ class StreamChoice:
 
     def clock(self) -> float:
         return self._clock()
+
+    def expect_keyframes(self, pixels: int) -> None:
+        """The full stream's pictures have `pixels` pixels: its keyframes are taken to be at least so big."""
+        self.keyframe_floor = int(pixels * KEYFRAME_MIN_BYTES_PER_PIXEL)
 
     def light_skipped(self) -> None:
         """Even the light stream did not fit the time budget: ask it of less of the link."""

@@ -6,6 +6,7 @@ from framestream.core.wire import FLAG_KEYFRAME, pack_video_header, unpack_video
 from framestream.feed import FrameFeed, Viewer
 from framestream.link import (
     BELOW_FOR_S,
+    KEYFRAME_MIN_BYTES_PER_PIXEL,
     KEYFRAME_S,
     LIGHT_BACKOFF,
     LIGHT_MIN_SHARE,
@@ -178,6 +179,15 @@ def test_the_probe_asks_for_the_full_streams_keyframe_within_half_a_second_too()
         choice.deltas.add(1_000)  # ... though the page's 30 kB/s of deltas do, easily
     assert choice.update(125_000) and choice.probe is not None
     assert choice.probe.rate == 200_000 / KEYFRAME_S
+    unseen = StreamChoice(clock)
+    unseen.expect_keyframes(2560 * 1600)  # the last keyframe it saw was a blank page's: taken as at least...
+    unseen.keyframe_bytes = 3_000
+    unseen.skipped()
+    clock.t += SLOW_HOLD_S
+    for _ in range(60):
+        unseen.deltas.add(1_000)
+    assert unseen.update(125_000) and unseen.probe is not None
+    assert unseen.probe.rate == int(2560 * 1600 * KEYFRAME_MIN_BYTES_PER_PIXEL) / KEYFRAME_S, "... 82 KB"
     still = StreamChoice(clock)
     still.keyframe_bytes = 200_000
     still.skipped()

@@ -136,6 +136,7 @@ class ViewerConnection:
             configured=configured,
             patches=offer is None and "patches" in self.session.features,
         )
+        viewer.choice.expect_keyframes(frame.size.width * frame.size.height)
         self.viewers[frame.id] = viewer
         frame.add_viewer(viewer)
         if offer is not None:
