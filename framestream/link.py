@@ -39,14 +39,15 @@ LOSSY = 0.1  # a receiver reporting this fraction of packets lost is congested (
 REPORT_FALL = 0.85  # an estimate this far below the highest of the last REPORT_FRESH_S: the receiver saw congestion
 BELOW_FOR_S = 1.0  # a reported link below the stream's rate for this long, falling, makes the viewer slow
 PROBE_WINDOW_S = 5.0  # slow again this soon after going back: the try failed, the next hold doubles
-PROBE_S = 0.6  # how long a probe pads the link
+PROBE_S = 1.0  # how long a probe pads the link (long beside a token bucket's burst, which it must not count)
 PROBE_LEAD_S = 0.1  # padding queued ahead of the probe's schedule, so the link never idles during it
-PROBE_PASS = 0.8  # of the padding's schedule the link must have delivered
+PROBE_PASS = 0.9  # of the padding's schedule the link must have delivered
 PROBE_MIN_RATE = 16_000.0  # bytes/s: a full stream lighter than this is simply tried
 KEYFRAME_S = 0.5  # the full stream's keyframe must cross the link within this: a dpr 2 IDR is 150-400 KB
-# The least a moving page's keyframe is taken to be, in bytes a pixel (82 KB at 2560x1600): a light viewer sees
-# no full keyframe for as long as the page moves, and the last one it saw may be of a blank page.
-KEYFRAME_MIN_BYTES_PER_PIXEL = 0.02
+# The least a moving page's keyframe is taken to be, in bytes a pixel (150 KB at 2560x1600, the small end of a
+# dpr 2 IDR of a text page): a light viewer sees no full keyframe for as long as the page moves, and the last one
+# it saw may be of a blank page.
+KEYFRAME_MIN_BYTES_PER_PIXEL = 0.037
 # The light stream's share of the measured link, cut when even it had to skip and grown back slowly: a measure
 # taken over small pictures that pass within a token bucket's burst reads high.
 LIGHT_BACKOFF = 0.7
