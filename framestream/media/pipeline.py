@@ -160,9 +160,11 @@ class FramePipeline:
             while self._wait_until_live():
                 with DisplayCapture(self.display, self.width, self.height) as capture:
                     encoder = H264Encoder(self.width, self.height, self._settings)
+                    light = _LightState(self._light_size, self._on_light, self.name)
                     try:
-                        self._loop(capture, encoder)
+                        self._loop(capture, encoder, light)
                     finally:
+                        light.stop()  # its thread ends with the worker's loop, however that ends
                         encoder.close()
                 give_back_freed_memory()
         except Exception as exc:  # the owner decides what a dead pipeline means for the frame
@@ -187,7 +189,7 @@ class FramePipeline:
             except OSError:
                 pass
 
-    def _loop(self, capture: DisplayCapture, encoder: H264Encoder) -> None:
+    def _loop(self, capture: DisplayCapture, encoder: H264Encoder, light: _LightState) -> None:
         """Capture and encode until stopping or paused."""
         policy = self._policy
         kept = np.zeros((self.height, self.width, 4), np.uint8)  # the current picture, as encoded
@@ -196,7 +198,6 @@ class FramePipeline:
         release_at = 0.0  # while paused: when to give everything back
         damage: list[DamageRect] = []
         sender = ChangeSender(encoder, self._patch_gate)  # patches or H.264 for each change
-        light = _LightState(self._light_size, self._on_light, self.name)
         timeout = 0.0
         while True:
             ready, _, _ = select.select([capture.fileno(), self._wake_r], [], [], timeout)
@@ -207,7 +208,6 @@ class FramePipeline:
                     pass
             with self._lock:
                 if self._stopping:
-                    light.stop()
                     return
                 paused = self._paused
                 light_kbps, light_keyframe, self._light_keyframe = self._light_kbps, self._light_keyframe, False
