@@ -21,8 +21,10 @@ them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import statistics
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from benchmarks.common import Bench, create_frame, delete_frame, metrics, start_service, stop_service
@@ -169,16 +171,38 @@ async def _one(bench: Bench, service: Service, viewer: Viewer, frames: list[str]
     return out
 
 
-async def run(bench: Bench) -> dict[str, Any]:
-    out: dict[str, Any] = {"size": f"{CSS[0]}x{CSS[1]}@{CSS[2]}x", "page": PAGE, "settings": ENV}
-    service = await start_service(bench.work, "memory", ENV)
+@contextlib.asynccontextmanager
+async def _running(bench: Bench, name: str, env: dict[str, str]
+                   ) -> AsyncIterator[tuple[Service, Viewer, list[str], dict[str, Any]]]:
+    """A service, its idle size (measured before any viewer), a pumping viewer and the frames made on it: the
+    frames deleted, the viewer closed and the service stopped on the way out, however it ends."""
+    service = await start_service(bench.work, name, env)
     frames: list[str] = []
     viewer: Viewer | None = None
     try:
         await asyncio.sleep(1.0)
-        out["idle_service"] = measure(service, 1)["service"]
+        idle = measure(service, 1)["service"]
         viewer = await Viewer.open(service)
         viewer.start_pump()
+        yield service, viewer, frames, idle
+    finally:
+        if viewer is not None:
+            await viewer.close()
+        for frame_id in frames:
+            await delete_frame(service, frame_id)
+        await stop_service(service)
+
+
+async def _delete_all(service: Service, frames: list[str]) -> None:
+    for frame_id in frames:
+        await delete_frame(service, frame_id)
+    frames.clear()
+
+
+async def run(bench: Bench) -> dict[str, Any]:
+    out: dict[str, Any] = {"size": f"{CSS[0]}x{CSS[1]}@{CSS[2]}x", "page": PAGE, "settings": ENV}
+    async with _running(bench, "memory", ENV) as (service, viewer, frames, idle):
+        out["idle_service"] = idle
         bench.say("memory: one frame, live then paused")
         out["one"] = await _one(bench, service, viewer, frames)
         bench.say(f"memory: {FRAMES} paused frames")
@@ -192,33 +216,12 @@ async def run(bench: Bench) -> dict[str, Any]:
         out["resume_fresh_ms"] = _spread([fresh for _, fresh in resumes])
         await asyncio.sleep(2.0)
         out["six_live"] = measure(service, FRAMES)
-        for frame_id in frames:
-            await delete_frame(service, frame_id)
-        frames = []
+        await _delete_all(service, frames)
         bench.say(f"memory: one frame on {WEBGL_PAGE} (a WebGL context in the GPU process), live then paused")
         out["webgl_page"] = await _one(bench, service, viewer, frames, WEBGL_PAGE)
-    finally:
-        if viewer is not None:
-            await viewer.close()
-        for frame_id in frames:
-            await delete_frame(service, frame_id)
-        await stop_service(service)
     bench.say("memory: WebGL off (FRAMESTREAM_WEBGL=off), one frame live then paused")
-    service = await start_service(bench.work, "memory-nowebgl", {**ENV, "FRAMESTREAM_WEBGL": "off"})
-    frames, viewer = [], None
-    try:
-        await asyncio.sleep(1.0)
-        viewer = await Viewer.open(service)
-        viewer.start_pump()
+    async with _running(bench, "memory-nowebgl", {**ENV, "FRAMESTREAM_WEBGL": "off"}) as (service, viewer, frames, _):
         out["webgl_off"] = await _one(bench, service, viewer, frames)
-        for frame_id in frames:
-            await delete_frame(service, frame_id)
-        frames = []
+        await _delete_all(service, frames)
         out["webgl_off_webgl_page"] = await _one(bench, service, viewer, frames, WEBGL_PAGE)
-    finally:
-        if viewer is not None:
-            await viewer.close()
-        for frame_id in frames:
-            await delete_frame(service, frame_id)
-        await stop_service(service)
     return out

@@ -19,10 +19,10 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 import av
 import numpy as np
@@ -34,6 +34,22 @@ from framestream.tokens import mint_token
 
 PAGES = Path(__file__).parent / "pages"
 TEST_SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
+
+
+T = TypeVar("T")
+
+
+async def until(what: str, probe: Callable[[], Awaitable[T | None]], within: float = 90.0) -> T:
+    """Poll `probe` every 0.2 s until it gives a truthy value (for what has no event to wait on: /metrics, a
+    browser's getStats); fail saying `what` was awaited."""
+    async def poll() -> T:
+        while not (value := await probe()):  # noqa: ASYNC110 - polled on purpose: no event to wait on
+            await asyncio.sleep(0.2)
+        return value
+    try:
+        return await asyncio.wait_for(poll(), within)
+    except TimeoutError:
+        raise AssertionError(f"not within {within:g} s: {what}") from None
 
 
 def free_port() -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import av
 import numpy as np
@@ -168,13 +169,17 @@ def test_a_keyframe_is_always_video() -> None:
     assert out is not None and out.kind == KIND_VIDEO and out.keyframe
 
 
-def test_an_animation_picture_that_waits_goes_out_with_the_next_patch_or_video() -> None:
-    width, height = 160, 96
-    kept = np.full((height, width, 4), 255, np.uint8)
+def _animation_sender(width: int, height: int) -> tuple[np.ndarray, PatchGate, ChangeSender, Any]:
+    """A white picture, an open patch gate, a sender that paces animations at once, and a decoder."""
     gate = PatchGate()
     gate.open = True
     sender = ChangeSender(H264Encoder(width, height), gate, PatchRule(animation_fps=15, animation_after=0.0))
-    decoder = av.CodecContext.create("h264", "r")
+    return np.full((height, width, 4), 255, np.uint8), gate, sender, av.CodecContext.create("h264", "r")
+
+
+def test_an_animation_picture_that_waits_goes_out_with_the_next_patch_or_video() -> None:
+    width, height = 160, 96
+    kept, _, sender, decoder = _animation_sender(width, height)
     first = sender.send(kept, now=0.0, keyframe=True, refinement=False, rows=(0, height),
                         boxes=[(0, 0, width, height)], hint=None)
     assert first is not None
@@ -202,11 +207,7 @@ def test_an_animation_picture_that_waits_goes_out_with_the_next_patch_or_video()
 
 def test_sharpening_after_patches_alone_sends_no_h264() -> None:
     width, height = 160, 96
-    kept = np.full((height, width, 4), 255, np.uint8)
-    gate = PatchGate()
-    gate.open = True
-    sender = ChangeSender(H264Encoder(width, height), gate, PatchRule(animation_fps=15, animation_after=0.0))
-    decoder = av.CodecContext.create("h264", "r")
+    kept, gate, sender, decoder = _animation_sender(width, height)
     first = sender.send(kept, now=0.0, keyframe=True, refinement=True, rows=(0, height),
                         boxes=[(0, 0, width, height)], hint=None)  # a still keyframe: sharp at once
     assert first is not None

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable
+from typing import Any
 
 import pytest
 
 from tests.fixtures import service_fixture
-from tests.support import Service
+from tests.support import Service, until
 from tests.web.browser import Page, close_to, info, open_viewer
 from tests.webrtc.metrics import metric
 
@@ -40,7 +40,6 @@ POINTS = [(0.5, 0.5), (0.25, 0.25), (0.75, 0.2), (0.2, 0.8), (0.6, 0.6)]
 
 service = service_fixture(f"slowlink.html@{CSS[0]}x{CSS[1]}", scope="module", pages="web_pages", timeout=60)
 
-T = TypeVar("T")
 
 # Installed in the viewer page: pixels by fractions of the canvas (whatever its size and the stream's), and every
 # video-config of the frame with what the canvas was right after the viewer handled it (the client passes the
@@ -68,18 +67,6 @@ JS_RECORD = """
   return true;
 })()
 """
-
-
-async def until(what: str, probe: Callable[[], Awaitable[T | None]], within: float = 120.0) -> T:
-    """Poll `probe` until it gives a truthy value; fail saying `what` was awaited."""
-    async def poll() -> T:
-        while not (value := await probe()):  # noqa: ASYNC110 - /metrics has no event to wait on
-            await asyncio.sleep(0.2)
-        return value
-    try:
-        return await asyncio.wait_for(poll(), within)
-    except TimeoutError:
-        raise AssertionError(f"not within {within:g} s: {what}") from None
 
 
 async def slow_viewers(service: Service, frame: str) -> float:
@@ -140,7 +127,7 @@ async def test_the_canvas_keeps_its_size_and_picture_across_the_light_stream(ser
     # Right after the switch's video-config: the same canvas, still showing the full stream's last picture.
     assert switch["canvas"] == full_canvas, switch
     assert close_to(switch["px"], BLUE), f"the canvas was cleared at the switch: {switch}"
-    await until("the frame counts one slow viewer", lambda: _equals(slow_viewers(service, frame), 1))
+    await until("the frame counts one slow viewer", lambda: _equals(slow_viewers(service, frame), 1), within=120.0)
 
     # Light pictures keep coming, drawn scaled into the 2560x1600 canvas.
     await page.wait_for(f"{client_info}.link.light && {client_info}.drawn >= {switch['drawn'] + 10}", within=120)
@@ -175,7 +162,7 @@ async def test_the_canvas_keeps_its_size_and_picture_across_the_light_stream(ser
     await click(service, frame, ELSEWHERE, 4)  # blue again, drawn by the full stream
     await everywhere(page, frame, BLUE)
     assert await page.eval("fsCanvas()") == full_canvas
-    await until("no slow viewer", lambda: _equals(slow_viewers(service, frame), 0))
+    await until("no slow viewer", lambda: _equals(slow_viewers(service, frame), 0), within=120.0)
     print(f"back: {back}; configs {await configs(page)}")
 
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
 import pytest
 
 from tests.fixtures import service_fixture
-from tests.support import Service
+from tests.support import Service, until
 from tests.web.browser import Browser, Page
 from tests.webrtc.chromium import LOOPBACK, inbound_video, open_webrtc_viewer, rtc
 from tests.webrtc.metrics import metric
@@ -27,20 +26,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 CSS = (1280, 800)
 service = service_fixture(f"scroll_fast.html@{CSS[0]}x{CSS[1]}", scope="module", pages="bench_pages", timeout=60,
                           env={"FRAMESTREAM_ICE_HOSTS": "127.0.0.1"})
-
-T = TypeVar("T")
-
-
-async def until(what: str, probe: Callable[[], Awaitable[T | None]], within: float = 90.0) -> T:
-    """Poll `probe` until it gives a truthy value; fail saying `what` was awaited."""
-    async def poll() -> T:
-        while not (value := await probe()):  # noqa: ASYNC110 - /metrics and getStats have no event to wait on
-            await asyncio.sleep(0.2)
-        return value
-    try:
-        return await asyncio.wait_for(poll(), within)
-    except TimeoutError:
-        raise AssertionError(f"not within {within:g} s: {what}") from None
 
 
 async def read_metric(service: Service, name: str, labels: str = "") -> float:
