@@ -72,6 +72,13 @@ async def open_patch_viewer(service: Service, page: Page, frame: str) -> None:
     assert await page.eval("window.framestream.client.welcome.features") == ["patches"]
     await page.wait_for(f"window.framestream.client.info({json.dumps(frame)})?.drawn > 0", within=30)
     assert await page.eval(JS_TRACE.format(frame=frame))
+    # Drawn first is the frame's kept keyframe; a frame that was paused makes a fresh one as it resumes, and a
+    # letter typed before that is made goes in it, as video. So the tests type once a keyframe asked now is drawn.
+    asked = await page.eval("window.fsTrace.length")
+    await page.eval(f"window.framestream.client.requestKeyframe({json.dumps(frame)})")
+    await page.wait_for(f"(() => {{ const i = window.fsTrace.findIndex((e, n) => n >= {asked} && e.keyframe"
+                        " && e.action === 'decode');"
+                        " return i >= 0 && window.fsTrace.slice(i).some((e) => 'drawn' in e); })()", within=20)
 
 
 async def test_a_typed_letter_shows_pixel_exact(service: Service, page: Page) -> None:
