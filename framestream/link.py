@@ -29,6 +29,7 @@ from collections.abc import Callable
 LINK_WINDOW_S = 2.0  # samples older than this (wall time) no longer count, unless nothing newer was measured
 MIN_BUSY_S = 0.002  # below this much busy time the link is too fast to tell: no estimate yet
 MAX_RATE = 125_000_000.0  # bytes/s (1 Gbit/s): what "too fast to tell" reads as
+MIN_RATE = 1_000.0  # bytes/s (8 kbit/s): the least a rate reads as (a receiver's estimate of 0 included)
 STREAM_WINDOW_S = 2.0
 SLOW_HOLD_S = 3.0  # a slow viewer stays on the light stream at least this long after its last skip
 MAX_HOLD_S = 60.0  # the longest hold after failed probes
@@ -70,7 +71,7 @@ class LinkMeter:
     def reported(self, bits_per_s: float) -> None:
         """The receiver's own estimate of the link (WebRTC's REMB), in bits per second."""
         now = self._clock()
-        self._reported = (now, max(0.0, bits_per_s) / 8)
+        self._reported = (now, max(MIN_RATE, bits_per_s / 8))
         self._reports.append(self._reported)
         while self._reports and self._reports[0][0] < now - REPORT_FRESH_S:
             self._reports.popleft()
@@ -111,8 +112,12 @@ class LinkMeter:
             self._samples.popleft()
         busy = sum(s[2] for s in self._samples)
         total = sum(s[1] for s in self._samples)
+        if total <= 0:
+            # Nothing has left the socket yet (a first message still in the kernel's queue while a busy event
+            # loop took its time): no measure. A stalled link shows as the delay of what does not leave.
+            return
         if busy >= MIN_BUSY_S:
-            self._rate = min(MAX_RATE, total / busy)
+            self._rate = max(MIN_RATE, min(MAX_RATE, total / busy))
         elif total >= 64 * 1024:  # a lot went out in no time: a fast link
             self._rate = MAX_RATE
 

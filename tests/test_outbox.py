@@ -12,6 +12,7 @@ from framestream.link import (
     LIGHT_MIN_SHARE,
     LIGHT_REGROW_PER_S,
     MAX_HOLD_S,
+    MIN_RATE,
     PROBE_LEAD_S,
     PROBE_S,
     RECOVER_MARGIN,
@@ -135,6 +136,21 @@ def test_the_link_rate_is_bytes_over_busy_time_in_a_recent_window() -> None:
     clock.t += 5  # later, a faster link: the old samples fall out of the window
     meter.sent(100_000, 0.1)
     assert meter.rate == 1_000_000
+
+
+async def test_a_send_that_delivered_nothing_yet_is_no_measure_and_no_rate_reads_zero() -> None:
+    # Seen under load: a new viewer's first picture still in the kernel's queue after a slow send (busy time,
+    # no bytes acknowledged) made the rate 0, and the next picture's offer divided by it.
+    clock = Clock()
+    outbox = Outbox(budget_s=0.25, clock=clock)
+    outbox.push_video(video(1, 1, 10_000, key=True))
+    await outbox.next()
+    outbox.sent(0, 0.005)
+    assert outbox.link.rate is None
+    assert outbox.push_video(video(1, 2, 1_000)) and outbox.delay_s() is None
+    outbox.link.reported(0)  # a receiver's estimate of nothing: the slowest rate, not a zero
+    assert outbox.link.rate == MIN_RATE
+    assert outbox.delay_s() is not None
 
 
 def test_a_slow_viewer_goes_back_to_the_full_stream_only_when_a_probe_shows_the_link_carries_it() -> None:
