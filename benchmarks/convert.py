@@ -1,5 +1,6 @@
-"""Colour conversion (BGRX -> yuv420p, BT.709 limited range), the step before libx264: quality and cost of each
-swscale interpolation flag, on a real page picture (benchmarks/pages/text.html drawn by the kiosk Chromium).
+"""Colour conversion (BGRX -> yuv420p, limited range), the step before libx264: quality and cost of each swscale
+interpolation flag (BT.709) and of OpenCV's BGRA -> I420 (BT.601, what the encoder uses: media/encoder.py), on a
+real page picture (benchmarks/pages/text.html drawn by the kiosk Chromium).
 
 Quality is the RGB PSNR/SSIM of convert -> convert back (no encoder involved), so it is the ceiling any encoder
 setting can reach. Cost is the CPU time of one full-picture conversion with a reused VideoReformatter (median).
@@ -17,6 +18,7 @@ import time
 from typing import Any
 
 import av
+import cv2
 import numpy as np
 from av.video.reformatter import ColorRange, Colorspace, Interpolation, VideoReformatter
 
@@ -27,6 +29,8 @@ from benchmarks.viewer import to_rgb
 from tests.support import page_server
 
 FLAGS = ("FAST_BILINEAR", "BILINEAR", "POINT", "AREA")
+OPENCV = "OPENCV_601"  # the encoder's own conversion
+cv2.setNumThreads(1)  # as the encoder runs it, and thread_time counts only this thread
 
 
 async def page_picture(css_w: int, css_h: int, dpr: int) -> np.ndarray:
@@ -50,24 +54,31 @@ async def page_picture(css_w: int, css_h: int, dpr: int) -> np.ndarray:
 
 
 def convert(reformatter: VideoReformatter, bgrx: np.ndarray, flag: str) -> av.VideoFrame:
+    if flag == OPENCV:
+        frame = av.VideoFrame.from_numpy_buffer(cv2.cvtColor(bgrx, cv2.COLOR_BGRA2YUV_I420), format="yuv420p")
+        frame.colorspace = 6  # SMPTE 170M, as the encoder signals it
+        return frame
     src = av.VideoFrame.from_numpy_buffer(bgrx, format="bgra")
-    return reformatter.reformat(src, format="yuv420p", src_colorspace=Colorspace.ITU709,
-                                dst_colorspace=Colorspace.ITU709, interpolation=getattr(Interpolation, flag),
-                                dst_color_range=ColorRange.MPEG, threads=1)
+    frame = reformatter.reformat(src, format="yuv420p", src_colorspace=Colorspace.ITU709,
+                                 dst_colorspace=Colorspace.ITU709, interpolation=getattr(Interpolation, flag),
+                                 dst_color_range=ColorRange.MPEG, threads=1)
+    frame.colorspace = 1  # BT.709: read back with the matrix it was made with
+    return frame
 
 
 def measure(rgb: np.ndarray, repeats: int) -> list[dict[str, Any]]:
     bgrx = np.zeros((*rgb.shape[:2], 4), np.uint8)
     bgrx[:, :, :3] = rgb[:, :, ::-1]
-    reformatters = {flag: VideoReformatter() for flag in FLAGS}
-    times: dict[str, list[float]] = {flag: [] for flag in FLAGS}
+    kinds = (*FLAGS, OPENCV)
+    reformatters = {flag: VideoReformatter() for flag in kinds}
+    times: dict[str, list[float]] = {flag: [] for flag in kinds}
     for _ in range(repeats):  # interleaved, so load from elsewhere hits every flag alike
-        for flag in FLAGS:
+        for flag in kinds:
             t0 = time.thread_time()
             convert(reformatters[flag], bgrx, flag)
             times[flag].append(time.thread_time() - t0)
     out = []
-    for flag in FLAGS:
+    for flag in kinds:
         back = to_rgb(convert(VideoReformatter(), bgrx, flag))
         out.append({"flag": flag, "psnr_db": psnr(back, rgb), "ssim": ssim(back, rgb),
                     "cpu_ms": round(statistics.median(times[flag][2:]) * 1000, 2)})

@@ -21,8 +21,9 @@ from typing import Any
 import av
 import numpy as np
 import websockets
-from av.video.reformatter import ColorRange, Colorspace
+from av.video.reformatter import ColorRange
 
+from framestream.client.pictures import signalled_matrix
 from framestream.core.wire import VideoFlags, unpack_video_header
 from tests.support import Service, StreamClient, VideoMessage
 
@@ -140,8 +141,8 @@ async def settle(task: asyncio.Future[Any], *, cancel: bool = True, timeout: flo
 
 
 def to_rgb(frame: av.VideoFrame) -> np.ndarray:
-    """A decoded picture as RGB, converted back with the BT.709 limited-range matrix the stream signals."""
-    return frame.to_ndarray(format="rgb24", src_colorspace=Colorspace.ITU709, src_color_range=ColorRange.MPEG,
+    """A decoded picture as RGB, converted back with the limited-range matrix the stream signals."""
+    return frame.to_ndarray(format="rgb24", src_colorspace=signalled_matrix(frame), src_color_range=ColorRange.MPEG,
                             dst_color_range=ColorRange.JPEG)
 
 

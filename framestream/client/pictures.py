@@ -15,7 +15,7 @@ from av.video.reformatter import ColorRange, Colorspace
 
 from framestream.core.wire import FLAG_KEYFRAME, VideoFlags
 
-__all__ = ["Picture", "StreamDecoder", "png_size", "png_to_rgb", "rgb_to_png", "scale_png"]
+__all__ = ["Picture", "StreamDecoder", "png_size", "png_to_rgb", "rgb_to_png", "scale_png", "signalled_matrix"]
 
 Rgb = np.ndarray  # (height, width, 3) uint8
 
@@ -43,16 +43,16 @@ class Picture(VideoFlags):
 
     @property
     def rgb(self) -> Rgb:
-        """(height, width, 3) uint8, converted with the BT.709 limited-range matrix the stream signals."""
+        """(height, width, 3) uint8, converted with the limited-range matrix the stream signals in its SPS."""
         if self._rgb is None:
-            self._rgb = self.frame.to_ndarray(format="rgb24", src_colorspace=Colorspace.ITU709,
+            self._rgb = self.frame.to_ndarray(format="rgb24", src_colorspace=signalled_matrix(self.frame),
                                               src_color_range=ColorRange.MPEG, dst_color_range=ColorRange.JPEG)
         return self._rgb
 
     def pixel(self, x: float, y: float, dpr: float = 1.0) -> tuple[int, int, int]:
         """The colour at CSS point (x, y) of a frame at `dpr`.
 
-        Read from the YUV planes with the same BT.709 limited-range matrix when the picture was not converted
+        Read from the YUV planes with the same matrix when the picture was not converted
         yet: checking one place of every picture must not cost a whole-picture conversion each."""
         row, col = min(self.height - 1, int(y * dpr)), min(self.width - 1, int(x * dpr))
         if self._rgb is None and self.frame.format.name == "yuv420p":
@@ -66,20 +66,30 @@ class Picture(VideoFlags):
         if (width, height) == (self.width, self.height):
             return rgb_to_png(self.rgb)
         scaled = self.frame.reformat(width, height, format="rgb24", interpolation="AREA",
-                                     src_colorspace=Colorspace.ITU709, src_color_range=ColorRange.MPEG,
+                                     src_colorspace=signalled_matrix(self.frame), src_color_range=ColorRange.MPEG,
                                      dst_color_range=ColorRange.JPEG)
         return _encode_png(scaled)
 
 
+def signalled_matrix(frame: av.VideoFrame) -> Colorspace:
+    """The YUV -> RGB matrix a decoded picture's SPS signals: BT.709 when it says so, else BT.601 (framestream
+    signals BT.601 since it converts with OpenCV; BT.709 before; unsignalled streams are taken as BT.601)."""
+    return Colorspace.ITU709 if int(frame.colorspace) == _AVCOL_SPC_BT709 else Colorspace.ITU601
+
+
+_AVCOL_SPC_BT709 = 1
+# (R from V, G from U, G from V, B from U) for limited range, after scaling Y by 255/219.
+_YUV_TO_RGB = {Colorspace.ITU709: (1.79274, 0.21325, 0.53291, 2.11240),
+               Colorspace.ITU601: (1.59603, 0.39176, 0.81297, 2.01723)}
+
+
 def _yuv420_pixel(frame: av.VideoFrame, row: int, col: int) -> tuple[int, int, int]:
     planes = frame.planes
-    y = _plane_at(planes[0], row, col) - 16.0
+    rv, gu, gv, bu = _YUV_TO_RGB[signalled_matrix(frame)]
+    y = 1.16438 * (_plane_at(planes[0], row, col) - 16.0)
     u = _plane_at(planes[1], row // 2, col // 2) - 128.0
     v = _plane_at(planes[2], row // 2, col // 2) - 128.0
-    r = 1.16438 * y + 1.79274 * v
-    g = 1.16438 * y - 0.21325 * u - 0.53291 * v
-    b = 1.16438 * y + 2.11240 * u
-    return _clip(r), _clip(g), _clip(b)
+    return _clip(y + rv * v), _clip(y - gu * u - gv * v), _clip(y + bu * u)
 
 
 def _plane_at(plane: av.video.plane.VideoPlane, row: int, col: int) -> float:

@@ -14,6 +14,11 @@ it changed; `_CrfSwitch` sets that option through libavutil's `av_opt_set` on th
 itself once at open (reading the option back) and, if anything does not line up, refinement degrades to
 re-encoding at the normal CRF and says so in the log, rather than guessing at memory.
 
+Colour: BT.601 limited range (matrix SMPTE 170M, signalled in the SPS), converted by OpenCV. Its BGRA -> I420
+kernel is SIMD and takes 2.6 ms a 2560x1600 picture where swscale's fastest BT.709 path (POINT) takes 7-8 ms, and
+a scroll changes every row of every picture: the conversion was a third of a full-picture change. Its chroma is
+the top-left pixel of each 2x2 block, like POINT: 48.8 dB on the text page (docs/performance.md).
+
 Changed regions: x264 otherwise analyses every macroblock of every picture (4-5 ms at 1280x800, 18 ms at
 2560x1600, even when a small box moved). FFmpeg's libx264 wrapper takes `mb_info` plus a per-picture
 AV_FRAME_DATA_VIDEO_HINT listing the changed rectangles, and x264 skips the rest. PyAV cannot attach side data,
@@ -34,8 +39,8 @@ from typing import Any
 
 import av
 import av.sidedata.sidedata
+import cv2
 import numpy as np
-from av.video.reformatter import ColorRange, Colorspace, Interpolation, VideoReformatter
 
 from framestream.core.h264 import choose_level, codec_string_from_access_unit
 from framestream.media.rects import clip
@@ -43,6 +48,8 @@ from framestream.media.rects import clip
 log = logging.getLogger(__name__)
 
 _AV_OPT_SEARCH_CHILDREN = 1
+# Each frame's worker thread converts its own pictures; OpenCV's pool beside it would only add threads that spin.
+cv2.setNumThreads(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,12 +194,21 @@ class _ChangedRegions:
             array[4 * i: 4 * i + 4] = [x, y, w, h]
 
 
+def _i420_planes(i420: np.ndarray, width: int, height: int) -> list[np.ndarray]:
+    """Views of the Y, U and V planes of an I420 buffer in OpenCV's layout (height * 3 / 2, width)."""
+    flat, luma = i420.reshape(-1), width * height
+    chroma = luma // 4
+    return [flat[:luma].reshape(height, width),
+            flat[luma : luma + chroma].reshape(height // 2, width // 2),
+            flat[luma + chroma : luma + 2 * chroma].reshape(height // 2, width // 2)]
+
+
 class H264Encoder:
     """Encodes pictures of one fixed size. Rebuild it when the size changes.
 
     The encoder keeps the current picture in YUV 4:2:0: `update(bgrx, rows)` converts only the rows that
-    changed (in 32-row bands, one cached swscale context per band height), and `encode()` compresses the
-    whole current picture. A small animation so costs a small conversion instead of a full-screen one.
+    changed (in 32-row bands), and `encode()` compresses the whole current picture. A small animation so costs
+    a small conversion instead of a full-screen one.
     """
 
     BAND = 32
@@ -216,8 +232,9 @@ class H264Encoder:
         # Sliced threads add no delay (frame threads would hold a picture back).
         threads = s.threads or (2 if width * height > 1_500_000 else 1)
         ctx.thread_count = threads
-        # Signal BT.709 limited range in the VUI so every decoder converts back with the matrix we used.
-        ctx.colorspace = 1
+        # Signal the matrix we convert with (BT.601, SMPTE 170M) and limited range in the VUI, so every decoder
+        # converts back with it; the pixels themselves are sRGB (BT.709 primaries and transfer).
+        ctx.colorspace = 6
         ctx.color_range = 1
         ctx.color_primaries = 1
         ctx.color_trc = 1
@@ -237,13 +254,12 @@ class H264Encoder:
         self._ctx = ctx
         self._crf = _CrfSwitch(ctx, s.crf)
         self.max_kbps = s.max_kbps
-        self._yuv = av.VideoFrame(width, height, "yuv420p")
+        # The current picture, I420 in one buffer (OpenCV's layout: Y, then U, then V), which the AVFrame x264
+        # reads shares: a whole-picture conversion writes straight into it.
+        self._i420 = np.zeros((height * 3 // 2, width), np.uint8)
+        self._yuv = av.VideoFrame.from_numpy_buffer(self._i420, format="yuv420p")
         self._hints = _ChangedRegions(self._yuv)
-        self._planes = [
-            np.frombuffer(memoryview(plane), np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width]
-            for plane in self._yuv.planes
-        ]
-        self._reformatters: dict[int, VideoReformatter] = {}
+        self._planes = _i420_planes(self._i420, width, height)
         self._pts = 0
         self.codec_string: str | None = None
 
@@ -261,43 +277,25 @@ class H264Encoder:
         bottom = min(self.height, -(-bottom // self.BAND) * self.BAND)
         if bottom <= top:
             return
-        band_height = bottom - top
-        reformatter = self._reformatters.get(band_height)
-        if reformatter is None:
-            reformatter = self._reformatters[band_height] = VideoReformatter()
-        src = av.VideoFrame.from_numpy_buffer(bgrx[top:bottom], format="bgra")
-        band = reformatter.reformat(
-            src,
-            format="yuv420p",
-            src_colorspace=Colorspace.ITU709,
-            dst_colorspace=Colorspace.ITU709,
-            # FAST_BILINEAR's RGB->YUV path is lossy (32 dB on a text page, measured). POINT (chroma from one
-            # pixel of each 2x2 block) reaches 48.8-49.8 dB, within about 1 dB of AREA's ceiling, for 40 % less
-            # CPU (10 instead of 16.7 ms a 2560x1600 picture): the conversion is half of a full-picture change
-            # beside x264 (docs/performance.md, "Patches and full-picture changes").
-            interpolation=Interpolation.POINT,
-            dst_color_range=ColorRange.MPEG,
-        )
-        for index, plane in enumerate(band.planes):
-            shift = 0 if index == 0 else 1  # chroma planes have half the rows
-            view = np.frombuffer(memoryview(plane), np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width]
-            self._planes[index][top >> shift : bottom >> shift] = view
+        if top == 0 and bottom == self.height:
+            self._convert_whole(bgrx)
+            return
+        band = _i420_planes(cv2.cvtColor(bgrx[top:bottom], cv2.COLOR_BGRA2YUV_I420), self.width, bottom - top)
+        for index, (plane, shift) in enumerate(zip(band, (0, 1, 1), strict=True)):
+            self._planes[index][top >> shift : bottom >> shift] = plane
 
     def update_scaled(self, bgrx: np.ndarray) -> None:
         """Make the current picture a scaled copy of a whole BGRX picture of any size (the light stream)."""
-        reformatter = self._reformatters.get(-1)
-        if reformatter is None:
-            reformatter = self._reformatters[-1] = VideoReformatter()
-        src = av.VideoFrame.from_numpy_buffer(bgrx, format="bgra")
-        # Halving a synthetic text page, against an exact 2x2 average (through YUV and back): FAST_BILINEAR
-        # 28.4 dB in 6.8 ms a 2560x1600 picture, AREA 33.0 dB in 9.7 ms, BILINEAR 23.6 dB in 9.0 ms. The light
-        # stream is capped well below what x264 needs for either to show: the cheaper one.
-        picture = reformatter.reformat(src, width=self.width, height=self.height, format="yuv420p",
-                                       src_colorspace=Colorspace.ITU709, dst_colorspace=Colorspace.ITU709,
-                                       interpolation=Interpolation.FAST_BILINEAR, dst_color_range=ColorRange.MPEG)
-        for index, plane in enumerate(picture.planes):
-            view = np.frombuffer(memoryview(plane), np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width]
-            self._planes[index][:] = view
+        # OpenCV's AREA is an exact 2x2 average when halving (33.0 dB on a synthetic text page, where swscale's
+        # FAST_BILINEAR reached 28.4), and with the conversion takes 2.0 ms a 2560x1600 picture (swscale: 6.8).
+        scaled = bgrx if bgrx.shape[:2] == (self.height, self.width) else \
+            cv2.resize(bgrx, (self.width, self.height), interpolation=cv2.INTER_AREA)
+        self._convert_whole(scaled)
+
+    def _convert_whole(self, bgrx: np.ndarray) -> None:
+        converted = cv2.cvtColor(bgrx, cv2.COLOR_BGRA2YUV_I420, dst=self._i420)
+        if converted is not self._i420:  # OpenCV makes a new array when `dst` does not fit: never silently
+            raise RuntimeError(f"conversion of a {bgrx.shape} picture did not fit the {self._i420.shape} buffer")
 
     def set_max_kbps(self, kbps: int) -> bool:
         """Change the rate cap of an encoder opened with one; libx264 takes it before its next picture."""

@@ -52,11 +52,14 @@ def test_png_round_trip_and_area_scaling() -> None:
     assert half.shape == (20, 30, 3) and tuple(half[10, 25]) == (30, 60, 220) and tuple(half[10, 5]) == (0, 0, 0)
 
 
-def test_a_pictures_pixel_from_yuv_matches_its_rgb_conversion() -> None:
+# The stream's SPS signals its matrix (matrix_coefficients 6, SMPTE 170M, today; 1, BT.709, before): both read.
+@pytest.mark.parametrize(("matrix", "signalled"), [(Colorspace.ITU601, 6), (Colorspace.ITU709, 1)])
+def test_a_pictures_pixel_from_yuv_matches_its_rgb_conversion(matrix: Colorspace, signalled: int) -> None:
     rgb = np.zeros((32, 32, 3), np.uint8)
     rgb[:16, :16], rgb[16:, 16:], rgb[:16, 16:] = (220, 30, 30), (30, 60, 220), (240, 200, 0)
     frame = av.VideoFrame.from_ndarray(rgb, format="rgb24").reformat(
-        format="yuv420p", dst_colorspace=Colorspace.ITU709, dst_color_range=ColorRange.MPEG)
+        format="yuv420p", dst_colorspace=matrix, dst_color_range=ColorRange.MPEG)
+    frame.colorspace = signalled
     for x, y in [(4, 4), (24, 24), (24, 4), (4, 24)]:
         from_yuv = Picture(frame, 0, 0, 1, 0, 0.0).pixel(x, y)
         converted = Picture(frame, 0, 0, 1, 0, 0.0)
