@@ -1,7 +1,7 @@
 """Capture of one X display through X shared memory, driven by DAMAGE events, in pure ctypes.
 
 One `DisplayCapture` per live frame, owned by that frame's worker thread (never the event loop). The worker's
-loop, with `kept` the last picture it encoded (a copy)::
+loop, with `last` the picture of the grab before::
 
     rects = cap.pending_damage()              # drains what Xlib buffered; only then is select() reliable
     if not rects:
@@ -9,10 +9,13 @@ loop, with `kept` the last picture it encoded (a copy)::
         rects = cap.pending_damage()
     if rects:                                 # the damage is subtracted *before* the grab, so a paint that
         pic = cap.grab(rects)                 # races the grab is reported again next time
-        rows = changed_rows(kept, pic, rects) # (media/diff.py) None: identical repaint, skip the encoder
+        rows = changed_rows(last, pic, rects) # (media/diff.py) None: identical repaint, skip the encoder
+        last = pic
         if rows:
-            kept[rows[0]:rows[1]] = pic[rows[0]:rows[1]]
-            encode(kept)
+            encode(pic)
+
+Two segments take turns, so the grab before stays intact while the next one is read: the worker compares the two
+and keeps neither as a copy (a scroll at 2560x1600 changes every row: copying them cost 1.8 ms a picture).
 
 Robustness: an Xvfb that dies turns into `CaptureError` on the next call instead of killing the service
 (media/xerrors.py), and the shared memory cannot outlive the process (media/shm.py). The C declarations are in
@@ -57,7 +60,12 @@ class DisplayCapture:
         self._nrects = ctypes.c_int()
         self._fd = -1  # the X connection's, once open (fileno() is asked before every select)
         libs = self._libs = xerrors.setup()
-        self._shm = ShmImage(libs, display)
+        # Two segments take turns (`grab`): `_front` holds the last grab; the other lacks the rows `_behind` (its
+        # picture is older by the last grab's bands; None: by anything).
+        self._shms = (ShmImage(libs, display), ShmImage(libs, display))
+        self._front = 1
+        self._behind: list[tuple[int, int]] | None = None
+        self._grabbed = False  # whether the front segment holds a picture yet
         dpy = libs.XOpenDisplay(display.encode())
         if not dpy:
             raise CaptureError(f"cannot open X display {display!r}")
@@ -98,7 +106,8 @@ class DisplayCapture:
         if major.value < 2:
             raise CaptureError(f"X display {name} has XFIXES {major.value}.{minor.value}, regions need 2.0")
 
-        self._shm.open(dpy, screen, depth, width, height)
+        for shm in self._shms:
+            shm.open(dpy, screen, depth, width, height)
         # NonEmpty: the server sends one event when the damage region goes from empty to non-empty and keeps
         # accumulating (and coalescing) everything drawn after it. One XDamageSubtract + XFixesFetchRegion
         # round trip then hands over the whole region as disjoint rectangles and clears it atomically.
@@ -207,25 +216,36 @@ class DisplayCapture:
             return self._collect(self._usable())
 
     def grab(self, damage: Sequence[DamageRect] | None = None) -> Picture:
-        """Read the screen into the shared segment and return a (height, width, 4) BGRX view of it.
+        """Read the screen into shared memory and return a (height, width, 4) BGRX view of it.
 
-        No copy: the same memory is overwritten by the next grab, so copy whatever you keep (`grab_copy`).
+        No copy: two segments take turns. The view returned stays intact through the next grab (which reads into
+        the other segment) and is overwritten by the one after, so copy whatever you keep longer (`grab_copy`).
         Views stay readable after `close()` (the memory is released when the last one is dropped).
 
-        With `damage`, only the full-width row bands covering it are read (in place, so the rest of the
-        picture keeps the previous grab). That is exact when `damage` holds *all* rectangles reported since
-        the previous grab; it saves most of the server's copy when little changed (3-4 ms a full grab at
-        2560x1600). `[]` reads nothing. The first grab must be a full one (or use the first, whole-screen
-        damage).
+        With `damage`, only the full-width row bands covering it are read, plus the bands the last grab read into
+        the other segment (the rest of a segment keeps its picture, in place). That is exact when `damage` holds
+        *all* rectangles reported since the previous grab; it saves most of the server's copy when little
+        changed (3-4 ms a full grab at 2560x1600). `[]` reads nothing and returns the last grab's view. The first
+        grab must be a full one (or use the first, whole-screen damage).
         """
         with self._lock:
             dpy = self._usable()
-            if damage is None:
-                self._shm.read_rows(dpy, self._root, 0, self._height)
+            if damage is not None and not damage:
+                return self._shms[self._front].picture
+            back = 1 - self._front
+            shm = self._shms[back]
+            if damage is None or self._behind is None:
+                shm.read_rows(dpy, self._root, 0, self._height)
             else:
-                for y0, y1 in row_bands(damage, self._height):
-                    self._shm.read_rows(dpy, self._root, y0, y1)
-            return self._shm.picture
+                catch_up = [DamageRect(0, y0, self._width, y1 - y0) for y0, y1 in self._behind]
+                for y0, y1 in row_bands([*damage, *catch_up], self._height):
+                    shm.read_rows(dpy, self._root, y0, y1)
+            # The front segment is now the last picture but one: it lacks what was damaged since, or anything
+            # when that is not known (or it holds no picture yet).
+            self._behind = None if damage is None or not self._grabbed else row_bands(damage, self._height)
+            self._grabbed = True
+            self._front = back
+            return shm.picture
 
     def grab_copy(self) -> Picture:
         """`grab()` followed by a copy the caller owns."""
@@ -244,9 +264,11 @@ class DisplayCapture:
                     libs.XDamageDestroy(dpy, self._damage)
                 if self._region:
                     libs.XFixesDestroyRegion(dpy, self._region)
-                self._shm.detach(dpy)
+                for shm in self._shms:
+                    shm.detach(dpy)
                 libs.XSync(dpy, 0)
-            self._shm.release()
+            for shm in self._shms:
+                shm.release()
             if dpy is not None:
                 libs.XCloseDisplay(dpy)  # after an I/O error this only frees client memory and the fd
                 xerrors.unregister(dpy)

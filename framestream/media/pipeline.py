@@ -199,7 +199,9 @@ class FramePipeline:
     def _loop(self, capture: DisplayCapture, encoder: H264Encoder, light: _LightState) -> None:
         """Capture and encode until stopping or paused."""
         policy = self._policy
-        kept = np.zeros((self.height, self.width, 4), np.uint8)  # the current picture, as encoded
+        # The current picture: the last grab's view of the capture's memory (intact through the next grab, which
+        # reads into its other segment and is compared with it), or black before the first.
+        kept = np.zeros((self.height, self.width, 4), np.uint8)
         full_grab_needed = True  # the first picture, and after damage was dropped (paused)
         fresh = True  # the first picture of this capture and encoder: every row is new to them
         release_at = 0.0  # while paused: when to give everything back
@@ -265,9 +267,8 @@ class FramePipeline:
                 rows = (min(b[1] for b in boxes), max(b[3] for b in boxes)) if boxes else None
                 full_grab_needed = False
                 damage.clear()
-                with self._lock:  # snapshot() copies `kept`; never let it see half a picture
-                    for x0, y0, x1, y1 in boxes:  # every changed pixel is in one (media/diff.py)
-                        kept[y0:y1, x0:x1] = frame[y0:y1, x0:x1]
+                kept = frame  # every changed pixel is in a box (media/diff.py); the rest is as it was
+                with self._lock:  # snapshot() copies `_last`: the grab after next is the first to write over it
                     if rows is not None:
                         self._last_change_us = capture_us
                         self.stats.changes += 1

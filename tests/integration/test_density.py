@@ -133,7 +133,7 @@ def display() -> Iterator[XvfbServer]:
 
 
 def attached_segments() -> int:
-    """SysV shared-memory segments this process has attached (the capture's XShm picture is one)."""
+    """SysV shared-memory segments this process has attached (a capture's two XShm pictures among them)."""
     pid = str(os.getpid())
     with open("/proc/sysvipc/shm") as fh:
         rows = [line.split() for line in fh.readlines()[1:]]
@@ -180,10 +180,10 @@ def test_paused_pipeline_holds_no_capture_and_resumes_with_a_keyframe(display: X
         wait_for(lambda: pipeline.snapshot() is not None)
         before = pipeline.snapshot()
         assert before is not None
-        assert attached_segments() == segments_before + 1, "the live capture holds one XShm segment"
+        assert attached_segments() == segments_before + 2, "the live capture holds its two XShm segments"
 
         pipeline.set_paused(True)
-        # Paused: no kept picture, the XShm segment detached (the capture is closed with its encoder).
+        # Paused: no kept picture, the XShm segments detached (the capture is closed with its encoder).
         wait_for(lambda: pipeline.snapshot() is None and attached_segments() == segments_before)
 
         count = len(pictures.items)
@@ -194,7 +194,7 @@ def test_paused_pipeline_holds_no_capture_and_resumes_with_a_keyframe(display: X
         after = pipeline.snapshot()
         assert after is not None
         assert np.array_equal(after[0], before[0]), "the resumed capture shows the same screen"
-        assert attached_segments() == segments_before + 1
+        assert attached_segments() == segments_before + 2
         assert not failures
     finally:
         pipeline.stop()

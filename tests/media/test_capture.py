@@ -132,12 +132,16 @@ def test_grab_reads_known_colour_in_bgrx(cap: DisplayCapture, painter: Painter) 
     assert pic[69, 129, :3].tolist() == [0x33, 0x22, 0x11]
     assert pic[70, 130, :3].tolist() == [0, 0, 0]
     assert pic[49, 100, :3].tolist() == [0, 0, 0]
-    # grab() is a view of the shared memory: the next grab overwrites it; grab_copy() does not.
-    kept = cap.grab_copy()
+    # grab() is a view of shared memory, two segments taking turns: the next grab leaves it as it was (the
+    # worker compares the two), the one after overwrites it; grab_copy() is the caller's own.
+    kept = pic.copy()
     painter.fill(100, 50, 30, 20, 0xFFFFFF)
     again = cap.grab()
-    assert again is pic or np.shares_memory(again, pic)
-    assert pic[50, 100, :3].tolist() == [0xFF, 0xFF, 0xFF]
+    assert not np.shares_memory(again, pic)
+    assert pic[50, 100, :3].tolist() == [0x33, 0x22, 0x11] and again[50, 100, :3].tolist() == [0xFF, 0xFF, 0xFF]
+    painter.fill(100, 50, 30, 20, 0x000000)
+    third = cap.grab()
+    assert np.shares_memory(third, pic) and pic[50, 100, :3].tolist() == [0, 0, 0]
     assert kept[50, 100, :3].tolist() == [0x33, 0x22, 0x11]
 
 
@@ -145,6 +149,8 @@ def test_grab_with_damage_reads_only_damaged_rows(cap: DisplayCapture, painter: 
     painter.fill(0, 0, W, H, 0x000000)
     cap.wait_damage(2.0)
     cap.grab()
+    for _ in range(2):  # after a full grab the other segment catches up with everything, then with row 0 only
+        cap.grab([DamageRect(0, 0, W, 1)])
     painter.fill(10, 20, 5, 5, 0x0000FF)
     painter.fill(300, 300, 5, 5, 0x00FF00)
     rects = cap.wait_damage(2.0)
@@ -153,12 +159,18 @@ def test_grab_with_damage_reads_only_damaged_rows(cap: DisplayCapture, painter: 
     assert pic[300, 300, :3].tolist() == [0, 0, 0]  # not re-read: the band grab is partial, in place
     pic = cap.grab(rects)
     assert pic[300, 300, :3].tolist() == [0, 0xFF, 0]
-    assert np.array_equal(pic, cap.grab_copy())  # band grabs with all the damage == a full grab
-    painter.fill(0, 399, W, 1, 0x123456)  # last row, and a band in the middle
-    painter.fill(0, 0, 1, 1, 0x654321)  # first row: more than one band
-    rects = cap.wait_damage(2.0)
-    assert np.array_equal(cap.grab(rects), cap.grab_copy())
-    assert cap.grab([]) is pic  # nothing damaged: nothing read
+    assert pic[20, 10, :3].tolist() == [0xFF, 0, 0]  # the other segment caught up with the last grab's bands
+    kept = pic.copy()
+    assert np.array_equal(kept, cap.grab_copy())  # band grabs with all the damage == a full grab
+    for colour in (0x123456, 0x654321, 0x0F0F0F):  # each segment in turn, several bands each time
+        painter.fill(0, 399, W, 1, colour)  # last row, and a band in the middle
+        painter.fill(0, 0, 1, 1, colour ^ 0xFFFFFF)  # first row: more than one band
+        rects = cap.wait_damage(2.0)
+        pic = cap.grab(rects)
+        assert pic[399, 5, :3].tolist() == [colour & 0xFF, (colour >> 8) & 0xFF, colour >> 16]
+        kept = pic.copy()
+        assert np.array_equal(kept, cap.grab_copy())
+    assert cap.grab([]) is cap.grab([])  # nothing damaged: nothing read, the last grab's view
 
 
 def test_first_call_reports_whole_screen(xvfb: XvfbServer) -> None:
@@ -312,9 +324,9 @@ def test_close_is_idempotent_and_frees_shm(xvfb: XvfbServer) -> None:
     assert before == []
     c = DisplayCapture(xvfb.name, W, H)
     segments = our_segments()
-    assert len(segments) == 1
+    assert len(segments) == 2  # two segments take turns
     # IPC_RMID right after attach: mode carries SHM_DEST (0o1000), so the kernel frees it on last detach.
-    assert int(segments[0].split()[2]) & 0o1000
+    assert all(int(segment.split()[2]) & 0o1000 for segment in segments)
     c.close()
     c.close()
     assert our_segments() == []
@@ -328,7 +340,7 @@ def test_view_held_past_close_keeps_memory_until_dropped(cap: DisplayCapture, pa
     painter.fill(0, 0, 4, 4, 0x445566)
     view = cap.grab()[0:4, 0:4]
     cap.close()
-    assert len(our_segments()) == 1  # still mapped for the view: reading it must not crash
+    assert len(our_segments()) == 1  # still mapped for the view (the other segment is gone): reading it must not crash
     assert view[0, 0, :3].tolist() == [0x66, 0x55, 0x44]
     del view
     assert our_segments() == []
