@@ -224,8 +224,9 @@ class FrameFeed:
         # H.264 stream. The light stream has none.
         full = [v for v in self.viewers if not v.light]
         self.patch_gate.open = bool(full) and all(v.patches for v in full)
-        # The light stream while anyone takes it, capped to what the slowest of them carries.
-        kbps = light_kbps([((v.outbox.link.rate or 0.0) * v.choice.share(), v.outbox.link.reporting)
+        # The light stream while anyone takes it, capped to what the slowest of them carries (measured where
+        # its link held sends back: a light stream below its link leaves at once and would read it as loopback).
+        kbps = light_kbps([((v.outbox.link.held_rate or 0.0) * v.choice.share(), v.outbox.link.reporting)
                            for v in self.viewers if v.light])
         current = self.light_kbps
         if (kbps is None) != (current is None) or (kbps is not None and current is not None

@@ -3,7 +3,10 @@
 `LinkMeter` is fed by the connection's writer: each message's size and how long the writer was busy with it
 (from handing it to the socket to the moment nothing of it was left unsent). Busy time only: an idle link says
 nothing about its capacity. The rate is bytes over busy seconds in a recent window, so it follows a link that
-gets slower or recovers within a couple of seconds.
+gets slower or recovers within a couple of seconds. A message that left at once (small enough to stay within
+what may be in the network, or passed within a token bucket's burst) reads the link as fast as loopback: enough
+to know a link is not slow, far too much to plan a stream by. So the sends the link *held back* (the writer
+waited on their tail) also make a `held_rate`, which caps the light stream.
 
 A WebRTC viewer's bytes leave through UDP at once, so the writer's clock says nothing there: the receiver's own
 estimate (REMB, `reported`) stands in for the measure while it is fresh.
@@ -66,6 +69,8 @@ class LinkMeter:
         self._reported: tuple[float, float] | None = None  # (at, bytes/s) from the receiver
         self._reports: collections.deque[tuple[float, float]] = collections.deque()  # recent ones, for `falling`
         self._losses: collections.deque[tuple[float, float]] = collections.deque()  # (at, fraction) reported
+        self._held: collections.deque[tuple[float, int, float]] = collections.deque()  # held-back sends alone
+        self._held_rate: float | None = None
         self.delivered = 0  # bytes reported sent, ever (a probe reads what arrived over its time)
 
     def reported(self, bits_per_s: float) -> None:
@@ -104,22 +109,19 @@ class LinkMeter:
         """Whether a receiver's estimate is fresh: it then is the rate."""
         return self._reported is not None and self._clock() - self._reported[0] <= REPORT_FRESH_S
 
-    def sent(self, size: int, busy_s: float) -> None:
+    def sent(self, size: int, busy_s: float, *, held: bool = False) -> None:
+        """`size` bytes reached the viewer's side over `busy_s` seconds of the writer's; `held`: the link held the
+        message back (the writer waited on its tail), so the link, not the sender, set the pace."""
         now = self._clock()
         self.delivered += size
-        self._samples.append((now, size, max(0.0, busy_s)))
-        while len(self._samples) > 1 and self._samples[0][0] < now - LINK_WINDOW_S:
-            self._samples.popleft()
-        busy = sum(s[2] for s in self._samples)
-        total = sum(s[1] for s in self._samples)
-        if total <= 0:
-            # Nothing has left the socket yet (a first message still in the kernel's queue while a busy event
-            # loop took its time): no measure. A stalled link shows as the delay of what does not leave.
-            return
-        if busy >= MIN_BUSY_S:
-            self._rate = max(MIN_RATE, min(MAX_RATE, total / busy))
-        elif total >= 64 * 1024:  # a lot went out in no time: a fast link
-            self._rate = MAX_RATE
+        busy_s = max(0.0, busy_s)
+        rate = _window_rate(self._samples, (now, size, busy_s), now)
+        if rate is not None:
+            self._rate = rate
+        if held:
+            rate = _window_rate(self._held, (now, size, busy_s), now)
+            if rate is not None and rate < MAX_RATE:
+                self._held_rate = rate
 
     @property
     def rate(self) -> float | None:
@@ -127,6 +129,35 @@ class LinkMeter:
         if self._reported is not None and self.reporting:
             return self._reported[1]
         return self._rate
+
+    @property
+    def held_rate(self) -> float | None:
+        """The rate to cap a stream by: the receiver's estimate while fresh, else the last measure over sends the
+        link held back (kept until a newer one: a stream capped below its link is never held back, and says
+        nothing new), else `rate`."""
+        if self._reported is not None and self.reporting:
+            return self._reported[1]
+        return self._held_rate if self._held_rate is not None else self._rate
+
+
+def _window_rate(samples: collections.deque[tuple[float, int, float]], sample: tuple[float, int, float],
+                 now: float) -> float | None:
+    """Add (at, bytes, busy s) to `samples`, drop those past `LINK_WINDOW_S` (always keeping the newest), and
+    return their bytes over busy seconds; None when they measure nothing."""
+    samples.append(sample)
+    while len(samples) > 1 and samples[0][0] < now - LINK_WINDOW_S:
+        samples.popleft()
+    busy = sum(s[2] for s in samples)
+    total = sum(s[1] for s in samples)
+    if total <= 0:
+        # Nothing has left the socket yet (a first message still in the kernel's queue while a busy event loop
+        # took its time): no measure. A stalled link shows as the delay of what does not leave.
+        return None
+    if busy >= MIN_BUSY_S:
+        return max(MIN_RATE, min(MAX_RATE, total / busy))
+    if total >= 64 * 1024:  # a lot went out in no time: a fast link
+        return MAX_RATE
+    return None
 
 
 class RateWindow:

@@ -370,6 +370,50 @@ async def test_a_slow_viewer_moves_to_the_light_stream_and_a_fast_one_gets_every
     assert frame.light_caps[-1] is None, "no light stream once nobody takes it"
 
 
+async def test_the_light_stream_stays_capped_to_its_link_while_its_pictures_leave_at_once() -> None:
+    # Seen on a 1 Mbit/s token bucket (tests/integration/test_slow_links.py, 2 runs in 12): light pictures well
+    # below the link passed within the bucket's burst, read the link as loopback and lifted the cap to 8000 kbit/s;
+    # its next pictures then overran the link and skipped again.
+    clock = Clock()
+    frame = Frame(clock)
+    box = Outbox(clock=clock)
+    viewer = Viewer("f", 1, box, send_config=lambda _: None, on_event=lambda _: None, choice=StreamChoice(clock))
+    frame.feed.add(viewer)
+    frame.full_asked = True
+    credit = 0.0
+    for _ in range(30 * 5):
+        clock.t += 1 / 30
+        frame.tick(size=2_000)  # 60 kB/s of full stream over a link of 15 kB/s
+        credit = min(credit + 15_000 / 30, 15_000 / 30)
+        while len(box) and credit > 0:
+            item = await box.next()
+            assert item is not None
+            credit -= len(item)
+            if viewer.light:  # small pictures: on the link's side at once, as within a token bucket's burst
+                box.sent(len(item), 0.0002)
+            else:  # the full stream's: held back by the link
+                box.sent(len(item), len(item) / 15_000, held=True)
+    assert viewer.light and box.link.rate is not None and box.link.rate > 1_000_000, "at once reads as loopback"
+    assert box.link.held_rate == 15_000
+    assert frame.light_caps[-1] == 150, "still capped to the link (72 kbit/s) at the floor"
+
+
+def test_the_held_rate_is_measured_only_over_sends_the_link_held_back_and_kept_until_a_newer_one() -> None:
+    clock = Clock()
+    meter = LinkMeter(clock)
+    meter.sent(10_000, 0.002)
+    assert meter.held_rate == meter.rate == 5_000_000, "nothing held back yet: the rate stands in"
+    meter.sent(50_000, 0.4, held=True)
+    assert meter.held_rate == 125_000
+    clock.t += 10
+    meter.sent(20_000, 0.002)
+    assert meter.rate == 10_000_000 and meter.held_rate == 125_000, "sends that left at once do not change it"
+    meter.sent(25_000, 0.5, held=True)
+    assert meter.held_rate == 50_000, "a newer held-back send replaces it"
+    meter.reported(800_000)
+    assert meter.held_rate == meter.rate == 100_000, "a receiver's fresh estimate is the rate"
+
+
 async def test_a_slow_viewer_whose_link_carries_the_stream_returns_to_it_after_the_hold() -> None:
     clock = Clock()
     frame = Frame(clock)

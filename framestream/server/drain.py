@@ -54,15 +54,18 @@ def in_network_allowance(rate: float | None, size: int) -> int:
 
 
 async def timed_send(transport: asyncio.BaseTransport | None, rate: float | None, size: int,
-                     send: Awaitable[None]) -> tuple[int, float]:
+                     send: Awaitable[None]) -> tuple[int, float, bool]:
     """Await `send` (a message of `size` bytes), then until at most `in_network_allowance` of what was written
-    is left unacknowledged. Returns the bytes acknowledged meanwhile and the seconds it all took (the link's
-    busy time). Polls with a step from what is left at `rate`: one check on a fast link."""
+    is left unacknowledged. Returns the bytes acknowledged meanwhile, the seconds it all took (the link's busy
+    time) and whether the link held the message back (it had to wait: the link, not the sender, set the pace).
+    Polls with a step from what is left at `rate`: one check on a fast link."""
     started = time.monotonic()
     before = queued_bytes(transport)
     await send
     allowance = in_network_allowance(rate, size)
+    held = False
     while (left := queued_bytes(transport)) > allowance:
+        held = True
         step = POLL_MAX_S if not rate else (left - allowance) / rate
         await asyncio.sleep(min(POLL_MAX_S, max(POLL_MIN_S, step)))
-    return max(0, before + size - left), time.monotonic() - started
+    return max(0, before + size - left), time.monotonic() - started, held
