@@ -165,14 +165,7 @@ class FramePipeline:
             # A frame paused for longer than `release_after_s` holds no capture, encoder or kept picture (at
             # 2560x1600 about 85 MB): they are made again on resume, whose first picture is a keyframe anyway.
             while self._wait_until_live():
-                with DisplayCapture(self.display, self.width, self.height) as capture:
-                    encoder = H264Encoder(self.width, self.height, self._settings)
-                    light = _LightState(self._light_size, self._on_light, self.name)
-                    try:
-                        self._loop(capture, encoder, light)
-                    finally:
-                        light.stop()  # its thread ends with the worker's loop, however that ends
-                        encoder.close()
+                self._live()
                 give_back_freed_memory()
         except Exception as exc:  # the owner decides what a dead pipeline means for the frame
             with self._lock:
@@ -181,6 +174,19 @@ class FramePipeline:
                 log.warning("capture or encoding failed on display %s: %s", self.display, exc,
                             extra={"frame": self.name})
                 self._on_failure(exc)
+
+    def _live(self) -> None:
+        """One live stretch: a capture, an encoder and the light stream, until stopping or paused long enough.
+        Its own frame, so they are gone when it returns: left in `_run`'s locals, a released frame still held its
+        encoder's picture and more (about 26 MB at 2560x1600) until it was resumed."""
+        with DisplayCapture(self.display, self.width, self.height) as capture:
+            encoder = H264Encoder(self.width, self.height, self._settings)
+            light = _LightState(self._light_size, self._on_light, self.name)
+            try:
+                self._loop(capture, encoder, light)
+            finally:
+                light.stop()  # its thread ends with the worker's loop, however that ends
+                encoder.close()
 
     def _wait_until_live(self) -> bool:
         """Block while paused; False once stopping."""

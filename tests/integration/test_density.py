@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import os
 import threading
 import time
@@ -20,6 +21,8 @@ import pytest
 from framestream.browser import proctable
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.xvfb import SERVICE_FLAGS, XvfbServer
+from framestream.media.capture import DisplayCapture
+from framestream.media.encoder import H264Encoder
 from framestream.media.picture import Picture
 from framestream.media.pipeline import FramePipeline
 from tests.fixtures import service_fixture
@@ -167,6 +170,11 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
         time.sleep(0.01)
 
 
+def live_objects(*kinds: type) -> list[object]:
+    gc.collect()
+    return [obj for obj in gc.get_objects() if isinstance(obj, kinds)]
+
+
 def test_paused_pipeline_holds_no_capture_and_resumes_with_a_keyframe(display: XvfbServer) -> None:
     pictures = Pictures()
     failures: list[Exception] = []
@@ -185,6 +193,9 @@ def test_paused_pipeline_holds_no_capture_and_resumes_with_a_keyframe(display: X
         pipeline.set_paused(True)
         # Paused: no kept picture, the XShm segments detached (the capture is closed with its encoder).
         wait_for(lambda: pipeline.snapshot() is None and attached_segments() == segments_before)
+        # And nothing of them is left to hold memory: once a reference in the worker's locals kept a released
+        # frame's encoder and more (about 26 MB at 2560x1600) until it resumed.
+        wait_for(lambda: not live_objects(H264Encoder, DisplayCapture))
 
         count = len(pictures.items)
         pipeline.set_paused(False)
