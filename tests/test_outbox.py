@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from framestream.core.wire import FLAG_KEYFRAME, pack_video_header, unpack_video_header
 from framestream.feed import FrameFeed, Viewer
 from framestream.link import (
@@ -11,6 +13,7 @@ from framestream.link import (
     LIGHT_BACKOFF,
     LIGHT_MIN_SHARE,
     LIGHT_REGROW_PER_S,
+    LINK_WINDOW_S,
     MAX_HOLD_S,
     MIN_RATE,
     PROBE_LEAD_S,
@@ -136,6 +139,18 @@ def test_the_link_rate_is_bytes_over_busy_time_in_a_recent_window() -> None:
     clock.t += 5  # later, a faster link: the old samples fall out of the window
     meter.sent(100_000, 0.1)
     assert meter.rate == 1_000_000
+
+
+def test_the_link_rate_keeps_to_its_window_over_many_sends() -> None:
+    # The window keeps running sums (a send costs the same however many are in it): they must stay exact.
+    clock = Clock()
+    meter = LinkMeter(clock)
+    sends = [(1_000 + 37 * (i % 11), 0.0013 + 0.0007 * (i % 5)) for i in range(3_000)]
+    for size, busy in sends:
+        clock.t += 1 / 30
+        meter.sent(size, busy)
+    recent = sends[-int(LINK_WINDOW_S * 30) - 1:]  # those within the window (its edge included)
+    assert meter.rate == pytest.approx(sum(s for s, _ in recent) / sum(b for _, b in recent), rel=1e-9)
 
 
 async def test_a_send_that_delivered_nothing_yet_is_no_measure_and_no_rate_reads_zero() -> None:
