@@ -62,6 +62,7 @@ class Frame:
         self._restarts = RestartBudget()
         self._encode_seconds_before = 0.0  # by runtimes that have ended
         self._published = 0  # pictures of the current pipeline handed out on the loop
+        self._launches = 0  # runtimes launched so far: a fault names the launch whose runtime failed
         self._light_kbps: int | None = None  # the light stream's cap while slow viewers watch
         settings = manager.settings
         self.files = FrameFiles(manager.files_dir(frame_id), max_download_bytes=settings.download_max_bytes,
@@ -219,7 +220,9 @@ class Frame:
     async def _launch_locked(self) -> None:
         # Keep the reason a recovery gave (viewers see why the frame is launching again).
         self._set_state(FrameState.LAUNCHING, self.message if self.state is FrameState.LAUNCHING else None)
-        hooks = RuntimeHooks(on_picture=self._on_picture, on_fault=self._on_fault,
+        self._launches += 1
+        launch = self._launches
+        hooks = RuntimeHooks(on_picture=self._on_picture, on_fault=lambda reason: self._on_fault(reason, launch),
                              on_navigated=self._on_navigated, on_crashed=self._on_crashed,
                              on_tab_event=self._on_tab_event, patch_gate=self.feed.patch_gate)
         runtime = self._runtime = self.manager.new_runtime(self.id, self.size, hooks)
@@ -295,15 +298,19 @@ class Frame:
 
     # -- faults ------------------------------------------------------------------------------------------
 
-    def _on_fault(self, reason: str) -> None:
-        """The runtime cannot go on (its pipeline failed, or its browser or display died or hangs)."""
-        self.manager.note_restart()
-        self.manager.spawn(self._recover(reason), f"recover-{self.id}")
+    def _on_fault(self, reason: str, launch: int) -> None:
+        """The runtime of `launch` cannot go on (its pipeline failed, or its browser or display died or hangs)."""
+        self.manager.spawn(self._recover(reason, launch), f"recover-{self.id}")
 
-    async def _recover(self, reason: str) -> None:
+    async def _recover(self, reason: str, launch: int) -> None:
         async with self._lock:
-            if self.deleted or self._runtime is None:
+            # One death is often reported twice (a killed display: the watchdog sees it exit, the pipeline loses
+            # its X connection). Once a recovery has launched a new runtime, the old one's later reports are
+            # about what is already replaced: relaunching again would tear down a healthy frame and spend its
+            # restart budget twice for one fault.
+            if self.deleted or self._runtime is None or launch != self._launches:
                 return
+            self.manager.note_restart()
             log.warning("%s; relaunching", reason, extra={"frame": self.id})
             self._set_state(FrameState.LAUNCHING, reason)  # viewers hear it now, not after the teardown
             await self._teardown_locked()

@@ -122,10 +122,6 @@ class H264Encoder:
         self._pts = 0
         self.codec_string: str | None = None
 
-    @property
-    def refinement_available(self) -> bool:
-        return True
-
     def update(self, bgrx: np.ndarray, rows: tuple[int, int] | None = None) -> None:
         """Bring the current picture up to date with rows [top, bottom) of a (height, width, 4) BGRX picture
         (all rows when `rows` is None). The array is only read during this call."""

@@ -127,6 +127,26 @@ async def test_a_fault_relaunches_the_frame_until_the_budget_is_spent(frames: Fr
     assert frames.restarts == RESTARTS_PER_MINUTE + 1 and not frame.browser_running
 
 
+async def test_one_death_reported_twice_relaunches_once(frames: FrameManager, launches: Launches) -> None:
+    """A killed display is seen by the watchdog (the process exited) and by the pipeline (its X connection
+    broke). The second report must not tear down the runtime the first one launched, nor spend the budget."""
+    frame, watcher = await live_frame(frames)
+    dead = launches.last
+    dead.hooks.on_fault("the browser or its display exited")
+    dead.hooks.on_fault("capture failed: lost the connection to X display :1")
+    await watcher.until_state(LAUNCHING)
+    await watcher.until_state(LIVE)
+    fresh = launches.last
+    assert fresh is not dead and dead.stopped
+    dead.hooks.on_fault("capture failed: lost the connection to X display :1")  # later still: also ignored
+    for _ in range(RESTARTS_PER_MINUTE - 1):  # the budget is untouched by the repeats: more real faults recover
+        launches.last.hooks.on_fault("the browser or its display exited")
+        await watcher.until_state(LAUNCHING)
+        await watcher.until_state(LIVE)
+    assert frames.restarts == RESTARTS_PER_MINUTE and frame.browser_running
+    assert len(launches.runtimes) == RESTARTS_PER_MINUTE + 1
+
+
 async def test_a_crashed_page_is_reloaded_in_the_same_browser(frames: FrameManager, launches: Launches) -> None:
     _, watcher = await live_frame(frames)
     launches.last.hooks.on_crashed()
