@@ -23,7 +23,6 @@ outside them are marked unchanged (x264's `mb_info`) and x264 skips them.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,8 +33,6 @@ from framestream.core.h264 import choose_level, codec_string_from_access_unit
 from framestream.core.quantizer import QuantizerPolicy, QuantizerRange
 from framestream.media.rects import clip
 from framestream.media.x264 import ConstantQuantizer, ConstantRateFactor, X264Encoder, unchanged_map
-
-log = logging.getLogger(__name__)
 
 # Each frame's worker thread converts its own pictures; OpenCV's pool beside it would only add threads that spin.
 cv2.setNumThreads(1)
