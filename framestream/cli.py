@@ -64,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if settings.insecure_dev:
             print("framestream: WARNING: --insecure-dev: tokens are signed with a PUBLIC key. "
                   "Anyone who can reach this port can watch and drive. Local demos only.", file=sys.stderr)
+        from framestream.heap import map_large_blocks
+        map_large_blocks()
         try:
             import uvloop
             return uvloop.run(_serve(settings))

@@ -8,7 +8,6 @@ plus one byte on a wake pipe, so the worker's `select` returns at once.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import select
@@ -21,6 +20,7 @@ import numpy as np
 
 from framestream.core.pacing import Encode, EncodePolicy
 from framestream.errors import CaptureError
+from framestream.heap import give_back_freed_memory
 from framestream.media.capture import DisplayCapture
 from framestream.media.diff import changed_boxes
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
@@ -379,15 +379,6 @@ class _LightState:
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
-
-
-def give_back_freed_memory() -> None:
-    """Return freed heap pages to the system. glibc keeps them otherwise: after a large block is freed it raises
-    its mmap threshold, so the next encoder's buffers come from the heap, whose free pages stay resident."""
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: its allocator decides
-        pass
 
 
 @dataclass

@@ -68,7 +68,6 @@ def test_hinted_changes_decode_exactly_where_they_happened() -> None:
 
 def test_refinement_makes_a_still_picture_sharp() -> None:
     enc = H264Encoder(640, 400, EncoderSettings(crf=32, refine_crf=14))
-    assert enc.refinement_available
     decode = Decoder()
     img = page(640, 400)
     enc.update(img)

@@ -1,8 +1,8 @@
 """An idle service stays small: `framestream serve` maps no media library before its first frame.
 
 numpy, PyAV (FFmpeg, libx264) and OpenCV load with the first frame (frames/runtime.py), which keeps an idle
-service near 44 MB RSS (docs/performance.md); anything imported at start that pulls the pipeline in doubles it.
-Checked on the real service, by what its process maps."""
+service near 44 MB RSS (docs/performance.md); once, setting the allocator up at start imported the pipeline and
+doubled it. Checked on the real service, by what its process maps."""
 
 from __future__ import annotations
 
