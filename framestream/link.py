@@ -68,7 +68,7 @@ class LinkMeter:
         self._rate: float | None = None
         self._reported: tuple[float, float] | None = None  # (at, bytes/s) from the receiver
         self._reports: collections.deque[tuple[float, float]] = collections.deque()  # recent ones, for `falling`
-        self._losses: collections.deque[tuple[float, float]] = collections.deque()  # (at, fraction) reported
+        self._losses: collections.deque[tuple[float, int, int]] = collections.deque()  # (at, lost, highest seq)
         self._held = _Window(LINK_WINDOW_S, keep_newest=True)  # the held-back sends alone
         self._held_rate: float | None = None
         self.delivered = 0  # bytes reported sent, ever (a probe reads what arrived over its time)
@@ -81,20 +81,28 @@ class LinkMeter:
         while self._reports and self._reports[0][0] < now - REPORT_FRESH_S:
             self._reports.popleft()
 
-    def lost(self, fraction: float) -> None:
-        """The fraction of packets the receiver lost since its last report (RTCP receiver reports)."""
+    def lost(self, packets_lost: int, highest_sequence: int) -> None:
+        """A receiver's report on our stream (RTCP RR or SR): the packets it lost in all and the highest sequence
+        number it received (extended: it only grows)."""
         now = self._clock()
-        self._losses.append((now, fraction))
-        while self._losses and self._losses[0][0] < now - LOSS_WINDOW_S:
+        self._losses.append((now, packets_lost, highest_sequence))
+        # The newest report from before the window stays: it is where the window's counts start.
+        while len(self._losses) > 1 and self._losses[1][0] < now - LOSS_WINDOW_S:
             self._losses.popleft()
 
     @property
     def lossy(self) -> bool:
-        """Whether the receiver's reports of the last `LOSS_WINDOW_S` lost `LOSSY` or more of the stream's
-        packets on average. Chromium reports several times a second, each over the time since the one before:
-        a keyframe's burst of losses shows in one report and not the next."""
-        recent = [f for at, f in self._losses if at >= self._clock() - LOSS_WINDOW_S]
-        return bool(recent) and sum(recent) / len(recent) >= LOSSY
+        """Whether the receiver lost `LOSSY` or more of our packets over the last `LOSS_WINDOW_S`, from its
+        cumulative counters across the window. Not from the reports' own fractions: Chromium reports tens of
+        times a second while it asks for retransmissions, each report over its own short interval, so their
+        average read a link losing a third of a full stream's packets as a clean one (mostly 0.0 between a
+        few 0.9s) and kept the viewer on a stream its link could not carry."""
+        losses = self._losses
+        if len(losses) < 2 or losses[-1][0] < self._clock() - LOSS_WINDOW_S:
+            return False
+        (_, lost_then, seq_then), (_, lost_now, seq_now) = losses[0], losses[-1]
+        expected = seq_now - seq_then
+        return expected > 0 and (lost_now - lost_then) / expected >= LOSSY
 
     @property
     def falling(self) -> bool:

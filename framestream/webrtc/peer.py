@@ -67,18 +67,19 @@ def remb_bitrate(packet: AnyRtcpPacket, ssrc: int) -> int | None:
     return bitrate if ssrc in ssrcs else None
 
 
-def loss_fraction(packet: AnyRtcpPacket, ssrc: int) -> float | None:
-    """The fraction of our stream's packets lost since the receiver's last report (RR or SR), or None."""
+def receiver_counts(packet: AnyRtcpPacket, ssrc: int) -> tuple[int, int] | None:
+    """A receiver's report (RR or SR) on the stream `ssrc`: (packets lost in all, extended highest sequence
+    number received), or None."""
     if not isinstance(packet, (RtcpRrPacket, RtcpSrPacket)):
         return None
     for report in packet.reports:
         if report.ssrc == ssrc:
-            return report.fraction_lost / 256
+            return report.packets_lost, report.highest_sequence
     return None
 
 
 def report_remb(sender: RTCRtpSender, on_bitrate: Callable[[int], None],
-                on_loss: Callable[[float], None] | None = None) -> None:
+                on_loss: Callable[[int, int], None] | None = None) -> None:
     """Call `on_bitrate` with each REMB estimate the receiver sends for `sender`'s stream.
 
     aiortc parses REMB in the sender's `_handle_rtcp_packet` and gives it only to the sender's own encoder
@@ -86,16 +87,16 @@ def report_remb(sender: RTCRtpSender, on_bitrate: Callable[[int], None],
     calls that method on the instance for each RTCP packet it routes to the sender (REMB by the SSRCs in its
     FCI), so it is wrapped on this instance only: aiortc's own handling (RTT, NACK, PLI/FIR) still runs, and
     nothing else of aiortc is patched. The SSRC is checked again here: the router also hands the sender any
-    feedback whose media SSRC is its own. Receiver reports' loss for our stream go to `on_loss`."""
+    feedback whose media SSRC is its own. Receiver reports' counters for our stream go to `on_loss`."""
     original: Callable[[AnyRtcpPacket], Awaitable[None]] = sender._handle_rtcp_packet
 
     async def handle(packet: AnyRtcpPacket) -> None:
         bitrate = remb_bitrate(packet, sender._ssrc)
         if bitrate is not None:
             on_bitrate(bitrate)
-        lost = loss_fraction(packet, sender._ssrc) if on_loss is not None else None
-        if lost is not None and on_loss is not None:
-            on_loss(lost)
+        counts = receiver_counts(packet, sender._ssrc) if on_loss is not None else None
+        if counts is not None and on_loss is not None:
+            on_loss(*counts)
         await original(packet)
 
     sender._handle_rtcp_packet = handle  # type: ignore[method-assign]
