@@ -189,6 +189,22 @@ class PatchRule:
     def note_patch(self, now: float) -> None:
         self._last_patch_at = now
 
+    def grab_after(self, now: float, damage: list[tuple[int, int, int, int]]) -> float:
+        """Seconds the grab of X's `damage` boxes (x0, y0, x1, y1) can wait, 0 for none: when it is the running
+        animation's own (near its last boxes) and that animation's next slot has not come, `waits` would hold
+        its picture back anyway, so grabbing and comparing it now is wasted work. Changes nothing."""
+        if (self.animation_fps is None or not damage or now < self._video_until
+                or now - self._last_change_at > _STREAK_GAP_S or now - self._streak_since < self.animation_after
+                or not all(_near(box, self._last_boxes) for box in damage)):
+            return 0.0
+        slot = self._last_patch_at + 1.0 / self.animation_fps - _SLOT_SLACK_S
+        if now >= slot:
+            return 0.0
+        # Until the animation's next damage (pictures come at 30 fps: the first at or after the slot goes); one
+        # period past the slot when none comes (it stopped: what changed still goes out). Waking at the slot itself
+        # would grab between the page's pictures and send 19 a second.
+        return slot + 1.0 / self.animation_fps - now
+
 
 # A run of changes goes on while pictures change at least this often (30 fps with a late picture or two).
 _STREAK_GAP_S = 0.1

@@ -63,6 +63,12 @@ class ChangeSender:
         """Whether patches were sent that the encoder's picture does not have yet."""
         return bool(self._pending_rows)
 
+    def grab_after(self, now: float, damage: Sequence[Box]) -> float:
+        """Seconds the grab of this damage can wait (`PatchRule.grab_after`); 0 unless patches are on."""
+        if self._gate is None or not self._gate.open:
+            return 0.0
+        return self.rule.grab_after(now, list(damage))
+
     def send(
         self,
         kept: npt.NDArray[np.uint8],

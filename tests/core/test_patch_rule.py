@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import math
 
+import pytest
+
 from framestream.core.pacing import Encode, EncodePolicy, PatchRule, Wait
 
 
@@ -81,3 +83,21 @@ def test_a_change_elsewhere_or_after_a_pause_goes_at_once() -> None:
     assert not rule.waits(now + 0.5, [(40, 40, 104, 104)])  # the run ended: a new change starts a new one
     off = PatchRule(animation_fps=None)
     assert not any(_frames(off, 0.0, 90, (40, 40, 104, 104)))
+
+
+def test_a_running_animation_s_damage_is_grabbed_at_its_slot_and_other_damage_at_once() -> None:
+    rule = PatchRule(animation_fps=15, animation_after=1.0)
+    spinner = (40, 40, 104, 104)
+    _frames(rule, 0.0, 40, spinner)  # 1.3 s at 30 fps: running, and its pictures go every other slot
+    now = 40 / 30
+    last_patch = now - 1 / 30
+    rule.note_patch(last_patch)
+    slot = last_patch + 1 / 15 - 0.015
+    assert rule.grab_after(now, [spinner]) == pytest.approx(slot + 1 / 15 - now), "the next damage, or at the latest"
+    assert rule.grab_after(slot, [spinner]) == 0.0, "its slot: grab now"
+    assert rule.grab_after(now, [spinner, (600, 300, 620, 340)]) == 0.0, "a letter typed beside it: at once"
+    assert rule.grab_after(now + 0.5, [spinner]) == 0.0, "the run ended: a new change goes at once"
+    young = PatchRule(animation_fps=15, animation_after=1.0)
+    _frames(young, 0.0, 10, spinner)
+    assert young.grab_after(10 / 30, [spinner]) == 0.0, "the first second of a run goes at the picture rate"
+    assert PatchRule(animation_fps=None).grab_after(0.0, [spinner]) == 0.0

@@ -13,6 +13,10 @@ from tests.webrtc.netns import LINK, in_netns
 
 SLOWLINK = Path(__file__).parent / "slowlink"
 
+# The inner run watches the viewer for 45 s after its first picture; a busy machine's slow start must not let the
+# default timeout kill this test and orphan the inner service in its namespace.
+pytestmark = pytest.mark.timeout(600)
+
 
 def test_webrtc_over_a_1_mbit_link_inside_a_loopback_only_network_namespace() -> None:
     reason = netns.missing()

@@ -23,7 +23,7 @@ from tests.web.browser import Browser, Page
 from tests.webrtc.chromium import LOOPBACK, inbound_video, open_webrtc_viewer, rtc
 from tests.webrtc.metrics import metric
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(540)]
 
 CSS = (1280, 800)
 CONSENT_EXPIRY_S = 30.0  # RFC 7675: consent is lost after this long without an answered check
@@ -58,6 +58,7 @@ async def _slow_and_decoding(service: Service) -> None:
             return float((await inbound_video(page, frame)).get("framesDecoded", 0))
 
         await until("the first decoded picture", decoded)
+        first_decoded_at = time.monotonic()
         # Chromium estimates the link on its side and reports it (REMB) to our sender.
         await until("a REMB estimate", lambda: read_metric(service, "framestream_webrtc_remb_total"))
 
@@ -74,16 +75,16 @@ async def _slow_and_decoding(service: Service) -> None:
         assert width == CSS[0]
         after = await decoded()
         await until("decoded pictures of the light stream", lambda: _more(decoded, after + 10))
-        # Watched on past consent's 30 s (our ICE agent checks consent every 5 s, each check answered within
-        # 0.5 s or failed, so a queue kept full fails them all), trying the full stream now and then.
-        watched_until = time.monotonic() + CONSENT_EXPIRY_S + 10
+        # Watched on past consent's 30 s from the start (our ICE agent checks consent every 5 s, each check
+        # answered within 0.5 s or failed, so a queue kept full fails them all), the full stream tried meanwhile.
+        watched_until = first_decoded_at + CONSENT_EXPIRY_S + 15
         while time.monotonic() < watched_until:
             # `disconnected` may come and go while a try of the full stream fills the link; it must not end.
             state = await page.eval(f"{rtc(frame)}?.pc?.connectionState ?? 'gone'")
             assert state in ("connected", "disconnected"), f"the peer connection is {state}"
             await asyncio.sleep(1.0)  # watching for a duration is the point here
         last = await decoded()
-        await until("decoded pictures after 40 s", lambda: _more(decoded, last + 10))
+        await until("decoded pictures 45 s in", lambda: _more(decoded, last + 10))
 
 
 async def _more(decoded: Callable[[], Awaitable[float]], least: float) -> bool:
