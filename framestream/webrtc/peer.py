@@ -30,6 +30,7 @@ from aiortc.sdp import candidate_from_sdp
 
 from framestream.core.wire import IceCandidate
 from framestream.outbox import Outbox
+from framestream.webrtc import consent
 from framestream.webrtc.ice import IceServer
 from framestream.webrtc.sdp import with_profile_level_id
 from framestream.webrtc.track import EncodedTrack
@@ -149,6 +150,7 @@ class Peer:
         sender = pc.addTrack(self.track)
         sender._send_keyframe = self._keyframe_requested  # type: ignore[method-assign]
         report_remb(sender, self._remb, self.outbox.link.lost)
+        consent.install(sender.transport.transport.iceGatherer._connection)  # before it connects
         try:
             await pc.setLocalDescription(await pc.createAnswer())
         except Exception as exc:  # no common codec, or an offer aiortc cannot answer
