@@ -58,8 +58,11 @@ STORM, STORM_CONCURRENCY = 1000, 64  # 64 at a time stays far below the service'
 HELLO_TIMEOUT_S = 5.0
 # The load service: frames never pause between parts, so task and fd counts compare like with like. The soak's
 # pause after 5 s (the default), so one of its frames pauses and resumes as viewers come and go.
-SERVICE_ENV = {"FRAMESTREAM_HELLO_TIMEOUT_S": str(HELLO_TIMEOUT_S), "FRAME_IDLE_PAUSE_S": "600"}
-SOAK_ENV = {"FRAMESTREAM_HELLO_TIMEOUT_S": str(HELLO_TIMEOUT_S), "FRAME_IDLE_PAUSE_S": "5"}
+# Every connection of the storm and the soak comes from 127.0.0.1, as many as 64 waiting for hello at once: the
+# caps on sockets waiting for hello (8 an address, 32 in all) would close the oldest of them, so they are raised.
+PENDING_ENV = {"FRAMESTREAM_MAX_PENDING_CONNECTIONS": "256", "FRAMESTREAM_MAX_PENDING_PER_ADDRESS": "256"}
+SERVICE_ENV = {"FRAMESTREAM_HELLO_TIMEOUT_S": str(HELLO_TIMEOUT_S), "FRAME_IDLE_PAUSE_S": "600", **PENDING_ENV}
+SOAK_ENV = {"FRAMESTREAM_HELLO_TIMEOUT_S": str(HELLO_TIMEOUT_S), "FRAME_IDLE_PAUSE_S": "5", **PENDING_ENV}
 HEALTHZ_PERIOD_S = 0.1
 STARVED = 0.5  # a viewer below half the median fps of its run is starved
 GAUGES = ("framestream_tasks", "process_open_fds", "process_resident_memory_bytes", "framestream_connections")

@@ -112,13 +112,16 @@ class Settings:
     shared_frames: bool = True
     max_browsers: int = 6
     idle_pause_s: float = 5.0
+    paused_release_s: float = 10.0  # a paused frame gives back its capture, encoder and kept picture after this
     state_dir: Path = field(default_factory=_default_state_dir)
     chrome_path: str = field(default_factory=_default_chrome)
     xvfb_path: str = "Xvfb"
     fps: int = 30
     max_message_bytes: int = 64 * 1024
     max_watch_per_connection: int = 16
-    max_connections: int = 256
+    max_connections: int = 256  # welcomed ones; those still waiting for hello have their own caps (below)
+    max_pending_connections: int = 32
+    max_pending_per_address: int = 8
     input_rate_per_s: float = 200.0
     hello_timeout_s: float = 5.0
     allowed_origins: tuple[str, ...] = ()
@@ -145,9 +148,12 @@ class Settings:
 _ENV_NUMBERS: Final[Mapping[str, tuple[str, type[int] | type[float], float, float]]] = {
     "max_browsers": ("MAX_BROWSERS", int, 1, 64),
     "idle_pause_s": ("FRAME_IDLE_PAUSE_S", float, 0.1, 86400),
+    "paused_release_s": ("FRAMESTREAM_PAUSED_RELEASE_S", float, 0.1, 86400),
     "max_message_bytes": ("FRAMESTREAM_MAX_MESSAGE_BYTES", int, 1024, 16 * 1024 * 1024),
     "max_watch_per_connection": ("FRAMESTREAM_MAX_WATCH_PER_CONNECTION", int, 1, 256),
     "max_connections": ("FRAMESTREAM_MAX_CONNECTIONS", int, 1, 100_000),
+    "max_pending_connections": ("FRAMESTREAM_MAX_PENDING_CONNECTIONS", int, 1, 100_000),
+    "max_pending_per_address": ("FRAMESTREAM_MAX_PENDING_PER_ADDRESS", int, 1, 100_000),
     "input_rate_per_s": ("FRAMESTREAM_INPUT_RATE", float, 1.0, 100_000.0),
     "hello_timeout_s": ("FRAMESTREAM_HELLO_TIMEOUT_S", float, 0.5, 60.0),
     "dialog_timeout_s": ("FRAMESTREAM_DIALOG_TIMEOUT_S", float, 0.5, 86400),

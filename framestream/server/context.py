@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from framestream.config import Settings
+from framestream.core.admission import Admission
 from framestream.core.control import ReplayGuard
 from framestream.core.tokens import Claims, derive_key, verify
 from framestream.errors import ProtocolError, TokenError
@@ -21,7 +22,8 @@ class ServiceContext:
     manager: FrameManager
     key: bytes = b""
     replay: ReplayGuard = field(default_factory=ReplayGuard)
-    connections: set[Any] = field(default_factory=set)
+    connections: set[Any] = field(default_factory=set)  # every viewer socket, welcomed or not
+    admission: Admission[Any] = field(init=False)  # which of them count, and which must make room
     started_at: float = field(default_factory=time.time)
     bytes_sent_closed: int = 0  # by connections that have ended; live ones are summed when scraped
     inputs_applied: int = 0
@@ -32,6 +34,8 @@ class ServiceContext:
     def __post_init__(self) -> None:
         self.key = derive_key(self.settings.secret, self.settings.sandbox_id)
         self.peers.limit = self.settings.max_peer_connections
+        s = self.settings
+        self.admission = Admission(s.max_connections, s.max_pending_connections, s.max_pending_per_address)
 
     def verify_drive(self, grant: str, frame_id: str) -> Claims:
         """Claims of a grant that may drive `frame_id`; ProtocolError (`unauthorized`, `expired`, `forbidden`)."""

@@ -24,6 +24,7 @@ from framestream.core.wire import (
     CLOSE_FORBIDDEN,
     CLOSE_HELLO_TIMEOUT,
     CLOSE_PROTOCOL,
+    CLOSE_TOO_MANY,
     CLOSE_UNAUTHORIZED,
     ClientMessage,
     DialogAnswer,
@@ -106,13 +107,16 @@ class ViewerSession(Generic[F]):
         now: float,
         number: int = 0,
         peer: str | None = None,
+        admit: Callable[[], bool] = lambda: True,
     ) -> None:
         """`verify` raises TokenError for a refused token; `lookup` finds a frame by id; `now` is when the
         connection opened (the hello deadline counts from it); `number` names the connection in logs and in
-        `control` messages' `you`."""
+        `control` messages' `you`; `admit` is asked once a hello is accepted, before `welcome`: False (the
+        welcomed connections are full) closes with 4429."""
         self._settings = settings
         self._verify = verify
         self._lookup = lookup
+        self._admit = admit
         self.number = number
         self.peer = peer
         self.phase = Phase.HELLO
@@ -256,6 +260,8 @@ class ViewerSession(Generic[F]):
             return self._refuse(CLOSE_UNAUTHORIZED, exc.message)
         if not claims.allows("view", None):
             return self._refuse(CLOSE_FORBIDDEN, "this token may not view frames")
+        if not self._admit():
+            return self._refuse(CLOSE_TOO_MANY, "too many connections")
         self.claims = claims
         self.phase = Phase.OPEN
         self.features = frozenset(parsed.features or ())  # every feature the wire knows is granted

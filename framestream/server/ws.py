@@ -31,6 +31,7 @@ from framestream.server.session import (
     ApplyStep,
     BringUp,
     Close,
+    Phase,
     RequestKeyframe,
     Send,
     StartWatching,
@@ -52,7 +53,7 @@ class ViewerConnection:
         self.outbox = Outbox()
         self.session: ViewerSession[Frame] = ViewerSession(
             ctx.settings, verify=ctx.verify, lookup=ctx.manager.get, now=self.opened,
-            number=next(ctx.connection_numbers), peer=peer,
+            number=next(ctx.connection_numbers), peer=peer, admit=lambda: ctx.admission.welcome(self),
         )
         self.viewers: dict[str, Viewer] = {}  # what this connection added to each frame it watches
         self.peers = ConnectionPeers(ctx.settings, ctx.peers, self.session.number)  # its WebRTC peers
@@ -210,18 +211,32 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
     # anything up to 4x the limit and only truly huge messages end the connection.
     ws = web.WebSocketResponse(max_msg_size=4 * ctx.settings.max_message_bytes, heartbeat=30.0, compress=False)
     await ws.prepare(request)
-    if len(ctx.connections) >= ctx.settings.max_connections:
-        await ws.close(code=CLOSE_TOO_MANY, message=b"too many connections")
-        return ws
     conn = ViewerConnection(ctx, ws, request.remote)
     conn.transport = request.transport
+    # Only welcomed connections count against max_connections (the session asks at hello); one still
+    # waiting for its hello makes the oldest waiting one (from its address, or at all) go when at a cap.
+    for old in ctx.admission.arrive(conn, request.remote):
+        ctx.admission.leave(old)
+        _close_soon(old, "too many connections waiting for hello")
     ctx.connections.add(conn)
     try:
         await conn.run()
     finally:
         ctx.connections.discard(conn)
+        ctx.admission.leave(conn)
         ctx.bytes_sent_closed += conn.outbox.bytes_sent
     return ws
+
+
+_closing: set[asyncio.Task[None]] = set()  # closes started for connections displaced by newer ones
+
+
+def _close_soon(conn: ViewerConnection, reason: str) -> None:
+    log.debug("closing a connection that waited for hello: %s", reason, extra={"conn": conn.session.number})
+    conn.session.phase = Phase.CLOSED  # nothing it sends now is taken
+    task = asyncio.create_task(conn.close(CLOSE_TOO_MANY, reason), name="ws-displaced")
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
 
 
 async def close_all(ctx: ServiceContext) -> None:

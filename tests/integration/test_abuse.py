@@ -1,20 +1,23 @@
 """Attacks on the service's edge (issue 32), each run with real sockets against the real service, which must
 refuse it and go on serving: a real viewer connects, watches and gets pictures meanwhile.
 
-Issue 32's findings answered here: unauthenticated bodies that break the JSON parser (#14).
+Issue 32's findings answered here: sockets that never say hello (#8), unauthenticated bodies that break the
+JSON parser (#14).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import urllib.error
 import urllib.request
 from typing import Any
 
 import pytest
+import websockets
 
 from tests.fixtures import service_fixture
-from tests.support import Service, StreamClient
+from tests.support import Service, StreamClient, until
 
 pytestmark = pytest.mark.integration
 
@@ -60,3 +63,55 @@ async def test_a_deeply_nested_body_without_a_token_is_refused_before_it_is_pars
     log = service.log()
     assert "RecursionError" not in log and "Traceback" not in log, log[-3000:]
     await still_serving(service, frame_id)
+
+
+async def closed_with(ws: websockets.ClientConnection, timeout: float = 20.0) -> int:
+    """The close code the service ended `ws` with (nothing else may come before it)."""
+    with pytest.raises(websockets.ConnectionClosed) as closed:
+        await asyncio.wait_for(ws.recv(), timeout)
+    assert closed.value.rcvd is not None, "closed without a close frame"
+    return closed.value.rcvd.code
+
+
+@pytest.mark.parametrize(("per_address", "pending"), [(8, 32), (64, 8)], ids=["per-address", "all-addresses"])
+async def test_sockets_that_never_say_hello_do_not_lock_viewers_out(
+        state_dir: Any, per_address: int, pending: int) -> None:
+    """#8: 40 sockets that never send hello (their deadline far off), from one address: only the newest 8
+    (the per-address cap, or the cap on all waiting sockets) stay open, the older ones are closed with 4429,
+    and viewers with a valid token are welcomed up to FRAMESTREAM_MAX_CONNECTIONS (3), which counts only
+    welcomed connections; past it a valid hello is closed with 4429, and a place left is taken again."""
+    svc = Service(state_dir, env_extra={
+        "FRAMESTREAM_MAX_CONNECTIONS": "3", "FRAMESTREAM_HELLO_TIMEOUT_S": "60",
+        "FRAMESTREAM_MAX_PENDING_PER_ADDRESS": str(per_address), "FRAMESTREAM_MAX_PENDING_CONNECTIONS": str(pending),
+    }).start()
+    kept = min(per_address, pending)
+    silent: list[websockets.ClientConnection] = []
+    try:
+        for _ in range(40):
+            silent.append(await websockets.connect(svc.ws_url))
+        codes = await asyncio.gather(*(closed_with(ws) for ws in silent[:-kept]))
+        assert set(codes) == {4429}, codes
+        viewers = [await StreamClient.connect(svc) for _ in range(3)]  # each displaces the oldest silent one
+        assert all(v.welcome["type"] == "welcome" for v in viewers)
+        late = await websockets.connect(svc.ws_url)
+        await late.send(json.dumps({"type": "hello", "token": svc.token("view")}))
+        assert await closed_with(late) == 4429
+        assert [ws.state for ws in silent[-kept + 3:]] == [websockets.State.OPEN] * (kept - 3)
+        await viewers.pop().close()
+
+        async def welcomed() -> StreamClient | None:  # once the service saw that viewer leave
+            try:
+                return await StreamClient.connect(svc)
+            except (websockets.ConnectionClosed, AssertionError):
+                return None
+
+        viewers.append(await until("a viewer welcomed in the place left", welcomed, within=20))
+        assert svc.get("/healthz", token=None) == (200, {"ok": True})
+        for viewer in viewers:
+            await viewer.send({"type": "watch", "frame": "nope"})
+            assert (await viewer.next_text("error"))["code"] == "unknown-frame"  # still served
+    finally:
+        for ws in silent:
+            await ws.close()
+        svc.stop()
+        svc.kill_leftovers()

@@ -173,6 +173,23 @@ def test_a_token_that_may_not_view_closes_with_4403() -> None:
     assert s.closed
 
 
+def test_a_good_hello_past_the_welcomed_connections_cap_closes_with_4429() -> None:
+    asked: list[bool] = []
+
+    def admit() -> bool:
+        asked.append(True)
+        return False
+
+    s = ViewerSession[FakeFrame](settings(), verify=Tokens(claims()).verify, lookup=lambda _: None, now=0.0,
+                                 admit=admit)
+    assert s.receive(hello("forged"), 1.0) == [Close(4401, "bad signature")]
+    assert asked == []  # a refused token is never counted
+    s = ViewerSession[FakeFrame](settings(), verify=Tokens(claims()).verify, lookup=lambda _: None, now=0.0,
+                                 admit=admit)
+    assert s.receive(hello(), 1.0) == [Close(4429, "too many connections")]
+    assert asked == [True] and s.closed and s.claims is None
+
+
 def test_a_refused_token_is_never_in_the_close_reason() -> None:
     token = "x" * 40
     (close,) = session().receive(hello(token), 101.0)
