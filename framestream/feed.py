@@ -8,10 +8,11 @@ others nothing. A viewer that had to skip on a measured link moves to the frame'
 the CSS size, capped to the slowest light viewer's link, its own numbering and `video-config`) until a probe shows
 its link carries the full stream again (framestream/link.py `StreamChoice`, media/light.py).
 
-A new watcher starts from the frame's last keyframe and the pictures since, when they fit in one outbox's
-budget (a still or slowly changing page): it sees the picture at once, without waiting for a fresh keyframe
-(at most one a second per frame) and without making every other viewer receive one. Past that budget (motion),
-it asks for a keyframe as before.
+A new watcher starts from the frame's last keyframe when that keyframe still shows the page: nothing changed
+since (only refinements of it followed, which it gets too). It sees the picture at once, without waiting for a
+fresh keyframe and without making every other viewer receive one. Once anything changed after it (a delta, a
+patch) the kept keyframe is older than the page, and no viewer is ever shown that first: the joiner asks for a
+fresh keyframe (docs/architecture.md, "Fresh pictures").
 
 Below both the frames and the server: a frame owns its feed, a connection owns its outbox and its viewers.
 """
@@ -183,16 +184,19 @@ class FrameFeed:
     skips: int = 0  # times a viewer fell behind and skipped to a keyframe
     viewers: set[Viewer] = field(default_factory=set)
     patch_gate: PatchGate = field(default_factory=PatchGate)  # open while every viewer takes patches
-    # The last keyframe and every picture after it, with their sequence numbers, while they fit one outbox.
+    # The last keyframe and its refinements, with their sequence numbers, while nothing changed after it.
     _since_keyframe: list[tuple[Picture, int]] = field(default_factory=list)
     _since_keyframe_bytes: int = 0
-    _change_waiters: list[tuple[int, asyncio.Future[int]]] = field(default_factory=list)
+    # (after capture µs, only changed pictures, future): resolved by the first such picture published.
+    _waiters: list[tuple[int, bool, asyncio.Future[int]]] = field(default_factory=list)
 
-    def add(self, viewer: Viewer) -> None:
+    def add(self, viewer: Viewer, *, replay: bool = True) -> None:
+        """Start `viewer` at the kept keyframe when it still shows the page (and `replay`: the frame is live
+        and its pipeline has caught up), otherwise at a fresh keyframe it asks for."""
         self.viewers.add(viewer)
         self._update_gate()
         viewer.waiting_keyframe = True
-        if not self._since_keyframe:
+        if not (replay and self._since_keyframe):
             self.request_keyframe()
             return
         skipped = viewer.skipped
@@ -255,16 +259,16 @@ class FrameFeed:
         self.bytes_encoded += len(picture.data)
         self._keep_since_keyframe(picture)
         self._offer(picture, self.sequence)
-        if self._change_waiters and picture.changed:
+        if self._waiters:
             keep = []
-            for after_us, future in self._change_waiters:
+            for after_us, changed_only, future in self._waiters:
                 if future.done():
                     continue
-                if picture.capture_us > after_us:
+                if picture.capture_us > after_us and (picture.changed or not changed_only):
                     future.set_result(picture.capture_us)
                 else:
-                    keep.append((after_us, future))
-            self._change_waiters = keep
+                    keep.append((after_us, changed_only, future))
+            self._waiters = keep
 
     def publish_light(self, picture: Picture) -> None:
         """A picture of the light stream, for the viewers on it."""
@@ -282,20 +286,29 @@ class FrameFeed:
         self._update_gate()  # a viewer may have moved between the streams
 
     def _keep_since_keyframe(self, picture: Picture | None) -> None:
-        """Remember `picture` for joiners (None: forget them all)."""
-        if picture is None or picture.keyframe:
+        """Remember `picture` for joiners (None: forget them all). Only a keyframe and the refinements of the same
+        picture are kept: a change after it (a delta or a patch) makes the keyframe older than the page."""
+        if picture is None or picture.keyframe or picture.changed:
             self._since_keyframe, self._since_keyframe_bytes = [], 0
         if picture is None or not (picture.keyframe or self._since_keyframe):
             return
         self._since_keyframe_bytes += len(picture.data)
         self._since_keyframe.append((picture, self.sequence))
         if len(self._since_keyframe) > OUTBOX_MAX_PICTURES or self._since_keyframe_bytes > OUTBOX_MAX_BYTES:
-            self._since_keyframe, self._since_keyframe_bytes = [], 0  # motion: joiners ask for a keyframe
+            self._since_keyframe, self._since_keyframe_bytes = [], 0  # (cannot fit one outbox: ask instead)
 
     async def wait_change(self, after_us: int, timeout: float) -> int | None:
         """The capture time of the first changed picture captured after `after_us`, or None after `timeout`."""
+        return await self._wait(after_us, True, timeout)
+
+    async def wait_picture(self, after_us: int, timeout: float) -> int | None:
+        """The capture time of the first picture (changed or not: a keyframe of a still page counts) captured
+        after `after_us`, or None after `timeout`."""
+        return await self._wait(after_us, False, timeout)
+
+    async def _wait(self, after_us: int, changed_only: bool, timeout: float) -> int | None:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._change_waiters.append((after_us, future))
+        self._waiters.append((after_us, changed_only, future))
         try:
             return await asyncio.wait_for(future, timeout)
         except TimeoutError:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from framestream.core.wire import unpack_video_header
+import random
+
+from framestream.core.wire import VIDEO_HEADER, unpack_video_header
 from framestream.feed import FrameFeed, Outbox, Viewer
 from framestream.media.picture import Picture
 
@@ -64,13 +66,18 @@ async def test_a_stalled_viewer_skips_to_the_next_keyframe_and_the_other_gets_ev
     assert healthy_got == list(range(1, 14))
 
 
+def refinement() -> Picture:
+    return Picture(data=b"r" * 100, keyframe=False, refinement=True, capture_us=1, encoded_us=2,
+                   codec="avc1.42C020", changed=False)
+
+
 async def test_a_joiner_starts_from_the_last_keyframe_without_asking_for_a_new_one() -> None:
     asked: list[int] = []
     feed = FrameFeed(request_keyframe=lambda: asked.append(1))
     feed.add(viewer(Outbox(), 1, []))
     feed.publish(picture(key=True))
-    feed.publish(picture())
-    feed.publish(picture())
+    feed.publish(refinement())  # the same picture made sharp: the keyframe still shows the page
+    feed.publish(refinement())
     asked.clear()
     configs: list[int] = []
     late = Outbox()
@@ -79,6 +86,65 @@ async def test_a_joiner_starts_from_the_last_keyframe_without_asking_for_a_new_o
     got = [unpack_video_header(m) for m in await drain(late) if isinstance(m, bytes)]
     assert [(h.sequence, h.keyframe) for h in got] == [(1, True), (2, False), (3, False), (4, False)]
     assert configs == [2] and asked == [], "served from what was sent, no new keyframe for everyone"
+
+
+async def test_after_a_change_the_kept_keyframe_is_older_than_the_page_and_a_joiner_asks_for_a_fresh_one() -> None:
+    asked: list[int] = []
+    feed = FrameFeed(request_keyframe=lambda: asked.append(1))
+    feed.publish(picture(key=True))  # a blank window before the page painted
+    feed.publish(picture())  # the page's paint, as a delta
+    asked.clear()
+    late = Outbox()
+    feed.add(viewer(late, 2, []))
+    assert asked == [1] and await drain(late) == [], "never the stale keyframe first"
+    feed.publish(picture(key=True))
+    assert [unpack_video_header(m).sequence for m in await drain(late) if isinstance(m, bytes)] == [3]
+
+
+async def test_a_joiner_is_never_sent_first_a_picture_older_than_the_page() -> None:
+    """The invariant as a property of the fan-out: over random runs of keyframes, deltas, patches and
+    refinements, joins (replayed or not), leaves and forgets, the first picture any joiner is given is a keyframe
+    of the newest content published when it is given (each changed picture is new content; a refinement, or a
+    keyframe of a still page, is not)."""
+    rng = random.Random(26)
+    served = {"kept": 0, "fresh": 0}
+    for _run in range(400):
+        feed = FrameFeed(request_keyframe=lambda: None)
+        content = 0
+        waiting: dict[int, Outbox] = {}  # joiners not given a picture yet, by slot
+        for step in range(rng.randint(1, 40)):
+            roll = rng.random()
+            joined = roll < 0.15
+            if joined:
+                slot = step + 1
+                joiner = viewer(Outbox(max_pictures=rng.choice([1, 3, 1000])), slot, [])
+                joiner.patches = rng.random() < 0.5
+                waiting[slot] = joiner.outbox
+                feed.add(joiner, replay=rng.random() < 0.8)
+            elif roll < 0.2 and feed.viewers:
+                gone = rng.choice(sorted(feed.viewers, key=lambda v: v.slot))
+                feed.remove(gone)
+                waiting.pop(gone.slot, None)
+            elif roll < 0.25:
+                feed.forget()
+            else:
+                key, refine = rng.random() < 0.25, rng.random() < 0.3
+                changed = not refine and rng.random() < 0.9
+                content += changed
+                kind = 2 if changed and not key and rng.random() < 0.3 else 1
+                feed.publish(Picture(data=content.to_bytes(4, "big") + bytes(20), keyframe=key, refinement=refine,
+                                     capture_us=step, encoded_us=step, codec="avc1", changed=changed, kind=kind))
+            for slot, outbox in list(waiting.items()):
+                videos = [m for m in await drain(outbox) if isinstance(m, bytes)]
+                if videos:
+                    first = videos[0]
+                    assert unpack_video_header(first).keyframe, "a joiner starts at a keyframe"
+                    shown = int.from_bytes(first[VIDEO_HEADER.size:VIDEO_HEADER.size + 4], "big")
+                    assert shown == content, f"run {_run} step {step}: shown {shown}, the page is at {content}"
+                    del waiting[slot]
+                    served["kept" if joined and slot == step + 1 else "fresh"] += 1
+    # Worth its name only if joiners were served both ways: from the kept keyframe at once, and fresh ones.
+    assert served["kept"] >= 20 and served["fresh"] >= 20, served
 
 
 async def test_past_one_outbox_of_motion_a_joiner_asks_for_a_keyframe() -> None:
@@ -130,7 +196,7 @@ async def test_a_joiner_that_cannot_take_the_kept_pictures_counts_as_a_skip() ->
     feed.add(viewer(Outbox(max_pictures=1000), 1, []))
     feed.publish(picture(key=True))
     for _ in range(5):
-        feed.publish(picture())  # the joining chain: a keyframe and five pictures
+        feed.publish(refinement())  # the joining chain: a keyframe and five refinements of it
     joiner = viewer(Outbox(max_pictures=2), 2, [])
     feed.add(joiner)  # its queue takes two of the six
     assert joiner.skipped == 1

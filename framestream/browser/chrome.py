@@ -249,6 +249,14 @@ class ChromeBrowser:
             raise CDPError(f"evaluate failed: {result['exceptionDetails'].get('text')}")
         return result.get("result", {}).get("value")
 
+    async def painted(self, *, timeout: float) -> None:
+        """Until the active page has drawn a frame since the call: the callback of a second requestAnimationFrame
+        runs only after the frame of the first was produced. Gives up quietly after `timeout` (a page whose
+        script is busy, a hidden page)."""
+        with contextlib.suppress(CDPError, TimeoutError):
+            await self.evaluate("new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))",
+                                timeout=timeout)
+
     def child_pids(self, *types: bytes) -> list[int]:
         """This browser's child processes of the given `--type=` values, found in our own process group."""
         wanted = tuple(b"--type=" + t + b" " for t in types)

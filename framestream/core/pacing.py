@@ -60,8 +60,12 @@ class EncodePolicy:
     def note_damage(self) -> None:
         self._dirty = True
 
-    def request_keyframe(self) -> None:
+    def request_keyframe(self, *, at_once: bool = False) -> None:
+        """Ask for an IDR; `at_once` skips the one-a-second budget (a resume, a page just loaded: nobody has a
+        picture of it yet, so the next slot is when the first viewer can see it)."""
         self._keyframe_wanted = True
+        if at_once:
+            self._last_keyframe_at = -math.inf
 
     @property
     def keyframe_pending(self) -> bool:

@@ -62,6 +62,9 @@ class Frame:
         self._restarts = RestartBudget()
         self._encode_seconds_before = 0.0  # by runtimes that have ended
         self._published = 0  # pictures of the current pipeline handed out on the loop
+        # Whether the current pipeline's pictures show the page: not while the browser starts and loads it
+        # (a blank window), from the fresh keyframe asked for once it is loaded.
+        self._showing = False
         self._launches = 0  # runtimes launched so far: a fault names the launch whose runtime failed
         self._light_kbps: int | None = None  # the light stream's cap while slow viewers watch
         settings = manager.settings
@@ -106,8 +109,23 @@ class Frame:
     def encode_seconds(self) -> float:
         return self._encode_seconds_before + (self._runtime.encode_seconds if self._runtime else 0.0)
 
+    @property
+    def released(self) -> bool:
+        """Paused long enough that its pipeline gave back its buffers (`FRAMESTREAM_PAUSED_RELEASE_S`)."""
+        return self._runtime is not None and self._runtime.released
+
     def snapshot(self) -> tuple[Any, int, int] | None:
-        return self._runtime.snapshot() if self._runtime is not None else None
+        """The last captured picture while it shows the page (None while launching or just resumed)."""
+        if self._runtime is None or not self._showing:
+            return None
+        return self._runtime.snapshot()
+
+    async def fresh_snapshot(self, timeout: float) -> tuple[Any, int, int] | None:
+        """`snapshot()`, waiting up to `timeout` for a picture that shows the page (after a launch or resume)."""
+        deadline = time.monotonic() + timeout
+        while (snap := self.snapshot()) is None and (left := deadline - time.monotonic()) > 0:
+            await self.feed.wait_picture(0, left)
+        return snap
 
     def process_ids(self, processes: Sequence[ProcessInfo]) -> list[int]:
         """The processes of the frame's display and browser among `processes` (none while it is closed)."""
@@ -117,7 +135,9 @@ class Frame:
     # -- viewers and what they hear ----------------------------------------------------------------------
 
     def add_viewer(self, viewer: Viewer) -> None:
-        self.feed.add(viewer)
+        # Only a live frame's kept keyframe can still show its page: a paused, closed or launching one makes a
+        # fresh keyframe when it is running again (docs/architecture.md, "Fresh pictures").
+        self.feed.add(viewer, replay=self.state is FrameState.LIVE and self._showing)
         self.last_viewed = time.monotonic()
         self.idle_since = None
         self._cancel_pause_timer()
@@ -186,11 +206,22 @@ class Frame:
         runtime = self._runtime
         if runtime is None or pipeline is not runtime.pipeline:
             return  # posted by a pipeline stopped since (perhaps still stopping): not the page as it is
+        showing = self._showing and picture.capture_us >= self._fresh_after_us
         if picture.light:
-            self.feed.publish_light(picture)
+            if showing:
+                self.feed.publish_light(picture)
             return
-        self._published += 1
-        self.feed.publish(picture)
+        self._published += 1  # (dropped ones too: the pipeline counts what it handed over)
+        if showing:
+            self.feed.publish(picture)
+
+    def _show_fresh(self) -> None:
+        """From now on the pipeline's pictures show the page; the first a viewer gets is a keyframe made now."""
+        self.feed.restarted()
+        self._showing = True
+        self._fresh_after_us = time.time_ns() // 1000
+        if self._runtime is not None:
+            self._runtime.request_fresh_keyframe()
 
     # -- running, pausing, closing (callers hold no lock; each takes the frame's) -------------------------
 
@@ -229,6 +260,7 @@ class Frame:
         runtime.set_light(self._light_kbps)
         self.feed.restarted()
         self._published = 0
+        self._showing = False
         try:
             error = await runtime.start(self.url)
         except (BrowserError, CaptureError, OSError) as exc:
@@ -241,6 +273,8 @@ class Frame:
             raise
         self.browsing.tabs = runtime.tabs
         self.control.reset()
+        await runtime.painted()
+        self._show_fresh()
         if error:
             # The browser runs and shows Chrome's error page; the frame says why.
             self._set_state(FrameState.ERROR, f"could not load {self.url}: {error}")
@@ -268,6 +302,10 @@ class Frame:
         self.manager.save_soon()
 
     def _resume_locked(self) -> None:
+        # The kept keyframe may be older than the screen (the page can paint between the pipeline's pause and
+        # its processes' stop): joiners wait for the keyframe of a full grab the resume makes.
+        self.feed.forget()
+        self._fresh_after_us = time.time_ns() // 1000  # (one still on its way from before the pause: dropped)
         if self._runtime is not None:
             self._runtime.thaw()
         self._set_state(FrameState.LIVE)
@@ -278,6 +316,7 @@ class Frame:
             if self._runtime is None or self._pause_deadline() is None:
                 return
             await self._runtime.freeze()
+            self.feed.forget()
             self._set_state(FrameState.PAUSED)
 
     async def close_browser(self, *, state: FrameState = FrameState.CLOSED) -> None:
@@ -290,6 +329,7 @@ class Frame:
     async def _teardown_locked(self) -> None:
         self._cancel_pause_timer()
         runtime, self._runtime = self._runtime, None  # from here on its late pictures are dropped
+        self._showing = False
         self.feed.forget()
         self.browsing.browser_gone()
         if runtime is not None:

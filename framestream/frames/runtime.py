@@ -78,11 +78,18 @@ class Runtime(Protocol):
 
     def request_keyframe(self, published: int) -> None: ...
 
+    def request_fresh_keyframe(self) -> None: ...
+
+    async def painted(self) -> None: ...
+
     def set_light(self, kbps: int | None) -> None: ...
 
     def request_light_keyframe(self) -> None: ...
 
     def snapshot(self) -> tuple[Any, int, int] | None: ...
+
+    @property
+    def released(self) -> bool: ...
 
     @property
     def tabs(self) -> Tabs | None: ...
@@ -152,7 +159,7 @@ class FrameRuntime:
             on_picture=lambda picture: _post(loop, hooks.on_picture, pipeline, picture),
             on_failure=lambda exc: _post(loop, hooks.on_fault, f"capture failed: {exc}"),
             settings=EncoderSettings(fps=settings.fps), name=self._name, patch_gate=hooks.patch_gate,
-            light_size=size.light,
+            light_size=size.light, release_after_s=settings.paused_release_s,
         )
         pipeline.set_light(self._light_kbps)
         self.pipeline, self._stats = pipeline, pipeline.stats
@@ -292,6 +299,16 @@ class FrameRuntime:
         if self.pipeline is not None:
             self.pipeline.request_keyframe(published)
 
+    def request_fresh_keyframe(self) -> None:
+        if self.pipeline is not None:
+            self.pipeline.request_fresh_keyframe()
+
+    async def painted(self) -> None:
+        """Until the active page has drawn a frame since now (two animation frames), or 2 s: what a keyframe
+        grabbed after it shows is the loaded page, not the blank window before its first paint."""
+        if self._browser is not None:
+            await self._browser.painted(timeout=2.0)
+
     def set_light(self, kbps: int | None) -> None:
         self._light_kbps = kbps  # a pipeline made later (a relaunch) starts with it
         if self.pipeline is not None:
@@ -303,6 +320,11 @@ class FrameRuntime:
 
     def snapshot(self) -> tuple[Any, int, int] | None:
         return self.pipeline.snapshot() if self.pipeline is not None else None
+
+    @property
+    def released(self) -> bool:
+        """The paused pipeline gave back its capture, encoder and kept picture (a resume makes them again)."""
+        return self.pipeline is not None and self.pipeline.released
 
     def process_ids(self, processes: Sequence[ProcessInfo]) -> list[int]:
         """Every process of this launch among `processes` (one read of the process table): Xvfb and the browser

@@ -69,6 +69,12 @@ class FramePipeline:
         self._policy = EncodePolicy(fps=self._settings.fps)
         self._lock = threading.Lock()
         self._keyframe_requested = False
+        self._fresh_requested = False  # a keyframe of a full grab, at the next slot (see request_fresh_keyframe)
+        # Generations of the kept picture: `_last` shows the page only once a grab made after the newest fresh
+        # request has replaced it (a resume, a page just loaded); until then no screenshot or light picture is
+        # taken from it.
+        self._want_generation = 0
+        self._last_generation = 0
         self._paused = False
         self._stopping = False
         self._wake_r, self._wake_w = os.pipe()
@@ -87,6 +93,7 @@ class FramePipeline:
         self._light_kbps: int | None = None
         self._light_keyframe = False
         self.stats = PipelineStats()
+        self.released = False  # paused long enough to have given back its capture, encoder and kept picture
 
     # -- called from the event loop ---------------------------------------------------------------------
 
@@ -105,6 +112,19 @@ class FramePipeline:
             self._request_seen = max(self._request_seen, seen)
         self._wake()
 
+    def request_fresh_keyframe(self) -> None:
+        """Ask for a keyframe of the whole screen as it is now, at the next slot, beyond the keyframe budget; the
+        kept picture (screenshots, the light stream) counts as stale until it is grabbed."""
+        with self._lock:
+            self._ask_fresh()
+        self._wake()
+
+    def _ask_fresh(self) -> None:  # (holding _lock)
+        self._fresh_requested = True
+        self._keyframe_requested = True
+        self._request_seen = 1 << 62
+        self._want_generation += 1
+
     def set_light(self, kbps: int | None) -> None:
         """Make the light stream at this cap (kbit/s), or stop making it (None)."""
         with self._lock:
@@ -122,8 +142,7 @@ class FramePipeline:
         with self._lock:
             self._paused = paused
             if not paused:
-                self._keyframe_requested = True
-                self._request_seen = 1 << 62  # a resume always needs a fresh keyframe
+                self._ask_fresh()  # a resume starts every viewer at a keyframe of the screen as it is now
         self._wake()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -148,8 +167,8 @@ class FramePipeline:
     def snapshot(self) -> tuple[np.ndarray, int, int] | None:
         """A copy of the last captured picture, its capture time and the time of the last change (µs)."""
         with self._lock:
-            if self._last is None:
-                return None
+            if self._last is None or self._last_generation < self._want_generation:
+                return None  # not grabbed since a resume or a fresh request: perhaps older than the page
             return self._last.copy(), self._last_capture_us, self._last_change_us
 
     # -- the worker thread ------------------------------------------------------------------------------
@@ -165,8 +184,10 @@ class FramePipeline:
             # A frame paused for longer than `release_after_s` holds no capture, encoder or kept picture (at
             # 2560x1600 about 85 MB): they are made again on resume, whose first picture is a keyframe anyway.
             while self._wait_until_live():
+                self.released = False
                 self._live()
                 give_back_freed_memory()
+                self.released = True  # (paused long enough; or stopping, when nobody reads it any more)
         except Exception as exc:  # the owner decides what a dead pipeline means for the frame
             with self._lock:
                 stopping = self._stopping
@@ -226,6 +247,11 @@ class FramePipeline:
                     return
                 paused = self._paused
                 light_kbps, light_keyframe, self._light_keyframe = self._light_kbps, self._light_keyframe, False
+                generation = self._want_generation  # what a grab made from here on is fresh for
+                if self._fresh_requested and not paused:
+                    self._fresh_requested = False
+                    full_grab_needed = True  # the screen itself, not damage that may not have arrived yet
+                    policy.request_keyframe(at_once=True)
                 if self._keyframe_requested:
                     self._keyframe_requested = False
                     # A keyframe emitted since the request was made (while this thread was busy) serves it.
@@ -287,6 +313,7 @@ class FramePipeline:
                         self.stats.changes += 1
                     self._last = kept
                     self._last_capture_us = capture_us
+                    self._last_generation = generation
             changed = rows is not None
             patched = False
             if changed or decision.keyframe or decision.refinement:
@@ -325,7 +352,8 @@ class FramePipeline:
 
     def _send_light(self, light: _LightState, kept: np.ndarray, now: float) -> float:
         """Hand the light stream a picture when one is due; seconds until the next may be (3600: none)."""
-        if self._last is not None:  # (nothing grabbed yet: nothing to send)
+        # (nothing grabbed yet, or not since a resume: nothing that shows the page to send)
+        if self._last is not None and self._last_generation >= self._want_generation:
             light.send(kept, now, self._last_capture_us)
         deadline = light.deadline(time.monotonic())
         return 3600.0 if deadline is None else deadline

@@ -110,10 +110,7 @@ async def screenshot(request: web.Request) -> web.Response:
         await frame.ensure_running()
     except FRAME_ERRORS as exc:
         raise protocol_error(exc, frame=frame.id) from exc
-    snap = frame.snapshot()
-    if snap is None:
-        await frame.feed.wait_change(0, 10.0)
-        snap = frame.snapshot()
+    snap = await frame.fresh_snapshot(10.0)
     if snap is None:
         return error("internal", "the frame has no picture yet", 503)
     picture, capture_us, _ = snap

@@ -36,6 +36,9 @@ def render(ctx: ServiceContext, memory: MemoryReport | None = None) -> str:
 
     family("framestream_frames", "gauge", "Frames by state.",
            [_line("framestream_frames", sum(f.state is s for f in frames), {"state": s.value}) for s in FrameState])
+    family("framestream_frame_released", "gauge",
+           "1 for a paused frame that gave back its capture, encoder and kept picture (a resume makes them again).",
+           [_line("framestream_frame_released", int(f.released), {"frame": f.id}) for f in frames])
     family("framestream_viewers", "gauge", "Viewers watching each frame.",
            [_line("framestream_viewers", f.viewers, {"frame": f.id}) for f in frames])
     family("framestream_connections", "gauge", "Open viewer WebSocket connections.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,10 @@ class FakeRuntime:
         self.dispatch_error: Exception | None = None
         self.dispatch_gate: asyncio.Event | None = None  # when set, dispatch waits for it
         self.keyframe_requests: list[int] = []
+        self.fresh_keyframe_requests = 0
         self.light_kbps: int | None = None
         self.light_keyframe_requests = 0
+        self.released = False
         self.tabs = None  # no browser pages: what Browsing does with real ones is proven by integration tests
 
     async def start(self, url: str) -> str | None:
@@ -70,6 +73,12 @@ class FakeRuntime:
 
     def request_keyframe(self, published: int) -> None:
         self.keyframe_requests.append(published)
+
+    def request_fresh_keyframe(self) -> None:
+        self.fresh_keyframe_requests += 1
+
+    async def painted(self) -> None:
+        pass
 
     def set_light(self, kbps: int | None) -> None:
         self.light_kbps = kbps
@@ -133,7 +142,10 @@ class Watcher:
 
 
 def picture(keyframe: bool = True) -> Picture:
-    return Picture(data=b"x" * 10, keyframe=keyframe, refinement=False, capture_us=1, encoded_us=2, codec="avc1")
+    """A picture captured now (a frame drops those captured before its last fresh keyframe request)."""
+    now_us = time.time_ns() // 1000
+    return Picture(data=b"x" * 10, keyframe=keyframe, refinement=False, capture_us=now_us, encoded_us=now_us,
+                   codec="avc1")
 
 
 def manager(state_dir: Path, launches: Launches, **overrides: Any) -> FrameManager:
