@@ -2,7 +2,9 @@
 
 One reader task reads every message and hands it to the frame's `FrameView` (pictures are decoded there, in
 order). When the socket drops, steps waiting for an answer fail with `ConnectionLost`, and the same task
-reconnects with exponential backoff, says hello with a fresh token and watches the same frames again.
+reconnects with exponential backoff, says hello with a fresh token and watches the same frames again. The
+service closes a connection whose token expired (4401): with a token source that mints (a callable), a refresh
+task sends a fresh token (`refresh`) before each expires.
 `close()` ends the task and the socket: nothing is left running.
 """
 
@@ -14,16 +16,17 @@ import itertools
 import json
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
 
 from framestream.client.errors import ClientError, ConnectionLost, ServiceError, Unauthorized, error_for
-from framestream.client.grants import TokenSource, token_now
+from framestream.client.grants import TokenSource, expires_at, token_now
 from framestream.client.view import FrameView
 from framestream.client.wire import encode_client_message
-from framestream.core.wire import ClientMessage, KeyframeRequest, Unwatch, Watch, unpack_video_header
+from framestream.core.wire import ClientMessage, KeyframeRequest, Refresh, Unwatch, Watch, unpack_video_header
 
 __all__ = ["Connection"]
 
@@ -47,6 +50,7 @@ class Connection:
         self._hello_timeout = hello_timeout
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._reader: asyncio.Task[None] | None = None
+        self._refresher: asyncio.Task[None] | None = None  # sends `refresh` before the token expires
         self._seq = itertools.count(1)
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._watch_errors: dict[str, asyncio.Future[None]] = {}
@@ -71,8 +75,9 @@ class Connection:
 
     async def _connect(self) -> None:
         ws = await self._session.ws_connect(self.ws_url, max_msg_size=0, autoping=True)
+        token = token_now(self._token)
         try:
-            await ws.send_str(json.dumps({"type": "hello", "token": token_now(self._token)}))
+            await ws.send_str(json.dumps({"type": "hello", "token": token}))
             async with asyncio.timeout(self._hello_timeout):
                 msg = await ws.receive()
             if msg.type != aiohttp.WSMsgType.TEXT:
@@ -88,6 +93,28 @@ class Connection:
         self._ws = ws
         self.connects += 1
         self._connected.set()
+        self._keep_fresh(token)
+
+    def _keep_fresh(self, token: str) -> None:
+        """With a minting token source, refresh the connection's token before it expires."""
+        if self._refresher is not None:
+            self._refresher.cancel()
+            self._refresher = None
+        exp = expires_at(token)
+        if isinstance(self._token, str) or exp is None:
+            return  # a fixed token: the service closes the connection once it expired
+        self._refresher = asyncio.create_task(self._refresh(exp), name="framestream-client-refresh")
+
+    async def _refresh(self, exp: float) -> None:
+        while not self._closing:
+            left = exp - time.time()
+            await asyncio.sleep(max(0.5, left - min(30.0, max(1.0, left / 3))))  # a third of it, or 30 s, early
+            token = token_now(self._token)
+            try:
+                await self._send(Refresh(token))
+            except (ConnectionLost, aiohttp.ClientError, ConnectionError):
+                return  # the reconnect says hello with a fresh token and starts another refresher
+            exp = expires_at(token) or exp + 1.0
 
     async def _run(self) -> None:
         while not self._closing:
@@ -143,6 +170,11 @@ class Connection:
 
     async def close(self) -> None:
         self._closing = True
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresher
+            self._refresher = None
         ws, self._ws = self._ws, None
         if ws is not None:
             await ws.close()

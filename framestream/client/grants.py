@@ -9,13 +9,15 @@ expired token.
 
 from __future__ import annotations
 
+import base64
 import inspect
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from framestream.tokens import mint_token
 
-__all__ = ["GrantSource", "SandboxKey", "TokenSource", "grant_for", "token_now"]
+__all__ = ["GrantSource", "SandboxKey", "TokenSource", "expires_at", "grant_for", "token_now"]
 
 TokenSource = str | Callable[[], str]
 GrantSource = str | Callable[[str], str] | Callable[[str], Awaitable[str]]
@@ -23,6 +25,17 @@ GrantSource = str | Callable[[str], str] | Callable[[str], Awaitable[str]]
 
 def token_now(source: TokenSource) -> str:
     return source if isinstance(source, str) else source()
+
+
+def expires_at(token: str) -> float | None:
+    """A token's `exp` as it says (not verified: the service does that), None when it cannot be read."""
+    payload = token.split(".", 1)[0]
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except ValueError:
+        return None
+    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
 
 
 async def grant_for(source: GrantSource, frame: str) -> str:

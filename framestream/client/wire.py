@@ -22,6 +22,7 @@ from framestream.core.wire import (
     NavigateAction,
     PageRequest,
     PasteEvent,
+    Refresh,
     TextEvent,
     Unwatch,
     Watch,
@@ -89,6 +90,8 @@ def encode_client_message(message: ClientMessage) -> str:
     """The JSON text a client sends for `message` (the inverse of parse_client_message)."""
     if isinstance(message, Hello):
         return _dumps({"type": "hello", "token": message.token})
+    if isinstance(message, Refresh):
+        return _dumps({"type": "refresh", "token": message.token})
     if isinstance(message, Watch):
         return _dumps({"type": "watch", "frame": message.frame})
     if isinstance(message, Unwatch):

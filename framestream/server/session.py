@@ -19,7 +19,7 @@ from typing import Generic
 
 from framestream.config import Settings
 from framestream.core.ratelimit import TokenBucket
-from framestream.core.tokens import Claims
+from framestream.core.tokens import CLOCK_SKEW_S, Claims
 from framestream.core.wire import (
     CLOSE_FORBIDDEN,
     CLOSE_HELLO_TIMEOUT,
@@ -33,6 +33,7 @@ from framestream.core.wire import (
     KeyframeRequest,
     Navigate,
     PageRequest,
+    Refresh,
     Unwatch,
     Watch,
     WebrtcIce,
@@ -108,15 +109,19 @@ class ViewerSession(Generic[F]):
         number: int = 0,
         peer: str | None = None,
         admit: Callable[[], bool] = lambda: True,
+        wall_offset: float = 0.0,
     ) -> None:
         """`verify` raises TokenError for a refused token; `lookup` finds a frame by id; `now` is when the
         connection opened (the hello deadline counts from it); `number` names the connection in logs and in
         `control` messages' `you`; `admit` is asked once a hello is accepted, before `welcome`: False (the
-        welcomed connections are full) closes with 4429."""
+        welcomed connections are full) closes with 4429; `wall_offset` is the wall clock minus `now`'s clock
+        (tokens' `exp` is wall time)."""
         self._settings = settings
         self._verify = verify
         self._lookup = lookup
         self._admit = admit
+        self._wall_offset = wall_offset
+        self.token_deadline = float("inf")  # when the connection's token stops counting (`now`'s clock)
         self.number = number
         self.peer = peer
         self.phase = Phase.HELLO
@@ -141,7 +146,9 @@ class ViewerSession(Generic[F]):
     @property
     def deadline(self) -> float | None:
         """When `check_time` must be called if nothing arrives before; None: no timer runs."""
-        return self.hello_deadline if self.phase is Phase.HELLO else None
+        if self.phase is Phase.HELLO:
+            return self.hello_deadline
+        return self.token_deadline if self.phase is Phase.OPEN else None
 
     def _log(self, level: int, message: str, *args: object, **fields: object) -> None:
         log.log(level, message, *args, extra={"conn": self.number, **fields})
@@ -149,11 +156,22 @@ class ViewerSession(Generic[F]):
     # -- input from the glue --------------------------------------------------------------------------------
 
     def check_time(self, now: float) -> list[Action[F]]:
-        """Time passed without a message: silence past the hello deadline closes with 4408."""
-        return self._refuse(CLOSE_HELLO_TIMEOUT, "no hello in time") if self._too_late(now) else []
+        """Time passed without a message: silence past the hello deadline closes with 4408, and a connection
+        whose token expired (`exp` plus the clock skew) without a `refresh` closes with 4401."""
+        if self._too_late(now):
+            return self._refuse(CLOSE_HELLO_TIMEOUT, "no hello in time")
+        return self._expire() if self._expired(now) else []
 
     def _too_late(self, now: float) -> bool:
         return self.phase is Phase.HELLO and now >= self.hello_deadline
+
+    def _expired(self, now: float) -> bool:
+        return self.phase is Phase.OPEN and now >= self.token_deadline
+
+    def _expire(self) -> list[Action[F]]:
+        self._log(logging.INFO, "token expired: connection closed", code=CLOSE_UNAUTHORIZED)
+        self.phase = Phase.CLOSED
+        return [Close(CLOSE_UNAUTHORIZED, "token expired: send refresh with a newer token before exp")]
 
     def receive(self, data: str | bytes, now: float) -> list[Action[F]]:
         """One message from the client as received, text (str) or binary (bytes), at `now`."""
@@ -161,6 +179,8 @@ class ViewerSession(Generic[F]):
             return []
         if self._too_late(now):
             return self._refuse(CLOSE_HELLO_TIMEOUT, "no hello in time")
+        if self._expired(now):
+            return self._expire()
         if self.phase is Phase.OPEN and isinstance(data, bytes):
             self.phase = Phase.CLOSED
             return [Close(CLOSE_PROTOCOL, "binary messages are not part of the protocol")]
@@ -178,6 +198,8 @@ class ViewerSession(Generic[F]):
             return []
         if self._too_late(now):
             return self._refuse(CLOSE_HELLO_TIMEOUT, "no hello in time")
+        if self._expired(now):
+            return self._expire()
         if self.phase is Phase.HELLO:
             return self._hello(message)
         try:
@@ -260,17 +282,47 @@ class ViewerSession(Generic[F]):
             return self._refuse(CLOSE_UNAUTHORIZED, exc.message)
         if not claims.allows("view", None):
             return self._refuse(CLOSE_FORBIDDEN, "this token may not view frames")
+        if claims.step:
+            return self._refuse(CLOSE_FORBIDDEN, "a step grant is good for one input message, not for a "
+                                "connection: say hello with a view, drive or control token")
         if not self._admit():
             return self._refuse(CLOSE_TOO_MANY, "too many connections")
         self.claims = claims
+        self.token_deadline = self._deadline_of(claims)
         self.phase = Phase.OPEN
         self.features = frozenset(parsed.features or ())  # every feature the wire knows is granted
         self._log(logging.INFO, "viewer joined as %s (%s)", claims.sub, claims.role, peer=self.peer)
         return [Send(welcome(self._settings.sandbox_id, self._settings.shared_frames, parsed.features))]
 
+    def _deadline_of(self, claims: Claims) -> float:
+        """When a connection under `claims` closes (`now`'s clock): at `exp` plus the skew tokens are given."""
+        return claims.exp + CLOCK_SKEW_S - self._wall_offset
+
     # -- after welcome --------------------------------------------------------------------------------------
 
+    def _refresh(self, message: Refresh) -> list[Action[F]]:
+        """A newer token for this connection: same subject, role and frame, a later `exp`. Answered only
+        when refused (an `error`; the connection keeps its token and its deadline)."""
+        assert self.claims is not None
+        try:
+            claims = self._verify(message.token)
+        except TokenError as exc:
+            raise ProtocolError(exc.code, f"refresh: {exc.message}") from exc
+        if claims.step:
+            raise ProtocolError("forbidden", "refresh: a step grant is good for one input message only")
+        old = self.claims
+        if (claims.sub, claims.role, claims.frm) != (old.sub, old.role, old.frm):
+            raise ProtocolError("forbidden", "refresh: the token must name the same subject, role and frame")
+        if claims.exp <= old.exp:
+            raise ProtocolError("forbidden", "refresh: the token must expire later than the connection's")
+        self.claims = claims
+        self.token_deadline = self._deadline_of(claims)
+        self._log(logging.DEBUG, "token refreshed")
+        return []
+
     def _handle(self, message: ClientMessage, now: float) -> list[Action[F]]:
+        if isinstance(message, Refresh):
+            return self._refresh(message)
         if isinstance(message, Watch):
             return self._watch(message.frame)
         if isinstance(message, Unwatch):

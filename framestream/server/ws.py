@@ -54,6 +54,7 @@ class ViewerConnection:
         self.session: ViewerSession[Frame] = ViewerSession(
             ctx.settings, verify=ctx.verify, lookup=ctx.manager.get, now=self.opened,
             number=next(ctx.connection_numbers), peer=peer, admit=lambda: ctx.admission.welcome(self),
+            wall_offset=time.time() - self.opened,
         )
         self.viewers: dict[str, Viewer] = {}  # what this connection added to each frame it watches
         self.peers = ConnectionPeers(ctx.settings, ctx.peers, self.session.number)  # its WebRTC peers

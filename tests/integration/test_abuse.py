@@ -1,8 +1,8 @@
 """Attacks on the service's edge (issue 32), each run with real sockets against the real service, which must
 refuse it and go on serving: a real viewer connects, watches and gets pictures meanwhile.
 
-Issue 32's findings answered here: sockets that never say hello (#8), unauthenticated bodies that break the
-JSON parser (#14).
+Issue 32's findings answered here: sockets that never say hello (#8), connections that outlive their token and
+step grants used as a connection's token (#11), unauthenticated bodies that break the JSON parser (#14).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import websockets
 
+from framestream.client import Client
 from tests.fixtures import service_fixture
 from tests.support import Service, StreamClient, until
 
@@ -115,3 +116,41 @@ async def test_sockets_that_never_say_hello_do_not_lock_viewers_out(
             await ws.close()
         svc.stop()
         svc.kill_leftovers()
+
+
+async def test_a_connection_ends_when_its_token_expires_unless_refreshed(service: Service) -> None:
+    """#11: a viewer under a 1 s view token watches and gets pictures, then is closed with 4401 once the token
+    is past its exp plus the 5 s of skew; one that sent `refresh` with a newer token stays, as does a
+    framestream.client whose token source mints 2 s tokens (it refreshes them itself); a refresh naming another
+    subject is refused and changes nothing; and a one-step grant never says hello (4403)."""
+    (frame_id,) = service.frame_ids()
+    # The client's first token expires first, so by the time `short` is closed it would have been closed too.
+    async with await Client.connect(service.base, token=lambda: service.token("view", ttl=2, subject="agent"),
+                                    reconnect=False) as client:
+        short = await StreamClient.connect(service, service.token("view", ttl=2, subject="ann"))
+        await short.watch(frame_id)
+        await short.next_video(timeout=20)
+        kept = await StreamClient.connect(service, service.token("view", ttl=1, subject="ann"))
+        await kept.send({"type": "refresh", "token": service.token("view", subject="bob")})
+        refused = await kept.next_text("error")
+        assert refused["code"] == "forbidden" and "subject" in refused["message"], refused
+        await kept.send({"type": "refresh", "token": service.token("view", ttl=120, subject="ann")})
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            while True:  # pictures (and texts) until the service closes it
+                await short.receive(timeout=30)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401, closed.value
+        assert "token expired" in closed.value.rcvd.reason
+        # Past the time `short` was closed, the refreshed connection and the client are still served.
+        await kept.watch(frame_id)
+        await kept.next_video(timeout=20)
+        view = await client.watch(frame_id)
+        await view.picture()
+        assert client.connection.connects == 1 and client.connection.closed_reason is None
+    step = service.token("drive", frame=frame_id, subject="agent", ttl=30, step=True)
+    stepper = await websockets.connect(service.ws_url)
+    await stepper.send(json.dumps({"type": "hello", "token": step}))
+    with pytest.raises(websockets.ConnectionClosed) as closed:
+        await asyncio.wait_for(stepper.recv(), 10)  # no welcome before the close
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4403
+    assert "step grant" in closed.value.rcvd.reason
+    await still_serving(service, frame_id)

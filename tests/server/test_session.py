@@ -138,8 +138,8 @@ def test_a_valid_hello_is_welcomed_and_keeps_the_claims() -> None:
         Send('{"type":"welcome","protocol":1,"sandbox":"test","shared_frames":true}')
     ]
     assert s.claims == claims() and not s.closed
-    assert s.deadline is None  # no timer after welcome
-    assert s.check_time(10_000.0) == []
+    assert s.deadline == 605.0  # the token's exp (600) plus the 5 s of skew
+    assert s.check_time(604.9) == []
 
 
 def test_welcome_says_when_shared_frames_are_off() -> None:
@@ -188,6 +188,64 @@ def test_a_good_hello_past_the_welcomed_connections_cap_closes_with_4429() -> No
                                  admit=admit)
     assert s.receive(hello(), 1.0) == [Close(4429, "too many connections")]
     assert asked == [True] and s.closed and s.claims is None
+
+
+# -- the token's lifetime ------------------------------------------------------------------------------------
+
+
+def refreshing(granted: dict[str, Claims], wall_offset: float = 0.0) -> Session:
+    """A welcomed session whose verify() knows several tokens by name (the hello's is GOOD)."""
+    def verify(token: str) -> Claims:
+        if token not in granted:
+            raise TokenError("unauthorized", "bad signature")
+        return granted[token]
+
+    s = ViewerSession[FakeFrame](settings(), verify=verify, lookup=lambda _: None, now=100.0,
+                                 wall_offset=wall_offset)
+    assert texts(s.receive(hello(), 100.0))[0]["type"] == "welcome"
+    return s
+
+
+EXPIRED = "token expired: send refresh with a newer token before exp"
+
+
+def test_a_connection_closes_with_4401_once_its_token_expired() -> None:
+    # The wall clock is 1000 s ahead of the session's: exp 1200 (wall) is 205 on the session's clock, plus skew.
+    s = refreshing({GOOD: Claims(1, "test", "*", "view", "ann", 1000.0, 1200.0, "j")}, wall_offset=1000.0)
+    assert s.deadline == 205.0
+    assert s.check_time(204.9) == []
+    assert s.check_time(205.0) == [Close(4401, EXPIRED)]
+    assert s.closed and s.deadline is None
+    late = refreshing({GOOD: Claims(1, "test", "*", "view", "ann", 0.0, 200.0, "j")})
+    assert late.receive(keyframe("f1"), 206.0) == [Close(4401, EXPIRED)]  # a message after exp: closed too
+
+
+def test_a_refresh_moves_the_deadline_and_a_refused_one_does_not() -> None:
+    now = Claims(1, "test", "*", "view", "ann", 0.0, 200.0, "j")
+    later = Claims(1, "test", "*", "view", "ann", 100.0, 700.0, "k")
+    s = refreshing({GOOD: now, "later": later,
+                    "other-sub": Claims(1, "test", "*", "view", "bob", 100.0, 700.0, "k"),
+                    "other-role": Claims(1, "test", "*", "drive", "ann", 100.0, 220.0, "k"),
+                    "other-frame": Claims(1, "test", "f1", "view", "ann", 100.0, 700.0, "k"),
+                    "older": Claims(1, "test", "*", "view", "ann", 0.0, 150.0, "k"),
+                    "step": Claims(1, "test", "*", "drive", "ann", 100.0, 130.0, "k", step=True)})
+    for token, code, word in [("forged", "unauthorized", "bad signature"), ("other-sub", "forbidden", "subject"),
+                              ("other-role", "forbidden", "role"), ("other-frame", "forbidden", "frame"),
+                              ("older", "forbidden", "later"), ("step", "forbidden", "step grant")]:
+        answer = error(s.receive(message("refresh", token=token), 150.0))
+        assert answer["code"] == code and word in answer["message"], (token, answer)
+        assert s.deadline == 205.0 and s.claims == now
+    assert s.receive(message("refresh", token="later"), 150.0) == []  # accepted: nothing to answer
+    assert s.claims == later and s.deadline == 705.0
+    assert s.check_time(300.0) == []
+
+
+def test_a_step_grant_may_not_say_hello() -> None:
+    step = Claims(1, "test", "f1", "drive", "agent", 0.0, 30.0, "j", step=True)
+    s = session(granted=step)
+    (close,) = s.receive(hello(), 101.0)
+    assert isinstance(close, Close) and close.code == 4403 and "step grant" in close.reason
+    assert s.closed and s.claims is None
 
 
 def test_a_refused_token_is_never_in_the_close_reason() -> None:

@@ -82,6 +82,13 @@ class Hello:
 
 
 @dataclass(frozen=True, slots=True)
+class Refresh:
+    """A newer token for the connection (same `sub`, `role` and `frm`), before the hello token expires."""
+
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
 class Watch:
     frame: str
 
@@ -104,7 +111,7 @@ class Input:
     events: tuple[InputEvent, ...]
 
 
-ClientMessage = (Hello | Watch | Unwatch | KeyframeRequest | Input | PageRequest | Navigate | DialogAnswer
+ClientMessage = (Hello | Refresh | Watch | Unwatch | KeyframeRequest | Input | PageRequest | Navigate | DialogAnswer
                  | WebrtcOffer | WebrtcIce)
 
 
@@ -251,6 +258,8 @@ def parse_client_message(text: str | bytes, *, max_bytes: int = MAX_MESSAGE_BYTE
     with refused_as("bad-message", frame=frame_of(obj)):
         if kind == "hello":
             return Hello(string(obj, "token", "hello", max_len=MAX_TOKEN_CHARS), _features(obj))
+        if kind == "refresh":
+            return Refresh(string(obj, "token", "refresh", max_len=MAX_TOKEN_CHARS))
         if kind == "watch":
             return Watch(string(obj, "frame", "watch", max_len=MAX_ID_CHARS))
         if kind == "unwatch":
