@@ -123,6 +123,8 @@ class Settings:
     max_pending_connections: int = 32
     max_pending_per_address: int = 8
     input_rate_per_s: float = 200.0
+    message_rate_per_s: float = 200.0  # every client message (core/ratelimit.py: some types have their own)
+    max_queued_text_bytes: int = 1024 * 1024  # text queued for a client that does not read (4429 past it)
     hello_timeout_s: float = 5.0
     allowed_origins: tuple[str, ...] = ()
     allowed_url_hosts: tuple[str, ...] = ()  # empty: any host
@@ -155,6 +157,8 @@ _ENV_NUMBERS: Final[Mapping[str, tuple[str, type[int] | type[float], float, floa
     "max_pending_connections": ("FRAMESTREAM_MAX_PENDING_CONNECTIONS", int, 1, 100_000),
     "max_pending_per_address": ("FRAMESTREAM_MAX_PENDING_PER_ADDRESS", int, 1, 100_000),
     "input_rate_per_s": ("FRAMESTREAM_INPUT_RATE", float, 1.0, 100_000.0),
+    "message_rate_per_s": ("FRAMESTREAM_MESSAGE_RATE", float, 1.0, 100_000.0),
+    "max_queued_text_bytes": ("FRAMESTREAM_MAX_QUEUED_TEXT_BYTES", int, 4096, 1024**3),
     "hello_timeout_s": ("FRAMESTREAM_HELLO_TIMEOUT_S", float, 0.5, 60.0),
     "dialog_timeout_s": ("FRAMESTREAM_DIALOG_TIMEOUT_S", float, 0.5, 86400),
     "upload_max_bytes": ("FRAMESTREAM_UPLOAD_MAX_BYTES", int, 1, 4 * 1024**3),

@@ -5,6 +5,11 @@ a slow link) and the stream (video, patches and the `video-config` that must sta
 stream is bounded by a time budget (`BUDGET_S` at the rate `LinkMeter` measured from the writer), by bytes as
 a backstop and, before anything was measured, by pictures.
 
+Text is bounded too (issue 32, #5): a client that never reads must not grow the service's memory. Only the newest
+`frame-state` of a frame waits (a newer one takes the queued one's place), and past `max_text_bytes` or
+`max_texts` queued the outbox gives up: it drops what it holds, takes nothing more and calls `on_overflow` (the
+connection then closes with 4429).
+
 Keyframes are the one thing allowed past the budget: an IDR at dpr 2 is 150-400 KB (1.2-3.2 s at 1 Mbit/s),
 and skipping to a newer keyframe would not make it smaller. For a viewer on the full stream the queue may
 therefore hold the budget plus one keyframe's transfer (the least a skip would cost); for a slow one (`strict`)
@@ -26,6 +31,8 @@ from framestream.link import LinkMeter
 # before it skips to the next keyframe; the bytes stay a backstop after.
 OUTBOX_MAX_BYTES = 2 * 1024 * 1024
 OUTBOX_MAX_PICTURES = 15
+OUTBOX_MAX_TEXT_BYTES = 1024 * 1024  # text (and configs) queued for a client that does not read, at most...
+OUTBOX_MAX_TEXTS = 8192  # ...and as many messages
 BUDGET_S = 0.25  # the most a picture waits in a connection's queue at its link's rate (issue 18)
 
 _KIND_VIDEO, _KIND_PATCH = 1, 2  # the first byte of a binary message (docs/protocol.md)
@@ -42,6 +49,12 @@ class _Queued:
     padding: bool = False  # a probe's padding (link.py): dropped first, whenever anything else needs the room
 
 
+@dataclass(slots=True, eq=False)
+class _Text:
+    text: str
+    key: str | None  # what a newer text replaces it for (a frame's `frame-state`), or None
+
+
 def _describe(message: bytes) -> tuple[bool, int | None]:
     """(keyframe, slot) of a binary message: keyframes and slots are only read from video and patch headers."""
     if len(message) >= 4 and message[0] in (_KIND_VIDEO, _KIND_PATCH):
@@ -53,8 +66,17 @@ class Outbox:
     """One connection's outgoing messages. Text always queues; video and patches within a time budget."""
 
     def __init__(self, max_bytes: int = OUTBOX_MAX_BYTES, max_pictures: int = OUTBOX_MAX_PICTURES,
-                 budget_s: float = BUDGET_S, clock: Callable[[], float] = time.monotonic) -> None:
-        self._urgent: collections.deque[str] = collections.deque()
+                 budget_s: float = BUDGET_S, clock: Callable[[], float] = time.monotonic, *,
+                 max_text_bytes: int = OUTBOX_MAX_TEXT_BYTES, max_texts: int = OUTBOX_MAX_TEXTS,
+                 on_overflow: Callable[[], None] = lambda: None) -> None:
+        self._urgent: collections.deque[_Text] = collections.deque()
+        self._latest: dict[str, _Text] = {}  # the text queued for each key (the others were replaced)
+        self._texts = 0  # live texts queued, with configs
+        self._text_bytes = 0
+        self._max_text_bytes = max_text_bytes
+        self._max_texts = max_texts
+        self._on_overflow = on_overflow
+        self.overflowed = False  # gave up on a client that did not read
         self._stream: collections.deque[_Queued] = collections.deque()
         self._video_bytes = 0
         self._video_count = 0
@@ -78,11 +100,21 @@ class Outbox:
         """Messages waiting to be taken by `next`."""
         return len(self._urgent) + len(self._stream)
 
-    def push_text(self, text: str) -> None:
-        """A text message that goes before any queued video."""
+    def push_text(self, text: str, key: str | None = None) -> None:
+        """A text message that goes before any queued video. One with a `key` (a frame's `frame-state`)
+        takes the place of the one with the same key still queued: only the newest state waits."""
         if self.closed:
             return
-        self._urgent.append(text)
+        if key is not None and (old := self._latest.get(key)) is not None:
+            self._text_bytes += len(text) - len(old.text)
+            old.text = text
+            self._check_text_bounds()
+            return
+        item = _Text(text, key)
+        if key is not None:
+            self._latest[key] = item
+        self._urgent.append(item)
+        self._count_text(len(text))
         self._ready.set()
 
     def push_config(self, text: str) -> None:
@@ -90,7 +122,26 @@ class Outbox:
         if self.closed:
             return
         self._stream.append(_Queued(text, len(text), video=False, keyframe=False, slot=None))
+        self._count_text(len(text))
         self._ready.set()
+
+    def _count_text(self, size: int) -> None:
+        """Count a text in (size > 0) or out."""
+        self._texts += 1 if size > 0 else -1
+        self._text_bytes += size
+        if size > 0:
+            self._check_text_bounds()
+
+    def _check_text_bounds(self) -> None:
+        """Past the bounds, give up on this client: drop everything and tell the connection."""
+        if self._text_bytes > self._max_text_bytes or self._texts > self._max_texts:
+            self.overflowed = True
+            self._urgent.clear()
+            self._latest.clear()
+            self._stream.clear()
+            self._texts = self._text_bytes = self._video_bytes = self._video_count = self._padding = 0
+            self.close()
+            self._on_overflow()
 
     def push_video(self, message: bytes, *, strict: bool = False) -> bool:
         """Queue one video or patch message; False (and nothing queued) when it would wait past the budget.
@@ -200,10 +251,16 @@ class Outbox:
             self._ready.clear()
             await self._ready.wait()
         if self._urgent:
-            text = self._urgent.popleft()
+            entry = self._urgent.popleft()
+            if entry.key is not None:
+                del self._latest[entry.key]
+            self._count_text(-len(entry.text))
+            text = entry.text
             self._in_flight, self._in_flight_since = _Queued(text, len(text), False, False, None), self._clock()
             return text
         item = self._stream.popleft()
+        if isinstance(item.payload, str):
+            self._count_text(-item.size)
         if item.padding:
             self._padding -= item.size
         if item.video:

@@ -537,3 +537,45 @@ def test_loss_is_counted_over_packets_not_averaged_over_reports() -> None:
         lost += 27 if step % 10 == 0 else 0
         meter.lost(lost, seq)
     assert meter.lossy, f"{lost} of {seq} lost"
+
+
+# -- text bounds (issue 32, #5 and #7) -------------------------------------------------------------------------
+
+
+async def test_only_the_newest_frame_state_of_a_frame_waits_in_its_place() -> None:
+    outbox = Outbox()
+    outbox.push_text("state f1 #1", key="frame-state:f1")
+    outbox.push_text("ack 1")
+    outbox.push_text("state f2 #1", key="frame-state:f2")
+    for i in range(2, 1000):  # a watch flood's states: the queue does not grow
+        outbox.push_text(f"state f1 #{i}", key="frame-state:f1")
+    assert len(outbox) == 3
+    assert await take(outbox) == ["state f1 #999", "ack 1", "state f2 #1"]
+    outbox.push_text("state f1 #1000", key="frame-state:f1")  # once sent, the next one queues again
+    assert await take(outbox) == ["state f1 #1000"]
+
+
+async def test_a_client_that_does_not_read_is_given_up_past_the_text_bound() -> None:
+    given_up: list[bool] = []
+    outbox = Outbox(max_text_bytes=1000, max_texts=50, on_overflow=lambda: given_up.append(True))
+    for _ in range(9):
+        outbox.push_text("x" * 100)
+    outbox.push_config("c" * 99)
+    assert not given_up and len(outbox) == 10
+    outbox.push_text("y" * 2)  # 1001 bytes
+    assert given_up == [True] and outbox.overflowed and outbox.closed
+    assert len(outbox) == 0 and await outbox.next() is None  # what it held is dropped
+    outbox.push_text("more")
+    assert given_up == [True] and len(outbox) == 0  # nothing more is taken, and it is told once
+    counted = Outbox(max_texts=50, on_overflow=lambda: given_up.append(True))
+    for _ in range(51):
+        counted.push_text("a")
+    assert given_up == [True, True] and counted.closed
+
+
+async def test_text_taken_by_the_writer_makes_room_again() -> None:
+    outbox = Outbox(max_text_bytes=1000)
+    for _ in range(100):
+        outbox.push_text("x" * 900)
+        assert await take(outbox) == ["x" * 900]
+    assert not outbox.overflowed

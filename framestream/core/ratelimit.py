@@ -1,6 +1,10 @@
-"""A token bucket: `rate` units a second, bursts up to `burst`. Time is passed in."""
+"""A token bucket: `rate` units a second, bursts up to `burst`; and the limits on a connection's messages.
+Time is passed in."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
 
 
 class TokenBucket:
@@ -18,3 +22,39 @@ class TokenBucket:
             return False
         self._tokens -= amount
         return True
+
+
+class MessageLimits:
+    """How fast one connection's messages may come (issue 32, #5 and #7), every type counted.
+
+    Every message takes from one bucket (`message_rate` a second, bursts of 2.5 times that), and the types that
+    make the service work or fan out take from their own too: `watch` (with `unwatch` and `webrtc-offer`: each
+    changes what the frame tells every viewer), `keyframe`, `refresh` and `webrtc-ice`. Input is limited by
+    events, apart (`FRAMESTREAM_INPUT_RATE`). A message past a limit is refused with `rate-limited`; refusals
+    themselves may come only so fast (`REFUSALS`): a client that keeps sending past the limit is closed (4429)
+    instead of being answered without end.
+    """
+
+    KINDS: Final[Mapping[str, tuple[float, float]]] = {  # kind -> (per second, burst)
+        "watch": (10.0, 40.0),
+        "keyframe": (10.0, 20.0),
+        "refresh": (1.0, 4.0),
+        "webrtc-ice": (50.0, 100.0),
+    }
+    REFUSALS: Final = (10.0, 100.0)
+
+    def __init__(self, message_rate: float) -> None:
+        self.message_rate = message_rate
+        self._all = TokenBucket(message_rate, message_rate * 2.5)
+        self._kinds = {kind: TokenBucket(rate, burst) for kind, (rate, burst) in self.KINDS.items()}
+        self._refusals = TokenBucket(*self.REFUSALS)
+
+    def take(self, now: float, kind: str | None = None) -> bool:
+        """One message (of `kind`, when it has a limit of its own; None: any message, even unreadable)."""
+        bucket = self._kinds.get(kind) if kind is not None else self._all
+        return bucket is None or bucket.take(now)
+
+    def refused(self, now: float) -> bool:
+        """A message was refused for its rate: True while refusals may still be answered, False when the
+        client keeps sending past the limits and must be closed."""
+        return self._refusals.take(now)

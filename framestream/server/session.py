@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Generic
 
 from framestream.config import Settings
-from framestream.core.ratelimit import TokenBucket
+from framestream.core.ratelimit import MessageLimits, TokenBucket
 from framestream.core.tokens import CLOCK_SKEW_S, Claims
 from framestream.core.wire import (
     CLOSE_FORBIDDEN,
@@ -90,6 +90,11 @@ def config_text(frame: SessionFrame, slot: int, light: bool = False, link_rate: 
                         size.css_width, size.css_height)
 
 
+def state_key(frame_id: str) -> str:
+    """The outbox key of a frame's `frame-state`: only the newest one waits in a connection's queue."""
+    return "frame-state:" + frame_id
+
+
 class Phase(enum.Enum):
     HELLO = "hello"  # waiting for `hello`
     OPEN = "open"  # welcomed
@@ -132,6 +137,7 @@ class ViewerSession(Generic[F]):
         self.webrtc: set[str] = set()  # frames watched over a WebRTC peer connection
         self._next_slot = 1
         self._input_bucket = TokenBucket(settings.input_rate_per_s, settings.input_rate_per_s)
+        self._limits = MessageLimits(settings.message_rate_per_s)
         self._steps: collections.deque[ApplyStep[F]] = collections.deque()  # the first one is being applied
 
     @property
@@ -184,6 +190,10 @@ class ViewerSession(Generic[F]):
         if self.phase is Phase.OPEN and isinstance(data, bytes):
             self.phase = Phase.CLOSED
             return [Close(CLOSE_PROTOCOL, "binary messages are not part of the protocol")]
+        if self.phase is Phase.OPEN and not self._limits.take(now):
+            rate = self._settings.message_rate_per_s
+            return self._rate_refused(now, ProtocolError("rate-limited", f"at most {rate:g} messages a second "
+                                                         "per connection"))
         try:
             message = parse_client_message(data, max_bytes=self._settings.max_message_bytes)
         except ProtocolError as exc:
@@ -202,6 +212,13 @@ class ViewerSession(Generic[F]):
             return self._expire()
         if self.phase is Phase.HELLO:
             return self._hello(message)
+        kind = _limited_kind(message)
+        if kind is not None and not self._limits.take(now, kind):
+            rate, _ = MessageLimits.KINDS[kind]
+            frame = getattr(message, "frame", None)
+            return self._rate_refused(now, ProtocolError(
+                "rate-limited", f"at most {rate:g} {kind} messages a second per connection",
+                frame=frame if isinstance(frame, str) else None))
         try:
             return self._handle(message, now)
         except ProtocolError as exc:
@@ -220,6 +237,15 @@ class ViewerSession(Generic[F]):
         if isinstance(event, DRIVER_EVENTS) and not to_viewers and not self._may_drive(event.frame_id):
             return None
         return tab_event_text(event)
+
+    def _rate_refused(self, now: float, error: ProtocolError) -> list[Action[F]]:
+        """A message past a rate limit: answered `rate-limited`, or, when refusals too come faster than they
+        may, the connection is closed with 4429 (a flood is not answered message by message)."""
+        if self._limits.refused(now):
+            return [Send(error_message(error.code, error.message, error.frame, error.seq))]
+        self._log(logging.INFO, "closed: messages too fast", code=CLOSE_TOO_MANY)
+        self.phase = Phase.CLOSED
+        return [Close(CLOSE_TOO_MANY, "messages too fast")]
 
     def _may_drive(self, frame_id: str) -> bool:
         return self.claims is not None and self.claims.allows("drive", frame_id)
@@ -360,11 +386,11 @@ class ViewerSession(Generic[F]):
         actions: list[Action[F]] = [Send(config_text(frame, slot))] if configured else []
         actions += [
             Send(frame_state(state.frame_id, state.state, state.url, state.viewers, state.driver, state.message,
-                             state.pages)),
+                             state.pages), key=state_key(frame_id)),
             StartWatching(frame, slot, configured, offer),
             BringUp(frame),
         ]
-        self._log(logging.INFO, "watching", frame=frame_id)
+        self._log(logging.DEBUG, "watching", frame=frame_id)  # not INFO: a watch flood must not flood the log
         return actions
 
     def _unwatch(self, frame_id: str) -> list[Action[F]]:
@@ -373,7 +399,7 @@ class ViewerSession(Generic[F]):
         frame = self._lookup(frame_id)
         if slot is None or frame is None:
             return []
-        self._log(logging.INFO, "stopped watching", frame=frame_id)
+        self._log(logging.DEBUG, "stopped watching", frame=frame_id)
         return [StopWatching(frame)]
 
     def _webrtc(self, message: WebrtcOffer | WebrtcIce) -> list[Action[F]]:
@@ -391,12 +417,26 @@ class ViewerSession(Generic[F]):
         frame = self._viewable(message.frame)
         cost = len(message.events) if isinstance(message, Input) else 1
         if not self._input_bucket.take(now, cost):
-            raise ProtocolError("rate-limited", f"at most {self._settings.input_rate_per_s:g} input events "
-                                "a second per connection", seq=message.seq, frame=frame.id)
+            return self._rate_refused(now, ProtocolError(
+                "rate-limited", f"at most {self._settings.input_rate_per_s:g} input events a second per "
+                "connection", seq=message.seq, frame=frame.id))
         # Steps apply in order: one at a time, the next given out when the previous is done.
         step = ApplyStep(frame, message)
         self._steps.append(step)
         return [step] if len(self._steps) == 1 else []
+
+
+def _limited_kind(message: ClientMessage) -> str | None:
+    """Which of MessageLimits.KINDS a message takes from (None: only the limit on every message)."""
+    if isinstance(message, Watch | Unwatch | WebrtcOffer):
+        return "watch"
+    if isinstance(message, KeyframeRequest):
+        return "keyframe"
+    if isinstance(message, Refresh):
+        return "refresh"
+    if isinstance(message, WebrtcIce):
+        return "webrtc-ice"
+    return None
 
 
 __all__ = [
@@ -414,4 +454,5 @@ __all__ = [
     "StopWatching",
     "ViewerSession",
     "config_text",
+    "state_key",
 ]

@@ -41,9 +41,11 @@ F = TypeVar("F", bound=SessionFrame)
 
 @dataclass(frozen=True, slots=True)
 class Send:
-    """Queue this text on the connection's outbox."""
+    """Queue this text on the connection's outbox (one with a `key` takes the place of the text with the same
+    key still queued: a frame's `frame-state`)."""
 
     text: str
+    key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from framestream.core.wire import CLOSE_GOING_AWAY, CLOSE_TOO_MANY, IceCandidate
 from framestream.errors import CapacityError, FrameGone, ProtocolError, protocol_error
 from framestream.feed import Outbox, Viewer
 from framestream.frames import Frame
-from framestream.frames.events import FrameEvent
+from framestream.frames.events import FrameEvent, StateChanged
 from framestream.server.context import ServiceContext
 from framestream.server.drain import timed_send
 from framestream.server.inputs import apply_step
@@ -39,6 +39,7 @@ from framestream.server.session import (
     StopWatching,
     ViewerSession,
     config_text,
+    state_key,
 )
 from framestream.webrtc.connection import ConnectionPeers
 
@@ -50,7 +51,7 @@ class ViewerConnection:
         self.ctx = ctx
         self.ws = ws
         self.opened = time.monotonic()
-        self.outbox = Outbox()
+        self.outbox = Outbox(max_text_bytes=ctx.settings.max_queued_text_bytes, on_overflow=self._overflowed)
         self.session: ViewerSession[Frame] = ViewerSession(
             ctx.settings, verify=ctx.verify, lookup=ctx.manager.get, now=self.opened,
             number=next(ctx.connection_numbers), peer=peer, admit=lambda: ctx.admission.welcome(self),
@@ -103,7 +104,7 @@ class ViewerConnection:
     async def _perform(self, actions: list[Action[Frame]]) -> None:
         for action in actions:
             if isinstance(action, Send):
-                self.outbox.push_text(action.text)
+                self.outbox.push_text(action.text, action.key)
             elif isinstance(action, Close):
                 await self.close(action.code, action.reason)
             elif isinstance(action, StartWatching):
@@ -158,7 +159,14 @@ class ViewerConnection:
     def _on_event(self, event: FrameEvent) -> None:
         text = self.session.event_text(event)
         if text is not None:
-            self.outbox.push_text(text)
+            self.outbox.push_text(text, state_key(event.frame_id) if isinstance(event, StateChanged) else None)
+
+    def _overflowed(self) -> None:
+        """The outbox gave up: the client does not read what it is sent. Closed with 4429."""
+        limit = self.ctx.settings.max_queued_text_bytes
+        log.info("closed: the client does not read (over %d bytes of messages queued)", limit,
+                 extra={"conn": self.session.number, "code": CLOSE_TOO_MANY})
+        _close_soon(self, f"not reading: over {limit} bytes of messages queued")
 
     async def _bring_up(self, frame: Frame) -> None:
         try:
@@ -218,6 +226,7 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
     # waiting for its hello makes the oldest waiting one (from its address, or at all) go when at a cap.
     for old in ctx.admission.arrive(conn, request.remote):
         ctx.admission.leave(old)
+        log.debug("closing a connection that waited for hello", extra={"conn": old.session.number})
         _close_soon(old, "too many connections waiting for hello")
     ctx.connections.add(conn)
     try:
@@ -232,12 +241,23 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
 _closing: set[asyncio.Task[None]] = set()  # closes started for connections displaced by newer ones
 
 
+CLOSE_WAIT_S = 5.0  # a client that does not read may never take the close frame: then the socket is dropped
+
+
 def _close_soon(conn: ViewerConnection, reason: str) -> None:
-    log.debug("closing a connection that waited for hello: %s", reason, extra={"conn": conn.session.number})
+    """Close `conn` with 4429 from outside its own tasks (which its end cancels)."""
     conn.session.phase = Phase.CLOSED  # nothing it sends now is taken
-    task = asyncio.create_task(conn.close(CLOSE_TOO_MANY, reason), name="ws-displaced")
+    task = asyncio.create_task(_close_within(conn, reason), name="ws-close-4429")
     _closing.add(task)
     task.add_done_callback(_closing.discard)
+
+
+async def _close_within(conn: ViewerConnection, reason: str) -> None:
+    try:
+        await asyncio.wait_for(conn.close(CLOSE_TOO_MANY, reason), CLOSE_WAIT_S)
+    except (TimeoutError, ConnectionError, RuntimeError):
+        if isinstance(conn.transport, asyncio.WriteTransport):
+            conn.transport.abort()
 
 
 async def close_all(ctx: ServiceContext) -> None:

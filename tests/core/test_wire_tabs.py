@@ -219,7 +219,7 @@ VALID_FIELDS: dict[str, dict[str, Any]] = {
     [
         ({"grant": "G", "seq": 7}, "missing 'frame'", 7, None),
         ({"frame": 3, "grant": "G", "seq": 7}, "'frame' must be a string", 7, None),
-        ({"frame": "f" * 257, "grant": "G", "seq": 7}, "'frame' must be 1 to 256", 7, "f" * 257),
+        ({"frame": "f" * 257, "grant": "G", "seq": 7}, "'frame' must be 1 to 256", 7, None),  # not echoed
         ({"frame": "f1", "seq": 7}, "missing 'grant'", 7, "f1"),
         ({"frame": "f1", "grant": None, "seq": 7}, "'grant' must be a string", 7, "f1"),
         ({"frame": "f1", "grant": "g" * 4097, "seq": 7}, "'grant' must be 1 to 4096", 7, "f1"),

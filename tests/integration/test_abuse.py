@@ -1,14 +1,17 @@
 """Attacks on the service's edge (issue 32), each run with real sockets against the real service, which must
 refuse it and go on serving: a real viewer connects, watches and gets pictures meanwhile.
 
-Issue 32's findings answered here: sockets that never say hello (#8), connections that outlive their token and
-step grants used as a connection's token (#11), unauthenticated bodies that break the JSON parser (#14).
+Issue 32's findings answered here: a viewer that floods messages and never reads (#5), watch/unwatch floods that
+fan out to every viewer (#7), sockets that never say hello (#8), connections that outlive their token and step
+grants used as a connection's token (#11), unauthenticated bodies that break the JSON parser (#14).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
+import socket
 import urllib.error
 import urllib.request
 from typing import Any
@@ -154,3 +157,109 @@ async def test_a_connection_ends_when_its_token_expires_unless_refreshed(service
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 4403
     assert "step grant" in closed.value.rcvd.reason
     await still_serving(service, frame_id)
+
+
+def resident_mb(svc: Service) -> float:
+    text = svc.get("/metrics", token=None)[1].decode()
+    match = re.search(r"^process_resident_memory_bytes (\S+)$", text, re.M)
+    assert match, "no process_resident_memory_bytes in /metrics"
+    return float(match.group(1)) / 1e6
+
+
+async def test_a_watch_flood_is_closed_and_does_not_fan_out_to_other_viewers(service: Service) -> None:
+    """#5 and #7: one connection sends 4,000 watch/unwatch of the frame and 4,000 watches of a 60,000-character
+    id as fast as it can. It is answered `rate-limited` past the limits and closed with 4429 ("messages too
+    fast"); the frame's other viewer gets a bounded number of `frame-state`s (not one per watch), the log gets
+    no line per watch, the service's memory stays put, and it goes on serving."""
+    (frame_id,) = service.frame_ids()
+    observer = await StreamClient.connect(service)
+    await observer.watch(frame_id)
+    await observer.next_video(timeout=20)
+    before_mb = resident_mb(service)
+    log_before = len(service.log())
+    # It reads into its own buffer as fast as the service sends (max_queue=None), so it sees the close at once.
+    attacker = await websockets.connect(service.ws_url, max_size=None, max_queue=None)
+    await attacker.send(json.dumps({"type": "hello", "token": service.token("view", subject="mallory")}))
+    assert json.loads(await attacker.recv())["type"] == "welcome"
+    long_id = json.dumps({"type": "watch", "frame": "x" * 60_000})
+    flood = [json.dumps({"type": "watch" if i % 2 == 0 else "unwatch", "frame": frame_id}) for i in range(4000)]
+    flood = [m for pair in zip(flood, [long_id] * 4000, strict=True) for m in pair]
+    sent = 0
+    try:
+        for message in flood:
+            await attacker.send(message)
+            sent += 1
+    except websockets.ConnectionClosed:
+        pass  # closed while it was still sending
+    await asyncio.wait_for(attacker.wait_closed(), 20)
+    assert (attacker.close_code, attacker.close_reason) == (4429, "messages too fast")
+    answers = []
+    with pytest.raises(websockets.ConnectionClosed):  # what it was sent before the close, all bounded
+        while True:
+            answers.append(await asyncio.wait_for(attacker.recv(), 10))
+    codes = {json.loads(a).get("code") for a in answers if isinstance(a, str) and '"error"' in a}
+    assert "rate-limited" in codes, codes
+    assert all(len(a) < 2000 for a in answers if isinstance(a, str)), "an error echoed the long id"
+    # The observer: pictures still, and frame-states bounded by the watch rate (not one per watch and unwatch).
+    seen = len(observer.texts)
+    await observer.send({"type": "keyframe", "frame": frame_id})
+    await observer.next_video(timeout=20)
+    async def quiet_again() -> bool:  # the attacker's last unwatch reached the observer: 1 viewer again
+        msg = await observer.next_text("frame-state", timeout=20)
+        return bool(msg["viewers"] == 1)
+    states = [m for m in observer.texts[seen:] if m.get("type") == "frame-state"]
+    if not states or states[-1]["viewers"] != 1:
+        await until("the observer sees 1 viewer again", quiet_again, within=20)
+    states = [m for m in observer.texts if m.get("type") == "frame-state"]
+    print(f"flood: {sent} messages sent before the close, {len(answers)} answers, {len(states)} frame-states "
+          "to the other viewer")
+    assert len(states) <= 150, len(states)
+    log = service.log()[log_before:]
+    assert log.count("watching") <= 2 and "stopped watching" not in log, log[-2000:]
+    assert "messages too fast" in log
+    assert resident_mb(service) - before_mb < 60
+    await still_serving(service, frame_id)
+
+
+async def test_a_viewer_that_does_not_read_is_closed_past_the_text_bound(state_dir: Any, pages: str) -> None:
+    """#5: with the message rate out of the way (FRAMESTREAM_MESSAGE_RATE=100000), a viewer with a tiny receive
+    buffer that sends watch messages for a 60,000-character id and reads nothing fills its text queue: past
+    FRAMESTREAM_MAX_QUEUED_TEXT_BYTES (64 KiB here) it is dropped and closed with 4429 (seen once it reads
+    again), and the service's memory does not follow the flood."""
+    svc = Service(state_dir, env_extra={"FRAMESTREAM_MESSAGE_RATE": "100000",
+                                        "FRAMESTREAM_MAX_QUEUED_TEXT_BYTES": "65536"},
+                  frames=[f"{pages}/box.html@320x200"]).start()
+    try:
+        (frame_id,) = svc.frame_ids()
+        await svc.wait_state_async(frame_id, "live")
+        before_mb = resident_mb(svc)
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", svc.port))
+        sock.setblocking(False)
+        attacker = await websockets.connect(svc.ws_url, sock=sock, max_size=None, max_queue=1)
+        await attacker.send(json.dumps({"type": "hello", "token": svc.token("view", subject="mallory")}))
+        assert json.loads(await attacker.recv())["type"] == "welcome"
+        message = json.dumps({"type": "watch", "frame": "x" * 60_000})
+        sent = 0
+
+        async def flood() -> None:
+            nonlocal sent
+            while "does not read" not in svc.log():
+                for _ in range(200):
+                    await attacker.send(message)
+                    sent += 1
+                await asyncio.sleep(0)
+
+        await asyncio.wait_for(flood(), 60)
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            while True:  # reading again: what was in the pipe, then the close
+                await asyncio.wait_for(attacker.recv(), 10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4429, closed.value
+        assert "not reading" in closed.value.rcvd.reason
+        print(f"not reading: closed after {sent} messages sent")
+        assert resident_mb(svc) - before_mb < 60
+        await still_serving(svc, frame_id)
+    finally:
+        svc.stop()
+        svc.kill_leftovers()

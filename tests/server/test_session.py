@@ -229,10 +229,11 @@ def test_a_refresh_moves_the_deadline_and_a_refused_one_does_not() -> None:
                     "other-frame": Claims(1, "test", "f1", "view", "ann", 100.0, 700.0, "k"),
                     "older": Claims(1, "test", "*", "view", "ann", 0.0, 150.0, "k"),
                     "step": Claims(1, "test", "*", "drive", "ann", 100.0, 130.0, "k", step=True)})
-    for token, code, word in [("forged", "unauthorized", "bad signature"), ("other-sub", "forbidden", "subject"),
-                              ("other-role", "forbidden", "role"), ("other-frame", "forbidden", "frame"),
-                              ("older", "forbidden", "later"), ("step", "forbidden", "step grant")]:
-        answer = error(s.receive(message("refresh", token=token), 150.0))
+    for i, (token, code, word) in enumerate([
+            ("forged", "unauthorized", "bad signature"), ("other-sub", "forbidden", "subject"),
+            ("other-role", "forbidden", "role"), ("other-frame", "forbidden", "frame"),
+            ("older", "forbidden", "later"), ("step", "forbidden", "step grant")]):
+        answer = error(s.receive(message("refresh", token=token), 140.0 + i))  # one a second, the refresh rate
         assert answer["code"] == code and word in answer["message"], (token, answer)
         assert s.deadline == 205.0 and s.claims == now
     assert s.receive(message("refresh", token="later"), 150.0) == []  # accepted: nothing to answer
@@ -322,7 +323,7 @@ def test_watching_a_live_frame_sends_its_config_then_its_state_then_watches_and_
         Send('{"type":"video-config","frame":"f1","slot":1,"codec":"avc1.42C020","width":640,"height":400,'
              '"css_width":320,"css_height":200}'),
         Send('{"type":"frame-state","frame":"f1","state":"live","url":"http://pages.test/f1","viewers":2,'
-             '"driver":"bob"}'),
+             '"driver":"bob"}', key="frame-state:f1"),  # only the newest state of a frame waits in the queue
         StartWatching(frame, 1, configured=True),
         BringUp(frame),
     ]
@@ -379,13 +380,14 @@ def test_a_connection_watches_at_most_its_limit_and_an_unwatch_frees_a_place() -
 
 def test_slots_count_up_are_not_reused_by_rewatching_and_wrap_after_65535() -> None:
     a, b = FakeFrame("a"), FakeFrame("b", state=FrameState.PAUSED)
-    s = welcomed(a, b)
+    s = welcomed(a, b, granted=Claims(1, "test", "*", "view", "ann", 0.0, 1e9, "j"))
     assert StartWatching(a, 1, configured=True) in s.receive(watch("a"), 101.0)
     slots = []
-    for _ in range(65535):  # parsed messages: the loop tests slots, not JSON
-        started = [x for x in s.receive_message(Watch("b"), 101.0) if isinstance(x, StartWatching)]
+    for i in range(65535):  # parsed messages: the loop tests slots, not JSON; at the watch rate (10 a second)
+        now = 102.0 + i * 0.2
+        started = [x for x in s.receive_message(Watch("b"), now) if isinstance(x, StartWatching)]
         slots.append(started[0].slot)
-        assert s.receive_message(Unwatch("b"), 101.0) == [StopWatching(b)]
+        assert s.receive_message(Unwatch("b"), now) == [StopWatching(b)]
     assert slots[:3] == [2, 3, 4]
     assert slots[-2:] == [65535, 1]  # 16 bits, 0 never handed out
     assert s.watching == {"a": 1}
@@ -528,6 +530,26 @@ def test_input_is_limited_by_events_per_second_from_the_time_given() -> None:
     assert s.receive(move("f1", 5, count=10), 202.0) == []  # a full bucket after a quiet second
     acks = [s.step_done(None)[0] for _ in range(3)]
     assert [json.loads(a.text)["seq"] for a in acks if isinstance(a, Send)] == [1, 3, 5]
+
+
+def test_every_message_type_is_rate_limited_and_a_flood_is_closed_with_4429() -> None:
+    s = welcomed(FakeFrame("f1"), message_rate_per_s=20.0)
+    # watch, unwatch and webrtc-offer share 10 a second (bursts of 40); keyframe 10 (20); refresh 1 (4).
+    answers = [s.receive(watch("nope") if i % 2 else unwatch("nope"), 200.0) for i in range(40)]
+    assert all(error(a)["code"] == "unknown-frame" for a in answers[1::2]) and answers[0::2] == [[]] * 20
+    limited = error(s.receive(watch("f1"), 200.0))
+    assert limited == {"type": "error", "code": "rate-limited", "frame": "f1",
+                       "message": "at most 10 watch messages a second per connection"}
+    assert BringUp(FakeFrame("f1")) not in s.receive(watch("f1"), 200.0)  # refused: nothing done
+    assert any(isinstance(a, BringUp) for a in s.receive(watch("f1"), 200.5))  # back half a second later
+    # Every message, even one that cannot be read, takes from one bucket (20 a second, bursts of 50).
+    s = welcomed(FakeFrame("f1"), message_rate_per_s=20.0)
+    answers = [error(s.receive("not json", 300.0))["code"] for _ in range(51)]
+    assert answers[:50] == ["bad-message"] * 50 and answers[50] == "rate-limited"
+    # Refusals come at most 10 a second (bursts of 100): a client that keeps flooding is closed.
+    closes = [a for _ in range(200) for a in s.receive(keyframe("f1"), 300.0) if isinstance(a, Close)]
+    assert closes == [Close(4429, "messages too fast")] and s.closed
+    assert s.receive(keyframe("f1"), 300.0) == []
 
 
 def test_steps_not_yet_applied_are_dropped_when_the_connection_is_lost() -> None:

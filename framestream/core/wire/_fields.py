@@ -132,9 +132,10 @@ def body_with_seq(obj: object) -> tuple[Mapping[str, Any], int]:
 
 
 def frame_of(obj: Mapping[str, Any]) -> str | None:
-    """The frame field if it is a string, so errors can name it."""
+    """The frame field if it is a string a frame id may be, so errors can name it (a longer one is not echoed:
+    a client sending 64 KiB ids must not get them back, issue 32, #5)."""
     value = obj.get("frame")
-    return value if isinstance(value, str) else None
+    return value if isinstance(value, str) and 0 < len(value) <= MAX_ID_CHARS else None
 
 
 def envelope(obj: Mapping[str, Any], where: str) -> tuple[str, str, int]:
