@@ -50,3 +50,17 @@ def test_a_fast_viewer_beside_a_slow_one_gets_every_picture() -> None:
     sequences = fast["sequences"]
     assert fast["gaps"] == 0 and sequences == list(range(sequences[0], sequences[0] + len(sequences))), fast
     assert len(sequences) >= 0.9 * frame["pictures"], f"the fast one saw the frame's pictures: {fast} {frame}"
+
+
+def test_a_plain_client_of_a_dpr_2_scroll_over_3_mbit_keeps_up() -> None:
+    """Issue 26: a client that says a plain `hello` (no features) watching a full-screen scroll at 1280x800 dpr 2
+    (2560x1600) through a 3 Mbit/s token bucket got its pictures 2.7 s late (p95). This one decodes every picture
+    in its read loop, as a client that shows them does. Bounds here are the budget plus
+    the slack, far below that; the issue's 300 ms is measured in `make bench` (slowlink)."""
+    result = netns.run(netns.tbf("3mbit"), "tests.netns.slowlink", {
+        "page": "scroll.html", "size": [1280, 800, 2], "seconds": 10, "warm": 3,
+        "viewers": [{"name": "plain", "link_kbit": 3000, "decode": True}]}, timeout=300)
+    plain = result["viewers"]["plain"]
+    assert plain["pictures"] >= 100, f"at least 10 pictures a second: {plain}"
+    assert plain["capture_to_recv_ms"]["p95"] <= BUDGET_S * 1000 + SLACK_MS, plain
+    assert plain["longest_without_picture_s"] <= 2, plain

@@ -43,6 +43,8 @@ class Reader:
     keyed: asyncio.Event = field(default_factory=asyncio.Event)
     light: bool = False
     light_sizes: set[tuple[int, int]] = field(default_factory=set)
+    decode: bool = False  # decode every picture in the read loop, as a plain client that shows them does
+    _decoder: Any = None
 
     async def read(self) -> None:
         with contextlib.suppress(websockets.ConnectionClosed):
@@ -63,6 +65,17 @@ class Reader:
                     self.keyed.set()
                 if self.keyed.is_set():
                     self.records.append((h.sequence, h.keyframe, len(raw), h.capture_us, recv_us, self.light))
+                    if self.decode and raw[0] == KIND_VIDEO:
+                        self._decode(raw[16:], h.keyframe)
+
+    def _decode(self, payload: bytes, keyframe: bool) -> None:
+        import av
+
+        if keyframe or self._decoder is None:  # (a switch of stream starts at a keyframe of another size)
+            self._decoder = av.CodecContext.create("h264", "r")
+        with contextlib.suppress(av.error.InvalidDataError):
+            for frame in self._decoder.decode(av.Packet(payload)):
+                frame.to_ndarray(format="rgb24")
 
 
 def percentiles(values: list[float]) -> dict[str, float] | None:
@@ -134,6 +147,7 @@ async def scenario(args: dict[str, Any]) -> dict[str, Any]:
             await service.wait_state_async(frame_id, "live", 60.0)
             for spec in args["viewers"]:
                 reader = await open_reader(service, spec["name"], spec.get("port"))
+                reader.decode = bool(spec.get("decode"))
                 readers.append(reader)
                 tasks.append(asyncio.create_task(reader.read()))
                 await reader.ws.send(json.dumps({"type": "watch", "frame": frame_id}))

@@ -178,6 +178,35 @@ class Browser:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# Installed before the viewer loads (`Page.addScriptToEvaluateOnNewDocument`): the first picture each frame's
+# canvas was drawn with, as the person saw it. `window.fsFirstDrawn[frame]` is a function of the point's
+# fraction of the canvas (fx, fy) that gives its [r, g, b] in that first picture.
+FIRST_DRAWN_HOOK = """
+(() => {
+  const draw = CanvasRenderingContext2D.prototype.drawImage;
+  window.fsFirstDrawn = {};
+  CanvasRenderingContext2D.prototype.drawImage = function (...args) {
+    draw.apply(this, args);
+    const canvas = this.canvas, frame = canvas && canvas.dataset ? canvas.dataset.frame : undefined;
+    if (!frame || frame in window.fsFirstDrawn || canvas.width < 4) return;
+    const copy = this.getImageData(0, 0, canvas.width, canvas.height);
+    window.fsFirstDrawn[frame] = (fx, fy) => {
+      const i = 4 * (Math.floor(fy * copy.height) * copy.width + Math.floor(fx * copy.width));
+      return [copy.data[i], copy.data[i + 1], copy.data[i + 2]];
+    };
+  };
+})();
+"""
+
+
+async def first_drawn(page: Page, frame: str, fraction: tuple[float, float]) -> list[int]:
+    """[r, g, b] at `fraction` of the canvas in the first picture drawn on `frame`'s canvas (FIRST_DRAWN_HOOK)."""
+    key = json.dumps(frame)
+    await page.wait_for(f"window.fsFirstDrawn && window.fsFirstDrawn[{key}] !== undefined", within=30)
+    return await page.eval(  # type: ignore[no-any-return]
+        f"window.fsFirstDrawn[{key}]({fraction[0]}, {fraction[1]})")
+
+
 # JavaScript helpers evaluated in the viewer page.
 JS_CANVAS_POINT = """
 (() => {{

@@ -1,6 +1,7 @@
 """Fresh pictures over WebRTC (issue 26): an aiortc viewer's very first decoded picture of a frame that paused
 before anyone watched it (and of one paused long enough to give its buffers back) shows the page, never the
-blank window its first keyframe caught before the page painted."""
+blank window its first keyframe caught before the page painted; so does the first picture the web viewer in
+Chromium draws from RTP."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import asyncio
 
 from tests.fixtures import service_fixture
 from tests.support import Service, colour_near
+from tests.web.browser import FIRST_DRAWN_HOOK, Browser, close_to, first_drawn
+from tests.webrtc.chromium import LOOPBACK, open_webrtc_viewer
 from tests.webrtc.metrics import metric
 from tests.webrtc.rtc_client import RtcViewer
 
@@ -39,14 +42,29 @@ async def test_the_first_picture_of_a_frame_paused_before_anyone_watched_shows_t
     await first_picture(service, frame)
 
 
-async def test_the_first_picture_of_a_released_frame_shows_the_page(service: Service) -> None:
-    frame = service.frame_ids()[0]
+async def released(service: Service, frame: str) -> None:
     await service.wait_state_async(frame, "paused")
     labels = f'frame="{frame}"'
     for _ in range(200):
         if await asyncio.to_thread(metric, service, "framestream_frame_released", labels) == 1:
-            break
+            return
         await asyncio.sleep(0.05)
-    else:
-        raise AssertionError("the paused frame never gave its buffers back")
+    raise AssertionError("the paused frame never gave its buffers back")
+
+
+async def test_the_first_picture_of_a_released_frame_shows_the_page(service: Service) -> None:
+    frame = service.frame_ids()[0]
+    await released(service, frame)
     await first_picture(service, frame)
+
+
+async def test_chromiums_first_picture_over_webrtc_of_a_released_frame_shows_the_page(service: Service) -> None:
+    frame = service.frame_ids()[0]
+    await released(service, frame)
+    async with Browser(extra_args=LOOPBACK) as browser:
+        page = await browser.page()
+        await page.send("Page.addScriptToEvaluateOnNewDocument", {"source": FIRST_DRAWN_HOOK})
+        await open_webrtc_viewer(page, service, frame)
+        box, above = await first_drawn(page, frame, (0.3125, 0.25)), await first_drawn(page, frame, (0.3125, 0.1))
+        assert close_to(box, RED) and close_to(above, WHITE), f"first picture: {box} at the box, {above} above it"
+        assert await page.eval(f"window.framestream.client.info({frame!r}).transport") == "webrtc"
