@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 
 from aiohttp import web
@@ -70,6 +71,9 @@ class Service:
 async def run(settings: Settings) -> int:
     """Serve until SIGTERM or SIGINT; returns the process exit code."""
     service = Service(settings)
+    # The key is derived (service.ctx.key): the secret leaves the environment, which nothing may pass on
+    # (children get an allow-listed one anyway, browser/process.py).
+    os.environ.pop("TERMINAL_AUTH_SECRET", None)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

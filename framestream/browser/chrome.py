@@ -205,8 +205,7 @@ class ChromeBrowser:
         _log_sandbox(sandbox, reason)
         argv = [chrome_path, *chrome_flags(profile_dir, width, height, dpr, sandbox=sandbox, webgl=webgl),
                 "about:blank"]
-        env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY",)}
-        env["DISPLAY"] = display
+        env = {"DISPLAY": display}  # on top of the allow-listed environment (browser/process.py)
         log_path = profile_dir.parent / f"{profile_dir.name}.chrome.log"
         try:
             proc = await spawn(argv, env=env, log_path=str(log_path))

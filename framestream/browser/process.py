@@ -3,6 +3,10 @@
 Every child is started through `setpriv --pdeathsig KILL` (util-linux, on every Debian) in a session of its own:
 if the service dies however it dies, the kernel kills its direct children, and `terminate_group` can end a
 child together with everything it spawned, by process group, never by name.
+
+A child gets an allow-listed environment (`child_environment`), never the service's own: the service's holds
+TERMINAL_AUTH_SECRET (dropped once the key is derived, but a child must not depend on that) and whatever else
+its operator set, and Chromium's browser process runs the network service, which a page can attack.
 """
 
 from __future__ import annotations
@@ -12,6 +16,28 @@ import contextlib
 import os
 import signal
 from collections.abc import Mapping, Sequence
+from typing import Final
+
+# What a child may inherit from the service's environment: locale, time zone, where its files go, fonts, the X
+# cookie, certificates and proxies. Everything else (secrets, the service's own settings) stays out.
+INHERITED: Final = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LD_LIBRARY_PATH",
+    "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CONFIG_DIRS",
+    "FONTCONFIG_FILE", "FONTCONFIG_PATH", "XAUTHORITY", "CHROME_DEVEL_SANDBOX", "SSL_CERT_FILE", "SSL_CERT_DIR",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+})
+INHERITED_PREFIXES: Final = ("LC_",)
+
+
+def child_environment(extra: Mapping[str, str] | None = None, *,
+                      parent: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a child starts with: the allow-listed variables of `parent` (default: this process's)
+    and then `extra` (DISPLAY...)."""
+    parent = os.environ if parent is None else parent
+    env = {name: value for name, value in parent.items()
+           if name in INHERITED or name.startswith(INHERITED_PREFIXES)}
+    env.update(extra or {})
+    return env
 
 
 async def spawn(
@@ -21,6 +47,7 @@ async def spawn(
     pass_fds: Sequence[int] = (),
     log_path: str | None = None,
 ) -> asyncio.subprocess.Process:
+    """Start `argv` as described above; `env` is added to the allow-listed environment (`child_environment`)."""
     out: int = asyncio.subprocess.DEVNULL
     log_fd = None
     if log_path is not None:
@@ -32,7 +59,7 @@ async def spawn(
             stdin=asyncio.subprocess.DEVNULL,
             stdout=out,
             stderr=out,
-            env=dict(env) if env is not None else None,
+            env=child_environment(env),
             pass_fds=tuple(pass_fds),
             start_new_session=True,
         )

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Generic, TypeVar
 
-from framestream.browser.process import spawn, terminate_group
+from framestream.browser.process import child_environment, spawn, terminate_group
 from framestream.errors import BrowserError
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class XvfbDisplay(_Started[asyncio.subprocess.Process]):
         ]
         for args in steps:
             proc = await asyncio.create_subprocess_exec(
-                xrandr, "-d", self.name, *args,
+                xrandr, "-d", self.name, *args, env=child_environment(),
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
             )
             try:
@@ -176,7 +176,7 @@ class XvfbServer(_Started[subprocess.Popen[bytes]]):
         try:
             proc = subprocess.Popen(xvfb_command(width, height, write_fd, xvfb_path=xvfb_path, extra=extra),
                                     pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
+                                    stderr=subprocess.DEVNULL, env=child_environment())
         except OSError as exc:
             os.close(read_fd)
             raise BrowserError(f"cannot start Xvfb ({xvfb_path}): {exc}") from exc

@@ -36,7 +36,7 @@ def load_key(*, key_file: str | None, sandbox: str | None, subject: str) -> Sand
     if key_file:
         secret = Path(key_file).read_text().strip().splitlines()[0].strip()
     else:
-        secret = os.environ.get("TERMINAL_AUTH_SECRET", "")
+        secret = os.environ.pop("TERMINAL_AUTH_SECRET", "")  # held by the key from now on, not the environment
     if not secret:
         raise ValueError("no key: set TERMINAL_AUTH_SECRET or pass --key-file")
     return SandboxKey(secret, sandbox or os.environ.get("SANDBOX_ID", "local"), subject=subject)

@@ -3,13 +3,15 @@ refuse it and go on serving: a real viewer connects, watches and gets pictures m
 
 Issue 32's findings answered here: a viewer that floods messages and never reads (#5), watch/unwatch floods that
 fan out to every viewer (#7), sockets that never say hello (#8), connections that outlive their token and step
-grants used as a connection's token (#11), unauthenticated bodies that break the JSON parser (#14).
+grants used as a connection's token (#11), the secret in the browser's and the display's environment (#13),
+unauthenticated bodies that break the JSON parser (#14).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import socket
 import urllib.error
@@ -19,13 +21,23 @@ from typing import Any
 import pytest
 import websockets
 
+from framestream.browser.process import INHERITED
 from framestream.client import Client
 from tests.fixtures import service_fixture
-from tests.support import Service, StreamClient, until
+from tests.support import (
+    TEST_SECRET,
+    Service,
+    StreamClient,
+    browser_pid,
+    display_pid,
+    until,
+)
 
 pytestmark = pytest.mark.integration
 
-service = service_fixture("box.html@320x200", env={"FRAME_IDLE_PAUSE_S": "600"}, scope="module")
+CANARY = "canary-0123456789-not-for-children"  # a secret of the operator's own, in the service's environment
+service = service_fixture("box.html@320x200", env={"FRAME_IDLE_PAUSE_S": "600", "AWS_SECRET_ACCESS_KEY": CANARY},
+                          scope="module")
 
 
 def post(svc: Service, path: str, body: bytes, token: str | None) -> tuple[int, dict[str, Any]]:
@@ -263,3 +275,34 @@ async def test_a_viewer_that_does_not_read_is_closed_past_the_text_bound(state_d
     finally:
         svc.stop()
         svc.kill_leftovers()
+
+
+def environment(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as fh:
+        raw = fh.read()
+    return dict(item.decode(errors="replace").split("=", 1) for item in raw.split(b"\0") if b"=" in item)
+
+
+async def test_the_browser_and_its_display_get_an_allow_listed_environment(service: Service) -> None:
+    """#13: the real Chromium (its browser process, which runs the network service) and the real Xvfb of a
+    frame hold neither TERMINAL_AUTH_SECRET nor any other variable of the service's own environment (an
+    operator's secret, SANDBOX_ID, the state dir): only allow-listed ones, and DISPLAY."""
+    (frame_id,) = service.frame_ids()
+    assert service.proc is not None
+    started_with = {**os.environ, **service.env_extra, "TERMINAL_AUTH_SECRET": TEST_SECRET}
+    # (Renderers are forked from the zygote, which writes their command line over the environment's memory, so
+    # /proc says nothing about theirs: they inherit the browser's.)
+    pids = {"browser": browser_pid(service, frame_id), "display": display_pid(service, frame_id)}
+    for name, pid in pids.items():
+        env = environment(pid)
+        assert "TERMINAL_AUTH_SECRET" not in env, name
+        values = "\0".join(env.values())
+        assert TEST_SECRET not in values and CANARY not in values, name
+        assert not {"AWS_SECRET_ACCESS_KEY", "SANDBOX_ID", "FRAMESTREAM_STATE_DIR", "FRAME_IDLE_PAUSE_S"} & set(env)
+        # Nothing else of what the service was started with (Debian's chromium wrapper, a shell script, adds its
+        # own CHROME_... and the shell's PWD, SHLVL and _).
+        leaked = {k for k in env if k in started_with and k not in INHERITED and not k.startswith("LC_")}
+        assert not leaked - {"DISPLAY", "PWD", "SHLVL", "_"}, (name, leaked)
+        assert env.get("PATH"), name
+    assert environment(pids["browser"])["DISPLAY"].startswith(":")
+    await still_serving(service, frame_id)
