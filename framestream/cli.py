@@ -40,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="a file holding the secret (default: TERMINAL_AUTH_SECRET); SANDBOX_ID names the sandbox")
     mcp.add_argument("--sandbox", default=None, help="the sandbox id (default: SANDBOX_ID, else local)")
     mcp.add_argument("--http", default=None, metavar="HOST:PORT",
-                     help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+                     help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio; needs a bearer secret "
+                          "in FRAMESTREAM_MCP_TOKEN (and FRAMESTREAM_MCP_ALLOWED_HOSTS for other Host names)")
     mcp.add_argument("--no-control", action="store_true", help="leave out open_frame and close_frame")
     mcp.add_argument("--settle-ms", type=int, default=300,
                      help="quiet time before an action's picture is taken (ms)")
@@ -100,10 +101,24 @@ def _mcp(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"framestream: {exc}", file=sys.stderr)
         return 2
-    server = build_server(args.url, key, control=not args.no_control, settle_ms=args.settle_ms)
+    security = None
     if args.http:
-        host, _, port = args.http.rpartition(":")
-        server.run("streamable-http", host=host or "127.0.0.1", port=int(port))
+        from framestream.mcp.http_security import http_security
+
+        host, _, port_text = args.http.rpartition(":")
+        host = host.strip("[]") or "127.0.0.1"
+        try:
+            port = int(port_text)
+            security = http_security(host, port, os.environ)
+        except ValueError as exc:
+            print(f"framestream: {exc}", file=sys.stderr)
+            return 2
+        os.environ.pop("FRAMESTREAM_MCP_TOKEN", None)  # held by `security` from now on
+    server = build_server(args.url, key, control=not args.no_control, settle_ms=args.settle_ms)
+    if security is not None:
+        from framestream.mcp.serve_http import serve_http
+
+        serve_http(server, security, host, port)
     else:
         server.run("stdio")
     return 0
