@@ -43,6 +43,9 @@ def render(ctx: ServiceContext, memory: MemoryReport | None = None) -> str:
            [_line("framestream_viewers", f.viewers, {"frame": f.id}) for f in frames])
     family("framestream_connections", "gauge", "Open viewer WebSocket connections.",
            [_line("framestream_connections", len(ctx.connections))])
+    family("framestream_waiting_connections", "gauge",
+           "Viewer WebSocket connections still waiting for their hello (not counted against max connections).",
+           [_line("framestream_waiting_connections", ctx.admission.pending)])
     family("framestream_pictures_total", "counter", "Pictures encoded per frame (rate() gives fps).",
            [_line("framestream_pictures_total", f.feed.pictures, {"frame": f.id}) for f in frames])
     family("framestream_keyframes_total", "counter", "IDR pictures encoded per frame.",

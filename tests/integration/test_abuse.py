@@ -81,6 +81,13 @@ async def test_a_deeply_nested_body_without_a_token_is_refused_before_it_is_pars
     await still_serving(service, frame_id)
 
 
+def waiting_connections(svc: Service) -> float:
+    text = svc.get("/metrics", token=None)[1].decode()
+    match = re.search(r"^framestream_waiting_connections (\S+)$", text, re.M)
+    assert match, "no framestream_waiting_connections in /metrics"
+    return float(match.group(1))
+
+
 async def closed_with(ws: websockets.ClientConnection, timeout: float = 20.0) -> int:
     """The close code the service ended `ws` with (nothing else may come before it)."""
     with pytest.raises(websockets.ConnectionClosed) as closed:
@@ -107,12 +114,19 @@ async def test_sockets_that_never_say_hello_do_not_lock_viewers_out(
             silent.append(await websockets.connect(svc.ws_url))
         codes = await asyncio.gather(*(closed_with(ws) for ws in silent[:-kept]))
         assert set(codes) == {4429}, codes
-        viewers = [await StreamClient.connect(svc) for _ in range(3)]  # each displaces the oldest silent one
+        viewers = [await StreamClient.connect(svc) for _ in range(3)]  # the first displaces the oldest silent one
         assert all(v.welcome["type"] == "welcome" for v in viewers)
         late = await websockets.connect(svc.ws_url)
         await late.send(json.dumps({"type": "hello", "token": svc.token("view")}))
         assert await closed_with(late) == 4429
-        assert [ws.state for ws in silent[-kept + 3:]] == [websockets.State.OPEN] * (kept - 3)
+        assert await closed_with(silent[-kept]) == 4429
+        # (the welcomed ones waited no more, so the next two found room among the waiting ones)
+        assert [ws.state for ws in silent[-kept + 1:]] == [websockets.State.OPEN] * (kept - 1)
+
+        async def waiting() -> bool:  # the silent ones left open, as /metrics counts them
+            return waiting_connections(svc) == kept - 1
+
+        await until(f"{kept - 1} connections waiting for hello in /metrics", waiting, within=20)
         await viewers.pop().close()
 
         async def welcomed() -> StreamClient | None:  # once the service saw that viewer leave
