@@ -143,3 +143,28 @@ test('a token function that fails is a loss (code 0) and is asked again on the n
   assert.equal(t.token, 'T2');
   t.close();
 });
+
+test('a token function refreshes the connection before each token expires; a fixed token does not', async () => {
+  const minted = [];
+  const mint = () => {
+    const token = `${Buffer.from(JSON.stringify({ exp: (Date.now() + 1200) / 1000 })).toString('base64url')}.sig`;
+    minted.push(token);
+    return token;
+  };
+  const { t } = transport({ token: mint });
+  t.open();
+  await until(() => sockets[0]?.sent.length === 1);
+  sockets[0].receive({ type: 'welcome', protocol: 1 });
+  // 1.2 s tokens: each is refreshed (half a second in, with a new one from the function), on the same socket.
+  await until(() => sockets[0].sent.filter((m) => m.type === 'refresh').length >= 2, 3000);
+  const refreshes = sockets[0].sent.filter((m) => m.type === 'refresh');
+  assert.deepEqual(refreshes.map((m) => m.token), minted.slice(1, 3));
+  assert.equal(sockets.length, 1); // the same socket throughout
+  t.close();
+  const fixed = transport().t;
+  fixed.open();
+  await until(() => sockets[1]?.sent.length === 1);
+  sockets[1].receive({ type: 'welcome', protocol: 1 });
+  assert.equal(fixed.refreshTimer, null);
+  fixed.close();
+});

@@ -1,6 +1,8 @@
 // The client's connection to the service: one WebSocket, `hello` first, `welcome` expected within
-// HELLO_TIMEOUT_MS, and reconnecting with backoff after a loss (but never after a refused fixed token). It knows
-// nothing of frames: messages and losses go to the callbacks the client gives it.
+// HELLO_TIMEOUT_MS, and reconnecting with backoff after a loss (but never after a refused fixed token). The service
+// closes a connection once its token expired (4401): with a token function, a fresh token goes as `refresh` a
+// third of its lifetime (at most 30 s) before it expires. It knows nothing of frames: messages and losses go to
+// the callbacks the client gives it.
 
 import { Backoff } from './backoff.js';
 
@@ -19,6 +21,17 @@ export function defaultUrl(loc = globalThis.location) {
   url.hash = '';
   url.search = '';
   return url.href;
+}
+
+/** A token's `exp` in ms since the epoch, as the token says (the service verifies it), or null. */
+export function tokenExpiryMs(token) {
+  try {
+    const part = String(token).split('.')[0].replace(/-/g, '+').replace(/_/g, '/');
+    const claims = JSON.parse(atob(part + '='.repeat((4 - (part.length % 4)) % 4)));
+    return typeof claims.exp === 'number' ? claims.exp * 1000 : null;
+  } catch {
+    return null;
+  }
 }
 
 export class Transport {
@@ -52,6 +65,7 @@ export class Transport {
     this.state = 'idle'; // idle | connecting | open | waiting (to reconnect) | closed
     this.welcome = null;
     this.timer = null; // the reconnect timer
+    this.refreshTimer = null; // sends `refresh` before the token expires (token functions only)
     this.connections = 0;
   }
 
@@ -105,10 +119,39 @@ export class Transport {
     this.welcome = msg;
     this.state = 'open';
     this.backoff.reset();
+    this._scheduleRefresh();
     this.onWelcome(msg);
   }
 
+  _scheduleRefresh() {
+    clearTimeout(this.refreshTimer);
+    this.refreshTimer = null;
+    if (typeof this.tokenSource !== 'function') return; // a fixed token ends with its connection
+    const exp = tokenExpiryMs(this.token);
+    if (exp === null) return;
+    const left = exp - Date.now();
+    const lead = Math.min(30_000, Math.max(1000, left / 3));
+    this.refreshTimer = setTimeout(() => this._refresh(), Math.max(500, left - lead));
+  }
+
+  async _refresh() {
+    this.refreshTimer = null;
+    const ws = this.ws;
+    let token;
+    try {
+      token = await this.tokenSource();
+    } catch {
+      return; // then the service closes at exp, and the reconnect asks the function again
+    }
+    if (ws !== this.ws || this.state !== 'open') return;
+    this.token = token;
+    this.send({ type: 'refresh', token });
+    this._scheduleRefresh();
+  }
+
   _lost(code, reason) {
+    clearTimeout(this.refreshTimer);
+    this.refreshTimer = null;
     this.ws = null;
     this.welcome = null;
     this.onDown();
@@ -143,6 +186,7 @@ export class Transport {
   close() {
     this.state = 'closed';
     clearTimeout(this.timer);
+    clearTimeout(this.refreshTimer);
     if (this.ws) {
       const ws = this.ws;
       this.ws = null;
