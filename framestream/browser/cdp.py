@@ -1,8 +1,13 @@
-"""A small asyncio Chrome DevTools Protocol client over `websockets`.
+"""A small asyncio Chrome DevTools Protocol client, over a pair of pipes or over `websockets`.
 
-Why our own: every call needs a timeout, a dropped socket must fail every pending call at once (we close
-Chrome's socket on purpose when a browser stops), and events go to subscribers without blocking the reader.
+Why our own: every call needs a timeout, a dropped connection must fail every pending call at once (we close
+Chrome's on purpose when a browser stops), and events go to subscribers without blocking the reader.
 One reader task per connection, owned by the connection and ended by `close()`.
+
+A frame's browser is driven over `--remote-debugging-pipe` (`CDPConnection.over_pipes`): Chromium reads
+NUL-terminated JSON commands on its fd 3 and writes answers and events on its fd 4. No TCP port exists, so
+neither the page (a navigation to `http://127.0.0.1:<port>/json`, DevTools' own inspector page) nor another
+local user can reach the browser's DevTools. The WebSocket form stays for the test harness's own browser.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ import contextlib
 import itertools
 import json
 import logging
-from collections.abc import Callable
-from typing import Any
+import os
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
 
 import websockets
 from websockets.asyncio.client import ClientConnection
@@ -24,11 +30,83 @@ log = logging.getLogger(__name__)
 
 EventHandler = Callable[[dict[str, Any]], None]
 DEFAULT_TIMEOUT = 10.0
+MAX_MESSAGE = 256 * 1024 * 1024  # a full-page screenshot of a long page is tens of MB
+
+
+class _Closed(Exception):
+    """The transport's other end went away."""
+
+
+class _Transport(Protocol):
+    async def send(self, text: str) -> None: ...
+
+    def messages(self) -> AsyncIterator[str | bytes]: ...
+
+    async def close(self) -> None: ...
+
+
+class _WebSocketTransport:
+    def __init__(self, ws: ClientConnection) -> None:
+        self._ws = ws
+
+    async def send(self, text: str) -> None:
+        try:
+            await self._ws.send(text)
+        except websockets.ConnectionClosed as exc:
+            raise _Closed from exc
+
+    async def messages(self) -> AsyncIterator[str | bytes]:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            async for raw in self._ws:
+                yield raw
+
+    async def close(self) -> None:
+        await self._ws.close()
+
+
+class _PipeTransport:
+    """Chromium's `--remote-debugging-pipe`: one NUL-terminated JSON message after another, each way."""
+
+    def __init__(self, reader: asyncio.StreamReader, read_end: asyncio.BaseTransport,
+                 writer: asyncio.WriteTransport) -> None:
+        self._reader = reader
+        self._read_end = read_end
+        self._writer = writer
+
+    @classmethod
+    async def open(cls, read_fd: int, write_fd: int) -> _PipeTransport:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=MAX_MESSAGE)
+        read_end, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                                   os.fdopen(read_fd, "rb", 0))
+        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(write_fd, "wb", 0))
+        return cls(reader, read_end, writer)
+
+    async def send(self, text: str) -> None:
+        if self._writer.is_closing():
+            raise _Closed
+        self._writer.write(text.encode() + b"\0")
+
+    async def messages(self) -> AsyncIterator[str | bytes]:
+        while True:
+            try:
+                raw = await self._reader.readuntil(b"\0")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            except asyncio.LimitOverrunError:
+                log.warning("DevTools sent a message over %d bytes; closing", MAX_MESSAGE)
+                return
+            yield raw[:-1]
+
+    async def close(self) -> None:
+        self._writer.close()  # Chromium reads EOF on its fd 3
+        self._read_end.close()
+        self._reader.feed_eof()
 
 
 class CDPConnection:
-    def __init__(self, ws: ClientConnection) -> None:
-        self._ws = ws
+    def __init__(self, transport: _Transport) -> None:
+        self._transport = transport
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._handlers: dict[str, list[EventHandler]] = {}
@@ -44,7 +122,13 @@ class CDPConnection:
             )
         except (OSError, TimeoutError, websockets.InvalidHandshake) as exc:
             raise CDPError(f"cannot reach DevTools at {url}: {exc}") from exc
-        return cls(ws)
+        return cls(_WebSocketTransport(ws))
+
+    @classmethod
+    async def over_pipes(cls, read_fd: int, write_fd: int) -> CDPConnection:
+        """Over Chromium's `--remote-debugging-pipe`: `read_fd` is our end of its fd 4, `write_fd` of its fd 3
+        (both taken over and closed with the connection)."""
+        return cls(await _PipeTransport.open(read_fd, write_fd))
 
     @property
     def closed(self) -> bool:
@@ -77,18 +161,18 @@ class CDPConnection:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[call_id] = future
         try:
-            await self._ws.send(json.dumps(message))
+            await self._transport.send(json.dumps(message))
             return await asyncio.wait_for(future, timeout)
         except TimeoutError as exc:
             raise CDPError(f"{method}: no answer within {timeout:g} s") from exc
-        except websockets.ConnectionClosed as exc:
+        except _Closed as exc:
             raise CDPError(f"{method}: DevTools connection closed") from exc
         finally:
             self._pending.pop(call_id, None)
 
     async def close(self) -> None:
         self._fail_pending("closed by us")
-        await self._ws.close()
+        await self._transport.close()
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
@@ -99,7 +183,7 @@ class CDPConnection:
 
     async def _read(self) -> None:
         try:
-            async for raw in self._ws:
+            async for raw in self._transport.messages():
                 try:
                     message = json.loads(raw)
                 except ValueError:
@@ -123,8 +207,6 @@ class CDPConnection:
                             handler(params)
                         except Exception:
                             log.exception("DevTools event handler for %s failed", message["method"])
-            self._fail_pending("socket closed")
-        except websockets.ConnectionClosed:
             self._fail_pending("socket closed")
         finally:
             if self._closed_reason is None:

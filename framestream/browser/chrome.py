@@ -1,9 +1,11 @@
-"""One Chromium per frame, on the frame's display, with its own profile; DevTools on loopback only.
+"""One Chromium per frame, on the frame's display, with its own profile; DevTools over a pair of pipes only.
 
 We launch at about:blank and navigate over DevTools, so an unloadable URL comes back as an error we can
 report instead of a silent error page; the about:blank entry is then dropped from the page's history, so Back
 never leaves the frame's own pages. The browser-level DevTools socket carries one flattened session per page
-(`tabs.Tabs`); closing the browser goes through `Browser.close` first so the profile is flushed.
+(`tabs.Tabs`); closing the browser goes through `Browser.close` first so the profile is flushed. That connection is
+`--remote-debugging-pipe` (browser/cdp.py), never a TCP port: a port on 127.0.0.1 let a driver open DevTools'
+inspector in the frame itself, and any local user drive every browser (issue 32, #1 and #2).
 
 Chromium's own sandbox (`FRAMESTREAM_CHROME_SANDBOX`, see `sandbox_decision`) is never dropped silently: as an
 unprivileged user it is on unless the operator says `off`, and every way of running without it is logged as a
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import signal
@@ -96,8 +99,7 @@ def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, sandbo
                  ) -> list[str]:
     flags = [
         f"--user-data-dir={profile_dir}",
-        "--remote-debugging-address=127.0.0.1",
-        "--remote-debugging-port=0",
+        "--remote-debugging-pipe",  # commands on fd 3, answers and events on fd 4 (browser/cdp.py)
         "--kiosk",
         "--window-position=0,0",
         # In CSS pixels: with a forced scale factor Chromium reads the window size in DIPs.
@@ -198,22 +200,31 @@ class ChromeBrowser:
         removed = prepare_profile(profile_dir)
         if removed:
             log.info("removed stale %s from %s", ", ".join(removed), profile_dir)
-        port_file = profile_dir / "DevToolsActivePort"
         with contextlib.suppress(FileNotFoundError):
-            port_file.unlink()
+            (profile_dir / "DevToolsActivePort").unlink()  # (left by a version that listened on a port)
         sandbox, reason = sandbox_decision(os.environ.get(SANDBOX_ENV), os.geteuid())
         _log_sandbox(sandbox, reason)
-        argv = [chrome_path, *chrome_flags(profile_dir, width, height, dpr, sandbox=sandbox, webgl=webgl),
+        # Chromium's ends of the two pipes must be its fds 3 and 4: bash moves them there and execs it (same pid;
+        # bash, since dash takes only one-digit fds in a redirection).
+        commands, answers = _pipe_above(10), _pipe_above(10)  # (read, write) each
+        argv = ["bash", "-c", f'exec "$0" "$@" 3<&{commands[0]} 4>&{answers[1]} {commands[0]}<&- {answers[1]}>&-',
+                chrome_path, *chrome_flags(profile_dir, width, height, dpr, sandbox=sandbox, webgl=webgl),
                 "about:blank"]
         env = {"DISPLAY": display}  # on top of the allow-listed environment (browser/process.py)
         log_path = profile_dir.parent / f"{profile_dir.name}.chrome.log"
         try:
-            proc = await spawn(argv, env=env, log_path=str(log_path))
+            proc = await spawn(argv, env=env, log_path=str(log_path), pass_fds=(commands[0], answers[1]))
         except OSError as exc:
+            for fd in (*commands, *answers):
+                os.close(fd)
             raise BrowserError(f"cannot start Chromium ({chrome_path}): {exc}") from exc
+        finally:
+            for fd in (commands[0], answers[1]):  # the child's now
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         try:
-            ws_url = await asyncio.wait_for(_devtools_url(proc, port_file), START_TIMEOUT)
-            cdp = await CDPConnection.connect(ws_url)
+            cdp = await CDPConnection.over_pipes(answers[0], commands[1])
+            await _until_answering(proc, cdp)
             tabs = Tabs(cdp, tab_settings or TabSettings(width, height, dpr, profile_dir.parent / "downloads"),
                         on_event)
             try:
@@ -302,22 +313,29 @@ def _no_usable_sandbox(log_path: Path) -> bool:
         return False
 
 
-def _read_text(path: Path) -> str:
-    with open(path) as fh:  # a few bytes from a tmpfs-like profile dir: not worth a thread
-        return fh.read()
+def _pipe_above(lowest: int) -> tuple[int, int]:
+    """A pipe whose two fds are at least `lowest` (so the shell's `3<&N` never moves a fd onto itself)."""
+    ends = os.pipe()
+    try:
+        return (fcntl.fcntl(ends[0], fcntl.F_DUPFD_CLOEXEC, lowest),
+                fcntl.fcntl(ends[1], fcntl.F_DUPFD_CLOEXEC, lowest))
+    finally:
+        for fd in ends:
+            os.close(fd)
 
 
-async def _devtools_url(proc: asyncio.subprocess.Process, port_file: Path) -> str:
-    while True:
-        if proc.returncode is not None:
+async def _until_answering(proc: asyncio.subprocess.Process, cdp: CDPConnection) -> None:
+    """Until the browser answers over its pipe (it reads our first call once it is up); BrowserError if it exits."""
+    answered = asyncio.ensure_future(cdp.call("Browser.getVersion", timeout=START_TIMEOUT))
+    exited = asyncio.ensure_future(proc.wait())
+    try:
+        await asyncio.wait((answered, exited), return_when=asyncio.FIRST_COMPLETED)
+        if not answered.done():
             raise BrowserError(f"Chromium exited with code {proc.returncode} during start")
-        try:
-            lines = _read_text(port_file).split("\n")
-            if len(lines) >= 2 and lines[0].strip().isdigit() and lines[1].strip():
-                return f"ws://127.0.0.1:{lines[0].strip()}{lines[1].strip()}"
-        except FileNotFoundError:
-            pass
-        await asyncio.sleep(0.05)
+        answered.result()
+    finally:
+        answered.cancel()
+        exited.cancel()
 
 
 __all__ = ["SANDBOX_ENV", "SANDBOX_MODES", "ChromeBrowser", "chrome_flags", "clear_stale_locks", "sandbox_decision"]

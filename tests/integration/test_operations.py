@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import re
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import websockets
 
 from framestream.client import Client, Forbidden
 from tests.fixtures import service_fixture
-from tests.support import Service
+from tests.support import Service, processes_using
 
 pytestmark = pytest.mark.integration
 
@@ -100,24 +101,33 @@ async def test_json_logs_carry_frame_and_connection_ids(state_dir: Path, pages: 
     assert any(r["message"].startswith("open http://127.0.0.1:") for r in records), "the what-to-open line"
 
 
-def listening_addresses(port: int) -> set[str]:
-    """Local addresses listening on TCP `port` (hex, as /proc/net/tcp and tcp6 write them)."""
+def listening_inodes() -> set[str]:
+    """The socket inodes of every TCP socket listening on this machine (/proc/net/tcp and tcp6)."""
     found = set()
     for table in ("tcp", "tcp6"):
         for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
             fields = line.split()
-            address, port_hex = fields[1].rsplit(":", 1)
-            if int(port_hex, 16) == port and fields[3] == "0A":  # 0A: LISTEN
-                found.add(address)
+            if fields[3] == "0A":  # 0A: LISTEN
+                found.add(fields[9])
     return found
 
 
-def test_devtools_listens_on_loopback_only_and_the_service_does_not_pass_it_on(service: Service) -> None:
+def test_the_frames_browser_listens_on_no_port_and_the_service_passes_no_devtools_on(service: Service) -> None:
+    """Issue 32, #1 and #2: DevTools only over the browser's own pipes. A port on 127.0.0.1 let a driver open
+    DevTools' inspector inside the frame (navigate to /json/list, then /devtools/inspector.html?ws=...) and any
+    local user drive every browser."""
     (frame_id,) = service.frame_ids()
-    devtools_port = int((service.state_dir / "profiles" / frame_id / "DevToolsActivePort").read_text().split()[0])
-    assert listening_addresses(devtools_port) == {"0100007F"}, "DevTools must listen on 127.0.0.1 and nowhere else"
-    with urllib.request.urlopen(f"http://127.0.0.1:{devtools_port}/json/version", timeout=10) as resp:
-        assert "webSocketDebuggerUrl" in json.loads(resp.read())  # the port read above is DevTools indeed
+    assert not (service.state_dir / "profiles" / frame_id / "DevToolsActivePort").exists()
+    listening = listening_inodes()
+    pids = processes_using(str(service.state_dir / "profiles" / frame_id))
+    assert pids, "the frame's browser runs"
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(FileNotFoundError):
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    assert target.removeprefix("socket:[").removesuffix("]") not in listening, \
+                        f"process {pid} of the frame's browser listens on a TCP port"
     for path in ("/json/version", "/json", "/json/list", "/devtools/browser", "/devtools/page/x",
                  "/web/../profiles", f"/frames/{frame_id}/devtools"):
         status, _ = service.get(path)
