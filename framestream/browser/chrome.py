@@ -189,6 +189,7 @@ class ChromeBrowser:
         *,
         chrome_path: str,
         display: str,
+        xauthority: Path | None = None,
         profile_dir: Path,
         width: int,
         height: int,
@@ -211,6 +212,8 @@ class ChromeBrowser:
                 chrome_path, *chrome_flags(profile_dir, width, height, dpr, sandbox=sandbox, webgl=webgl),
                 "about:blank"]
         env = {"DISPLAY": display}  # on top of the allow-listed environment (browser/process.py)
+        if xauthority is not None:
+            env["XAUTHORITY"] = str(xauthority)  # its own display's cookie only (browser/xauth.py)
         log_path = profile_dir.parent / f"{profile_dir.name}.chrome.log"
         try:
             proc = await spawn(argv, env=env, log_path=str(log_path), pass_fds=(commands[0], answers[1]))

@@ -18,12 +18,13 @@ import signal
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-# What a child may inherit from the service's environment: locale, time zone, where its files go, fonts, the X
-# cookie, certificates and proxies. Everything else (secrets, the service's own settings) stays out.
+# What a child may inherit from the service's environment: locale, time zone, where its files go, fonts,
+# certificates and proxies (not XAUTHORITY: the service's holds every display's cookie; a child is given its own
+# display's, browser/xauth.py). Everything else (secrets, the service's own settings) stays out.
 INHERITED: Final = frozenset({
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LD_LIBRARY_PATH",
     "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_CONFIG_DIRS",
-    "FONTCONFIG_FILE", "FONTCONFIG_PATH", "XAUTHORITY", "CHROME_DEVEL_SANDBOX", "SSL_CERT_FILE", "SSL_CERT_DIR",
+    "FONTCONFIG_FILE", "FONTCONFIG_PATH", "CHROME_DEVEL_SANDBOX", "SSL_CERT_FILE", "SSL_CERT_DIR",
     "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
 })
 INHERITED_PREFIXES: Final = ("LC_",)

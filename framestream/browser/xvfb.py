@@ -11,9 +11,11 @@ import shutil
 import subprocess
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from framestream.browser.process import child_environment, spawn, terminate_group
+from framestream.browser.xauth import cookies
 from framestream.errors import BrowserError
 
 log = logging.getLogger(__name__)
@@ -54,10 +56,12 @@ class _Started(Generic[_Proc]):
 class XvfbDisplay(_Started[asyncio.subprocess.Process]):
     """A frame's display, started by the service (see `spawn`) with its refresh mode."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, number: int, width: int, height: int) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, number: int, width: int, height: int,
+                 xauthority: Path) -> None:
         super().__init__(proc, number)
         self.width = width
         self.height = height
+        self.xauthority = xauthority  # the display's cookie: XAUTHORITY for its clients (browser/xauth.py)
 
     @property
     def alive(self) -> bool:
@@ -66,24 +70,28 @@ class XvfbDisplay(_Started[asyncio.subprocess.Process]):
     @classmethod
     async def start(cls, width: int, height: int, *, xvfb_path: str = "Xvfb",
                     refresh_hz: int = REFRESH_HZ) -> XvfbDisplay:
+        xauthority, cookie = cookies().new_file()  # only clients holding it may connect (browser/xauth.py)
         read_fd, write_fd = os.pipe()
         try:
             proc = await spawn(xvfb_command(width + SCREEN_MARGIN, height + SCREEN_MARGIN, write_fd,
-                                            xvfb_path=xvfb_path, extra=SERVICE_FLAGS),
+                                            xvfb_path=xvfb_path, extra=(*SERVICE_FLAGS, "-auth", str(xauthority))),
                                pass_fds=[write_fd])
         except OSError as exc:
             os.close(read_fd)
             os.close(write_fd)
+            cookies().ended(None, xauthority)
             raise BrowserError(f"cannot start Xvfb ({xvfb_path}): {exc}") from exc
         os.close(write_fd)
         try:
             number = await asyncio.wait_for(_read_display_number(read_fd), START_TIMEOUT)
         except (TimeoutError, ValueError) as exc:
             await terminate_group(proc, grace=1.0)
+            cookies().ended(None, xauthority)
             raise BrowserError(f"Xvfb did not start a {width}x{height} display: {exc or 'timed out'}") from exc
         finally:
             os.close(read_fd)
-        display = cls(proc, number, width, height)
+        cookies().started(number, cookie)
+        display = cls(proc, number, width, height, xauthority)
         await display._set_refresh(refresh_hz)
         return display
 
@@ -109,7 +117,7 @@ class XvfbDisplay(_Started[asyncio.subprocess.Process]):
         ]
         for args in steps:
             proc = await asyncio.create_subprocess_exec(
-                xrandr, "-d", self.name, *args, env=child_environment(),
+                xrandr, "-d", self.name, *args, env=child_environment({"XAUTHORITY": str(self.xauthority)}),
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
             )
             try:
@@ -125,6 +133,7 @@ class XvfbDisplay(_Started[asyncio.subprocess.Process]):
 
     async def stop(self) -> None:
         await terminate_group(self.proc, grace=2.0)
+        cookies().ended(self.number, self.xauthority)
 
 
 def xvfb_command(width: int, height: int, display_fd: int, *, xvfb_path: str = "Xvfb",

@@ -142,6 +142,7 @@ class FrameRuntime:
                                    grant_permissions=settings.permissions,
                                    dialog_timeout_s=settings.dialog_timeout_s)
         self._browser = await ChromeBrowser.launch(chrome_path=settings.chrome_path, display=self._display.name,
+                                                   xauthority=self._display.xauthority,
                                                    profile_dir=self._profile_dir, width=size.width,
                                                    height=size.height, dpr=size.dpr, tab_settings=tab_settings,
                                                    on_event=self._on_tab_event, webgl=settings.webgl)

@@ -14,12 +14,12 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from framestream.browser import proctable
-from framestream.browser.cdp import CDPConnection
 from framestream.browser.xvfb import SERVICE_FLAGS, XvfbServer
 from framestream.media.capture import DisplayCapture
 from framestream.media.encoder import H264Encoder
@@ -45,7 +45,7 @@ def has_extension(display: str, name: bytes) -> bool:
     x11.XQueryExtension.argtypes = [ctypes.c_void_p, ctypes.c_char_p] + [ctypes.POINTER(ctypes.c_int)] * 3
     x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
     dpy = x11.XOpenDisplay(display.encode())
-    assert dpy, f"cannot open {display}"
+    assert dpy, f"cannot open {display} (XAUTHORITY={os.environ.get('XAUTHORITY')})"
     try:
         codes = [ctypes.c_int() for _ in range(3)]
         return bool(x11.XQueryExtension(dpy, name, *(ctypes.byref(c) for c in codes)))
@@ -54,8 +54,10 @@ def has_extension(display: str, name: bytes) -> bool:
 
 
 def frame_display(service: Service, frame_id: str) -> str:
+    """The frame's display, opened from here with its browser's cookie (the display refuses clients without)."""
     with open(f"/proc/{browser_pid(service, frame_id)}/environ", "rb") as fh:
         env = dict(item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item)
+    os.environ["XAUTHORITY"] = env[b"XAUTHORITY"].decode()
     return env[b"DISPLAY"].decode()
 
 
@@ -79,20 +81,16 @@ async def test_the_frame_display_has_no_glx(service: Service) -> None:
     assert not has_extension(display, b"GLX"), "Xvfb loaded GLX (Mesa, LLVM) although nothing here uses it"
 
 
-async def test_webgl_is_on_and_compositing_in_software(service: Service) -> None:
+def test_webgl_is_on_and_compositing_in_software(service: Service) -> None:
     """WebGL through SwiftShader, read back into software compositing: GPU compositing held the paused GPU process
-    at about 135 MB (41 in software) and an animated 2560x1600 page at 12 fps."""
+    at about 135 MB (41 in software) and an animated 2560x1600 page at 12 fps. The browser has no DevTools port to
+    ask (issue 32, #1): its command line says it, and a WebGL page drawing its pixels is test_whole_tab's."""
     (frame_id,) = service.frame_ids()
-    await service.wait_state_async(frame_id, "live")
-    port, path = (service.state_dir / "profiles" / frame_id / "DevToolsActivePort").read_text().split("\n")[:2]
-    cdp = await CDPConnection.connect(f"ws://127.0.0.1:{port.strip()}{path.strip()}")
-    try:
-        status = (await cdp.call("SystemInfo.getInfo", timeout=10))["gpu"]["featureStatus"]
-    finally:
-        await cdp.close()
-    assert status["gpu_compositing"] == "disabled_software", status
-    assert status["rasterization"] == "disabled_software", status
-    assert status["webgl"].startswith("enabled"), status
+    service.wait_state(frame_id, "live")
+    argv = Path(f"/proc/{browser_pid(service, frame_id)}/cmdline").read_bytes().split(b"\0")
+    for flag in (b"--use-angle=swiftshader", b"--disable-gpu-compositing", b"--disable-gpu-rasterization"):
+        assert flag in argv, f"{flag.decode()} missing: {argv}"
+    assert b"--disable-gpu" not in argv, "WebGL is on by default"
 
 
 async def test_metrics_count_every_process_of_the_frame(service: Service) -> None:
