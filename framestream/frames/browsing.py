@@ -40,7 +40,7 @@ from framestream.frames.events import (
     FrameEvent,
 )
 from framestream.frames.events import PageRefused as PageRefusedEvent
-from framestream.frames.files import FrameFiles
+from framestream.frames.files import DownloadUpdate, FrameFiles, remove_folders, sweep_downloads
 from framestream.frames.urls import check_url
 
 log = logging.getLogger("framestream.frames")
@@ -61,7 +61,15 @@ class CancelFileChooser:
     id: str
 
 
-FrameAction = Navigate | PageRequest | DialogAnswer | ChooseFiles | CancelFileChooser
+@dataclass(frozen=True, slots=True)
+class AdmitFiles:
+    """The driver is about to answer file chooser `id`: admitted (arbitration, the chooser still open) before a
+    byte of the upload is read; the files follow as `ChooseFiles` under the same grant."""
+
+    id: str
+
+
+FrameAction = Navigate | PageRequest | DialogAnswer | ChooseFiles | CancelFileChooser | AdmitFiles
 
 
 class Browsing:
@@ -79,6 +87,7 @@ class Browsing:
         # What happened, for /metrics: ("dialogs", kind), ("dialog-timeouts", ""), ("file-choosers", ""),
         # ("downloads", state), ("pages-refused", ""), ("pages-unresponsive", "").
         self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._index_lock = asyncio.Lock()  # one write of the downloads' index at a time, each the newest
 
     def _log(self, message: str, *args: object, warning: bool = False) -> None:
         log.log(logging.WARNING if warning else logging.INFO, message, *args, extra={"frame": self.frame_id})
@@ -161,31 +170,52 @@ class Browsing:
         return False
 
     def _download(self, event: DownloadProgress) -> None:
-        files = self.files
         if event.state == "started":
-            download, evicted = files.started(event.guid, event.name)
-            self._log("download %s started", download.id)
-            if evicted:
-                self._spawn(asyncio.to_thread(files.remove_download_files, evicted), "evict-downloads")
+            update = self.files.started(event.guid, event.name)
+            for download in update.told[:1]:
+                self._log("download %s started", download.id)
         else:
-            changed, cancel = files.progressed(event.guid, event.received, event.state)
-            if changed is None:
-                return
-            download = changed
-            if cancel and self.tabs is not None:
-                log.warning("download %s is over the size limit; cancelled", download.id,
-                            extra={"frame": self.frame_id})
-                self._spawn(self.tabs.cancel_download(download.id), "cancel-download")
-        if download.state != "started":
-            self.counts["downloads", download.state] += 1
-            self._log("download %s %s (%d bytes)", download.id, download.state, download.size)
-        self._spawn(asyncio.to_thread(files.save_index), "save-downloads")
-        self._emit(DownloadChanged(self.frame_id, download.id, download.name, download.size, download.state))
+            update = self.files.progressed(event.guid, event.received, event.state)
+        self._carry_out(update)
+
+    def _carry_out(self, update: DownloadUpdate) -> None:
+        """Tell what changed; cancel downloads no longer kept and delete files, off the loop."""
+        for download in update.told:
+            if download.state != "started":
+                self.counts["downloads", download.state] += 1
+                self._log("download %s %s (%d bytes)", download.id, download.state, download.size)
+            self._emit(DownloadChanged(self.frame_id, download.id, download.name, download.size, download.state))
+        if update.cancel:
+            log.warning("download %s cancelled: past the frame's download limits", ", ".join(update.cancel),
+                        extra={"frame": self.frame_id})
+            self._spawn(self._cancel_and_remove(update.cancel), "cancel-downloads")
+        if update.delete:
+            self._spawn(asyncio.to_thread(self.files.remove_download_files, update.delete), "remove-downloads")
+        if update.index_changed:
+            self._spawn(self._save_index(), "save-downloads")
+
+    async def _cancel_and_remove(self, ids: list[str]) -> None:
+        tabs = self.tabs
+        if tabs is not None:
+            await asyncio.gather(*(tabs.cancel_download(i) for i in ids))
+        await asyncio.to_thread(self.files.remove_download_files, ids)
+        # Anything else of the folder not in the index goes too (a file whose download nobody kept).
+        await asyncio.to_thread(sweep_downloads, self.files.downloads_dir, self.files.kept_files())
+
+    async def _save_index(self) -> None:
+        async with self._index_lock:  # the newest index, taken on the loop, written last
+            index = self.files.index()
+            await asyncio.to_thread(self.files.write_index, index)
 
     def browser_gone(self) -> None:
-        """The browser closed: its pages, dialogs and choosers are gone with it."""
+        """The browser closed: its pages, dialogs and choosers are gone with it, and so are its running
+        downloads and the uploads its pages were given."""
         self.tabs = None
         self.pages = None
+        self._carry_out(self.files.browser_gone())
+        uploads = self.files.forget_uploads()
+        if uploads:
+            self._spawn(asyncio.to_thread(remove_folders, uploads), "remove-uploads")
         for dialog_id in list(self.dialogs):
             del self.dialogs[dialog_id]
             self._emit(DialogGone(self.frame_id, dialog_id, "closed"))
@@ -212,6 +242,9 @@ class Browsing:
             await tabs.answer_dialog(action.id, action.accept, action.text)
         elif isinstance(action, ChooseFiles):
             await tabs.choose_files(action.id, action.paths)
+        elif isinstance(action, AdmitFiles):
+            if action.id not in tabs.choosers:
+                raise ProtocolError("unknown-file-chooser", f"no open file chooser {action.id!r}")
         else:
             await tabs.cancel_chooser(action.id)
 
@@ -230,4 +263,4 @@ class Browsing:
             await tabs.go(-1 if action.action == "back" else 1)
 
 
-__all__ = ["Browsing", "CancelFileChooser", "ChooseFiles", "FrameAction"]
+__all__ = ["AdmitFiles", "Browsing", "CancelFileChooser", "ChooseFiles", "FrameAction"]

@@ -7,22 +7,21 @@ chooser's answer are steps under the same arbitration; a download is fetched by 
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
-from pathlib import Path
 from urllib.parse import quote
 
-from aiohttp import BodyPartReader, web
+from aiohttp import web
 
+from framestream.core.tokens import Claims
 from framestream.core.wire import parse_navigate_body
-from framestream.errors import ProtocolError
+from framestream.errors import FRAME_ERRORS, ProtocolError, protocol_error
 from framestream.frames import Frame
-from framestream.frames.browsing import CancelFileChooser, ChooseFiles
-from framestream.frames.files import safe_name
-from framestream.server.http_common import bearer, ctx_of, frame_of, json_body
+from framestream.frames.browsing import AdmitFiles, CancelFileChooser, ChooseFiles, FrameAction
+from framestream.frames.files import remove_folders
+from framestream.server.context import ServiceContext
+from framestream.server.http_common import bearer, ctx_of, error, frame_of, json_body
 from framestream.server.inputs import apply_step
-
-CHUNK = 256 * 1024
+from framestream.server.uploads import UploadRefused, receive_files
 
 
 def _next_seq() -> int:
@@ -38,20 +37,51 @@ async def navigate(request: web.Request) -> web.Response:
 
 
 async def answer_file_chooser(request: web.Request) -> web.Response:
+    """The driver's files for a chooser: admitted first (the newest drive grant, the chooser open), then received
+    within the limits (server/uploads.py), then handed to the page under the same grant. Whatever fails, what was
+    written is deleted and the page gets nothing."""
     ctx, frame = ctx_of(request), frame_of(request)
     grant = bearer(request)
     chooser_id = request.match_info["chooser"]
-    ctx.verify_drive(grant, frame.id)  # before reading a byte of the upload
+    claims = ctx.verify_drive(grant, frame.id)  # before reading a byte of the upload
     if chooser_id not in frame.browsing.choosers:
         raise ProtocolError("unknown-file-chooser", f"no open file chooser {chooser_id!r}")
-    folder = await asyncio.to_thread(frame.files.upload_folder)
+    seq = _next_seq()
+    # Arbitration before the body: a superseded (or replayed) grant's upload is never read.
+    await apply_step(ctx, frame, grant, seq, AdmitFiles(chooser_id))
+    chooser = frame.browsing.choosers.get(chooser_id)
+    if chooser is None:
+        raise ProtocolError("unknown-file-chooser", f"no open file chooser {chooser_id!r}")
+    files = frame.files
+    folder = files.begin_upload()
+    kept = False
     try:
-        paths = await _receive_files(request, folder, ctx.settings.upload_max_bytes)
-    except BaseException:
-        await asyncio.to_thread(_remove_tree, folder)
-        raise
-    await apply_step(ctx, frame, grant, _next_seq(), ChooseFiles(chooser_id, tuple(paths)))
+        paths = await receive_files(request, files, folder, max_bytes=ctx.settings.upload_max_bytes,
+                                    multiple=chooser.multiple)
+        await _apply_admitted(ctx, frame, claims, seq, ChooseFiles(chooser_id, tuple(paths)))
+        kept = True
+    except UploadRefused as exc:
+        ctx.inputs_refused[exc.code] = ctx.inputs_refused.get(exc.code, 0) + 1
+        return error(exc.code, exc.message, exc.status)
+    finally:
+        files.end_upload(folder, kept=kept)
+        if not kept:
+            await asyncio.shield(asyncio.to_thread(remove_folders, [folder]))
     return web.json_response({"applied": True, "files": [p.name for p in paths]})
+
+
+async def _apply_admitted(ctx: ServiceContext, frame: Frame, claims: Claims, seq: int, action: FrameAction) -> None:
+    """The rest of a step already admitted by `apply_step` (its step grant spent there): admitted again, so a grant
+    superseded meanwhile is refused, then applied."""
+    try:
+        await frame.apply_action(claims, seq, action)
+    except ProtocolError as exc:
+        ctx.inputs_refused[exc.code] = ctx.inputs_refused.get(exc.code, 0) + 1
+        if exc.seq is None:
+            raise ProtocolError(exc.code, exc.message, seq=seq, frame=frame.id) from exc
+        raise
+    except FRAME_ERRORS as exc:
+        raise protocol_error(exc, frame=frame.id, seq=seq) from exc
 
 
 async def cancel_file_chooser(request: web.Request) -> web.Response:
@@ -59,38 +89,6 @@ async def cancel_file_chooser(request: web.Request) -> web.Response:
     grant = bearer(request)
     await apply_step(ctx, frame, grant, _next_seq(), CancelFileChooser(request.match_info["chooser"]))
     return web.json_response({"applied": True})
-
-
-async def _receive_files(request: web.Request, folder: Path, limit: int) -> list[Path]:
-    """Save each part named "file" in `folder`; 413 past `limit` bytes in all (nothing is handed to the page)."""
-    if not request.content_type.startswith("multipart/"):
-        raise ProtocolError("bad-message", "send the files as multipart/form-data, parts named \"file\"")
-    reader = await request.multipart()
-    paths: list[Path] = []
-    total = 0
-    while (part := await reader.next()) is not None:
-        if not isinstance(part, BodyPartReader) or part.name != "file":
-            continue
-        name = safe_name(part.filename or "", f"file{len(paths) + 1}")
-        path = folder / name
-        k = 1
-        while path.exists() or path in paths:
-            k += 1
-            path = folder / f"{k}-{name}"
-        with open(path, "wb") as fh:  # noqa: ASYNC230 - small chunks to a local state dir
-            while chunk := await part.read_chunk(CHUNK):
-                total += len(chunk)
-                if total > limit:
-                    raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=total)
-                fh.write(chunk)
-        paths.append(path)
-    if not paths:
-        raise ProtocolError("bad-message", "no part named \"file\" in the upload")
-    return paths
-
-
-def _remove_tree(folder: Path) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _driver_frame(request: web.Request) -> Frame:
