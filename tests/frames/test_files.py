@@ -7,6 +7,7 @@ tests/integration/test_file_limits.py.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -119,3 +120,12 @@ def test_limits_come_from_the_environment_and_bad_values_keep_the_defaults() -> 
     limits = FileLimits.from_env({"FRAMESTREAM_UPLOAD_MAX_FILES": "8", "FRAMESTREAM_DOWNLOAD_QUOTA_BYTES": "x",
                                   "FRAMESTREAM_UPLOAD_QUOTA_BYTES": "0"})
     assert limits == FileLimits(upload_max_files=8)
+
+
+def test_the_readme_documents_these_defaults() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    documented = {name: int(value) for name, value in re.findall(r"\| `(FRAMESTREAM_\w+)` \| `(\d+)` \|", readme)}
+    limits = FileLimits()
+    assert documented["FRAMESTREAM_DOWNLOAD_QUOTA_BYTES"] == limits.download_quota_bytes
+    assert documented["FRAMESTREAM_UPLOAD_QUOTA_BYTES"] == limits.upload_quota_bytes
+    assert documented["FRAMESTREAM_UPLOAD_MAX_FILES"] == limits.upload_max_files
