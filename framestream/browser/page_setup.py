@@ -29,6 +29,10 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
         ("Emulation.setDeviceMetricsOverride", {
             "width": css_width, "height": css_height, "deviceScaleFactor": settings.dpr, "mobile": False,
             "screenWidth": css_width, "screenHeight": css_height}),
+        # With an allow list, every document this page loads (its own navigations, redirects, links, scripts,
+        # frames) is paused for `Tabs` to check its host first (core/urls.py).
+        *((("Fetch.enable", {"patterns": [{"urlPattern": "*", "resourceType": "Document",
+                                            "requestStage": "Request"}]}),) if settings.allowed_hosts else ()),
         ("Runtime.runIfWaitingForDebugger", {}),
     ]
     await asyncio.gather(*(cdp.call(method, params, session_id=page.session_id) for method, params in calls))

@@ -68,6 +68,7 @@ class PageNavigated:
 class PageRefused:
     url: str
     reason: str
+    code: str = "page-limit"  # the error code viewers hear (`url-not-allowed`: a navigation off the allow list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +125,7 @@ class TabSettings:
     grant_permissions: tuple[str, ...] = ()
     max_pages: int = MAX_PAGES
     dialog_timeout_s: float = DIALOG_TIMEOUT_S
+    allowed_hosts: tuple[str, ...] = ()  # FRAMESTREAM_URL_ALLOW_HOSTS: every document a page loads must be on it
 
 
 __all__ = ["COPY_BINDING", "PAGE_HOOK", "Copied", "DialogClosed", "DialogOpened", "DownloadProgress",

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from framestream.browser import navigation, page_setup, responsiveness
+from framestream.browser import navigation, page_setup, responsiveness, url_guard
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.dialogs import Dialogs
 from framestream.browser.file_choosers import FileChoosers
@@ -76,6 +76,7 @@ class Tabs:
             on("Browser.downloadProgress", self._on_download_progress),
             on("Runtime.bindingCalled", self._on_binding),
             on("Page.loadEventFired", self._on_loaded),
+            on("Fetch.requestPaused", self._on_document_request),
         ]
         self.settings.downloads_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         await self.cdp.call("Browser.setDownloadBehavior", {
@@ -115,6 +116,9 @@ class Tabs:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.warning("page task %s failed: %s", task.get_name(), task.exception())
+
+    def _on_document_request(self, params: dict[str, Any]) -> None:
+        self.spawn(url_guard.check(self.cdp, params, self.settings.allowed_hosts, self._emit), "url-guard")
 
     # -- pages -------------------------------------------------------------------------------------------
 
