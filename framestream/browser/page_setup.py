@@ -1,5 +1,6 @@
-"""Setting a new page up before its first script runs: the frame's size and dpr, file choosers intercepted, the page
-hook (copied text, no File System Access pickers), and its window fullscreen so it covers the frame's screen."""
+"""Setting a new page up before its first script runs: the frame's size and dpr, file choosers intercepted, the copy
+hook (browser/copy_hook.py: copied text, no File System Access pickers), and its window fullscreen so it covers
+the frame's screen."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import contextlib
 from typing import Any
 
 from framestream.browser.cdp import CDPConnection
-from framestream.browser.tab_events import COPY_BINDING, PAGE_HOOK, TabSettings
+from framestream.browser.tab_events import TabSettings
 from framestream.core.pages import Page
 from framestream.errors import CDPError
 
@@ -17,13 +18,17 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
     """The calls go out together, with the one that lets the page run last, as some of them (Page.enable on a new
     tab) answer only once the page runs."""
     css_width, css_height = settings.width // settings.dpr, settings.height // settings.dpr
+    hook = settings.copy_hook
     calls: list[tuple[str, dict[str, Any]]] = [
         ("Page.enable", {}),
         ("Runtime.enable", {}),
         ("Inspector.enable", {}),  # Inspector.targetCrashed: a renderer crash
         ("Page.setInterceptFileChooserDialog", {"enabled": True}),
-        ("Runtime.addBinding", {"name": COPY_BINDING}),
-        ("Page.addScriptToEvaluateOnNewDocument", {"source": PAGE_HOOK}),
+        # Copied text (browser/copy_hook.py): the binding only in our own isolated world, its script there, and
+        # the clipboard API's wrapper in the page's world.
+        ("Runtime.addBinding", {"name": hook.binding, "executionContextName": hook.world}),
+        ("Page.addScriptToEvaluateOnNewDocument", {"source": hook.page_world_script()}),
+        ("Page.addScriptToEvaluateOnNewDocument", {"source": hook.our_world_script(), "worldName": hook.world}),
         # Lay every page out at exactly the frame's CSS size: a popup's window would otherwise have its own size,
         # and a window narrower than 500 CSS px is impossible in Chromium.
         ("Emulation.setDeviceMetricsOverride", {

@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 
 from framestream.browser import navigation, page_setup, responsiveness, url_guard
 from framestream.browser.cdp import CDPConnection
+from framestream.browser.copy_hook import CopyRelay
 from framestream.browser.dialogs import Dialogs
 from framestream.browser.file_choosers import FileChoosers
 from framestream.browser.tab_events import (
-    COPY_BINDING,
     Copied,
     DownloadProgress,
     PageCrashed,
@@ -58,6 +58,7 @@ class Tabs:
         self._first_page: asyncio.Future[Page] = asyncio.get_running_loop().create_future()
         self.paused = False
         self.closed = False
+        self._copies = CopyRelay(lambda text: self._emit(Copied(text)))  # coalesced, rate-limited
 
     # -- start and stop ----------------------------------------------------------------------------------
 
@@ -98,6 +99,7 @@ class Tabs:
             unsubscribe()
         self._unsubscribe = []
         self.page_dialogs.close()
+        self._copies.close()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -396,8 +398,9 @@ class Tabs:
             await self.cdp.call("Browser.cancelDownload", {"guid": guid}, timeout=5.0)
 
     def _on_binding(self, params: dict[str, Any]) -> None:
-        if params.get("name") == COPY_BINDING and self.pages.by_session(params.get("sessionId")) is not None:
-            self._emit(Copied(str(params.get("payload", ""))))
+        if params.get("name") == self.settings.copy_hook.binding \
+                and self.pages.by_session(params.get("sessionId")) is not None:
+            self._copies.offer(str(params.get("payload", "")))
 
     def _on_crashed(self, params: dict[str, Any]) -> None:
         page = self.pages.by_session(params.get("sessionId"))

@@ -96,13 +96,15 @@ class Driver:
         return await self.client.wait_for_colour(self.frame, at, rgb, timeout)
 
 
-async def drive_page(service: Service, url: str) -> AsyncIterator[Driver]:
-    """A fresh 640x400 frame of `url`, watched and driven by one viewer until the test ends (then purged)."""
+async def drive_page(service: Service, url: str, marker: tuple[int, int] | None = MARKER) -> AsyncIterator[Driver]:
+    """A fresh 640x400 frame of `url`, watched and driven by one viewer until the test ends (then purged); it starts
+    once the page shows its grey `marker` (None: at once)."""
     frame = service.create_frame(url, width=640, height=400, dpr=1)
     client = await StreamClient.connect(service, service.token("drive", frame=frame))
     await client.watch(frame)
     d = Driver(service, client, frame)
-    await d.colour(MARKER, GREY)
+    if marker is not None:
+        await d.colour(marker, GREY)
     yield d
     await client.close()
     service.request("DELETE", f"/frames/{frame}?purge=1")
