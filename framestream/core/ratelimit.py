@@ -58,3 +58,43 @@ class MessageLimits:
         """A message was refused for its rate: True while refusals may still be answered, False when the
         client keeps sending past the limits and must be closed."""
         return self._refusals.take(now)
+
+
+class LatestEvery:
+    """At most one message per key every `interval` seconds, the newest: the first goes at once, those that come
+    sooner are held and only the last of them goes when the interval ends (`due`). A frame's `frame-state` to one
+    viewer (issue 32, #7): a watch/unwatch flood from other connections changes the frame's viewer count as fast
+    as they may send, and each viewer then gets the current state at most 1/interval times a second."""
+
+    TOLERANCE_S: Final = 1e-3  # a timer may fire this much early
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._sent_at: dict[str, float] = {}
+        self._held: dict[str, str] = {}
+
+    def offer(self, key: str, text: str, now: float) -> str | None:
+        """The text to send now, or None: held (the newest held goes at `next_due`)."""
+        last = self._sent_at.get(key)
+        if key not in self._held and (last is None or now - last >= self.interval - self.TOLERANCE_S):
+            self._sent_at[key] = now
+            return text
+        self._held[key] = text
+        return None
+
+    def next_due(self) -> float | None:
+        """When the first held text may go (None: nothing held)."""
+        return min((self._sent_at[key] + self.interval for key in self._held), default=None)
+
+    def due(self, now: float) -> list[tuple[str, str]]:
+        """The held texts whose interval ended by `now`, as (key, text), in the order they were first held."""
+        out = [(key, text) for key, text in self._held.items()
+               if now - self._sent_at[key] >= self.interval - self.TOLERANCE_S]
+        for key, _ in out:
+            del self._held[key]
+            self._sent_at[key] = now
+        return out
+
+    def forget(self, key: str) -> None:
+        self._held.pop(key, None)
+        self._sent_at.pop(key, None)

@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from framestream.core.ratelimit import LatestEvery
 from framestream.core.wire import CLOSE_GOING_AWAY, CLOSE_TOO_MANY, IceCandidate, Input, error_message
 from framestream.errors import CapacityError, FrameGone, ProtocolError, protocol_error
 from framestream.feed import Outbox, Viewer
@@ -45,6 +46,8 @@ from framestream.webrtc.connection import ConnectionPeers
 
 log = logging.getLogger(__name__)
 
+STATE_INTERVAL_S = 0.05  # a frame's `frame-state` to one connection at most 20 times a second, the newest
+
 
 class ViewerConnection:
     def __init__(self, ctx: ServiceContext, ws: web.WebSocketResponse, peer: str | None = None) -> None:
@@ -60,6 +63,8 @@ class ViewerConnection:
         self.viewers: dict[str, Viewer] = {}  # what this connection added to each frame it watches
         self.peers = ConnectionPeers(ctx.settings, ctx.peers, self.session.number)  # its WebRTC peers
         self._tasks: set[asyncio.Task[None]] = set()
+        self._states = LatestEvery(STATE_INTERVAL_S)  # frame-states held to be sent at most this often
+        self._states_timer: asyncio.TimerHandle | None = None
         self.transport: asyncio.BaseTransport | None = None  # the socket under `ws`, for the writer's drain waits
 
     async def run(self) -> None:
@@ -71,11 +76,13 @@ class ViewerConnection:
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+            self._stop_states()
             self.outbox.close()
             with contextlib.suppress(asyncio.CancelledError):
                 await writer
 
     async def close(self, code: int, message: str) -> None:
+        self._stop_states()
         self.outbox.close()
         await self.ws.close(code=code, message=message.encode()[:120])
 
@@ -104,12 +111,13 @@ class ViewerConnection:
     async def _perform(self, actions: list[Action[Frame]]) -> None:
         for action in actions:
             if isinstance(action, Send):
-                self.outbox.push_text(action.text, action.key)
+                self._push(action.text, action.key)
             elif isinstance(action, Close):
                 await self.close(action.code, action.reason)
             elif isinstance(action, StartWatching):
                 self._start_watching(action.frame, action.slot, action.configured, action.offer)
             elif isinstance(action, StopWatching):
+                self._states.forget(state_key(action.frame.id))
                 viewer = self.viewers.pop(action.frame.id, None)
                 if viewer is not None:
                     action.frame.remove_viewer(viewer)
@@ -159,7 +167,33 @@ class ViewerConnection:
     def _on_event(self, event: FrameEvent) -> None:
         text = self.session.event_text(event)
         if text is not None:
-            self.outbox.push_text(text, state_key(event.frame_id) if isinstance(event, StateChanged) else None)
+            self._push(text, state_key(event.frame_id) if isinstance(event, StateChanged) else None)
+
+    def _push(self, text: str, key: str | None) -> None:
+        """A text to the outbox; a frame's `frame-state` (keyed) at most every STATE_INTERVAL_S, the newest."""
+        if key is None:
+            self.outbox.push_text(text)
+            return
+        now = asyncio.get_running_loop().time()
+        if (ready := self._states.offer(key, text, now)) is not None:
+            self.outbox.push_text(ready, key)
+        self._arm_states()
+
+    def _arm_states(self) -> None:
+        when = self._states.next_due()
+        if when is not None and self._states_timer is None and not self.outbox.closed:
+            self._states_timer = asyncio.get_running_loop().call_at(when, self._release_states)
+
+    def _release_states(self) -> None:
+        self._states_timer = None
+        for key, text in self._states.due(asyncio.get_running_loop().time()):
+            self.outbox.push_text(text, key)
+        self._arm_states()
+
+    def _stop_states(self) -> None:
+        if self._states_timer is not None:
+            self._states_timer.cancel()
+            self._states_timer = None
 
     def _overflowed(self) -> None:
         """The outbox gave up: the client does not read what it is sent. Closed with 4429."""

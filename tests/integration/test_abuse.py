@@ -14,6 +14,7 @@ import json
 import os
 import re
 import socket
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -319,4 +320,40 @@ async def test_the_browser_and_its_display_get_an_allow_listed_environment(servi
         assert not leaked - {"DISPLAY", "PWD", "SHLVL", "_"}, (name, leaked)
         assert env.get("PATH"), name
     assert environment(pids["browser"])["DISPLAY"].startswith(":")
+    await still_serving(service, frame_id)
+
+
+async def test_watch_churn_from_many_connections_reaches_a_viewer_at_most_20_times_a_second(
+        service: Service) -> None:
+    """#7: eight connections each send their whole burst of watch/unwatch (40 each, within the limits: none is
+    refused), 320 changes of the frame's viewer count within a moment; the frame's other viewer, reading as
+    fast as it can, gets at most one `frame-state` of the frame every 50 ms, and the last one is current."""
+    (frame_id,) = service.frame_ids()
+    observer = await StreamClient.connect(service)
+    await observer.watch(frame_id)
+    await observer.next_video(timeout=20)
+    # (They read all they get into their buffers, so that closing them at the end is quick.)
+    anchor = await StreamClient.connect(service, service.token("view", subject="anchor"), max_queue=None)
+    await anchor.watch(frame_id)  # while it watches, the frame has 2 viewers at least
+    churners = [await StreamClient.connect(service, service.token("view", subject=f"c{i}"), max_queue=None)
+                for i in range(8)]
+    seen = len(observer.texts)
+    started = time.monotonic()
+    burst = [json.dumps({"type": "watch" if i % 2 == 0 else "unwatch", "frame": frame_id}) for i in range(40)]
+
+    async def churn(c: StreamClient) -> None:
+        for message in burst:
+            await c.ws.send(message)
+        while len([m for m in c.texts if m.get("type") in ("video-config", "error")]) < 20:
+            await c.next_text(timeout=20)  # each watch answered: every message of the burst was taken
+
+    await asyncio.gather(*(churn(c) for c in churners))
+    assert all(m.get("type") != "error" for c in churners for m in c.texts), "a churner was refused"
+    await anchor.send({"type": "unwatch", "frame": frame_id})  # a state no churn could show: 1 viewer
+    while (await observer.next_text("frame-state", timeout=20))["viewers"] != 1:
+        pass
+    elapsed = time.monotonic() - started
+    states = [m for m in observer.texts[seen:] if m.get("type") == "frame-state" and m["frame"] == frame_id]
+    print(f"churn: 320 watch/unwatch in {elapsed:.2f} s, {len(states)} frame-states to the other viewer")
+    assert len(states) <= elapsed / 0.05 + 3, (len(states), elapsed)
     await still_serving(service, frame_id)
