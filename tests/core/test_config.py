@@ -62,6 +62,22 @@ def test_limits_come_from_the_environment() -> None:
         load_settings({"TERMINAL_AUTH_SECRET": SECRET, "FRAMESTREAM_MAX_CONNECTIONS": "-1"})
 
 
+
+def test_the_limits_on_waiting_connections_and_messages_come_from_the_environment() -> None:
+    defaults = load_settings({"TERMINAL_AUTH_SECRET": SECRET})
+    assert (defaults.max_pending_connections, defaults.max_pending_per_address) == (32, 8)
+    assert (defaults.message_rate_per_s, defaults.max_queued_text_bytes) == (200.0, 1024 * 1024)
+    s = load_settings({"TERMINAL_AUTH_SECRET": SECRET, "FRAMESTREAM_MAX_PENDING_CONNECTIONS": "64",
+                       "FRAMESTREAM_MAX_PENDING_PER_ADDRESS": "4", "FRAMESTREAM_MESSAGE_RATE": "50",
+                       "FRAMESTREAM_MAX_QUEUED_TEXT_BYTES": "65536"})
+    assert (s.max_pending_connections, s.max_pending_per_address, s.message_rate_per_s,
+            s.max_queued_text_bytes) == (64, 4, 50.0, 65536)
+    for name, value in [("FRAMESTREAM_MAX_PENDING_PER_ADDRESS", "0"), ("FRAMESTREAM_MAX_QUEUED_TEXT_BYTES", "100"),
+                        ("FRAMESTREAM_MESSAGE_RATE", "0")]:
+        with pytest.raises(ConfigError, match=name):
+            load_settings({"TERMINAL_AUTH_SECRET": SECRET, name: value})
+
+
 def test_defaults_are_the_documented_ones_and_unset_or_empty_variables_keep_them() -> None:
     defaults = load_settings({"TERMINAL_AUTH_SECRET": SECRET})
     assert defaults == Settings(secret=SECRET.encode(), insecure_dev=False)
