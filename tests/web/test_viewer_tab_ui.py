@@ -358,3 +358,29 @@ async def test_copied_text_reaches_the_viewer_and_a_paste_reaches_the_page(servi
     await paste(page, "pasted from the viewer")
     await wait_pixel(page, frame, PASTEFLAG, GREEN)
     await idle_input(page)
+
+
+async def test_a_copy_the_person_did_not_make_is_shown_but_never_written_to_their_clipboard(
+        service: Service, page: Page, make_frame: Callable[[], str]) -> None:
+    """Issue 32, #6: the web viewer wrote every copied text into its person's clipboard, even copies a page made
+    on its own. Now only right after the person's own gesture in the viewer; otherwise it is shown to copy by
+    hand. Here an agent's step (HTTP input) makes the page copy while the person has not acted for a while."""
+    frame = make_frame()
+    # The viewer's browser would let it write without a gesture (as a browser with the permission granted does).
+    await page.send("Browser.grantPermissions", {"origin": service.base,
+                                                 "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+    await page.send("Emulation.setFocusEmulationEnabled", {"enabled": True})  # (writing needs a focused page)
+    await open_viewer(page, service.base, service.token("drive", subject="ana"), [frame])
+    await wait_pixel(page, frame, COPY, RED)
+    assert await page.eval("navigator.clipboard.writeText('probe').then(() => true, () => false)"), \
+        "this test needs a viewer browser that lets the page write to the clipboard"
+    await page.wait_for("navigator.userActivation && !navigator.userActivation.isActive", within=30)
+    click = {"seq": 1, "events": [{"kind": "mouse", "action": "down", "x": COPY[0], "y": COPY[1], "button": "left"},
+                                  {"kind": "mouse", "action": "up", "x": COPY[0], "y": COPY[1], "button": "left"}]}
+    agent = service.token("drive", frame=frame, subject="agent", ttl=30, step=True)
+    status, body = await asyncio.to_thread(service.request, "POST", f"/frames/{frame}/input", click, agent)
+    assert status == 200, body
+    clip = in_view(frame, ".fs-clipboard")
+    await page.wait_for(f"!{clip}.hidden")
+    assert await page.eval(f"{clip}.dataset.copied") == "no", "written to the person's clipboard without a gesture"
+    assert await page.eval(f"{clip}.querySelector('.fs-clipboard-text').value") == "copied from the page"

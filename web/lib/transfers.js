@@ -126,9 +126,11 @@ export function createTransfers(doc, { fetchDownload }) {
       }
       list.hidden = rows.size === 0;
     },
-    /** A page copied `text`: put it in this machine's clipboard if the browser lets us, and show it. */
+    /** A page copied `text`: put it in this machine's clipboard if the person just acted here (their own
+     *  click or key: a page cannot fill their clipboard behind their back) and the browser lets us; show it. */
     async copied(text) {
-      const written = await write(text);
+      const activation = win.navigator.userActivation;
+      const written = activation !== undefined && activation.isActive && await write(text);
       showCopied(text, written);
       return written;
     },
