@@ -120,3 +120,13 @@ def test_url_policy() -> None:
     assert check_url("http://127.0.0.1:3000/", ("127.0.0.1",))
     with pytest.raises(ValueError, match="ALLOW_HOSTS"):
         check_url("http://evil.example/", ("127.0.0.1",))
+
+
+def test_insecure_dev_serves_on_loopback_only() -> None:
+    """Its signing key is public: on 0.0.0.0 anyone who reached the port could mint a drive token."""
+    for host in ("127.0.0.1", "::1", "localhost", "127.0.0.2"):
+        assert load_settings({}, host=host, insecure_dev=True).insecure_dev
+    for host in ("0.0.0.0", "::", "192.0.2.7", "example.test"):
+        with pytest.raises(ConfigError, match="loopback only"):
+            load_settings({}, host=host, insecure_dev=True)
+    assert load_settings({"TERMINAL_AUTH_SECRET": SECRET}, host="0.0.0.0").host == "0.0.0.0"
