@@ -36,6 +36,7 @@ from framestream.browser.tab_events import (
     TabSettings,
 )
 from framestream.core.pages import Dialog, FileChooser, Page, PageStack
+from framestream.core.urls import without_query
 from framestream.errors import BrowserError, CDPError, ProtocolError
 
 log = logging.getLogger(__name__)
@@ -161,7 +162,8 @@ class Tabs:
         target_id = str(info.get("targetId", ""))
         url = str(info.get("url", ""))
         if len(self.pages) >= self.settings.max_pages:
-            log.warning("a page opened %s past the limit of %d pages; closed", url, self.settings.max_pages)
+            log.warning("a page opened %s past the limit of %d pages; closed", without_query(url),
+                        self.settings.max_pages)
             with contextlib.suppress(CDPError):
                 await self.cdp.call("Target.closeTarget", {"targetId": target_id}, timeout=5.0)
             self._emit(PageRefused(url, f"a frame holds at most {self.settings.max_pages} pages"))

@@ -16,7 +16,7 @@ from typing import Any
 
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.tab_events import PageRefused, TabEvent
-from framestream.core.urls import host_allowed
+from framestream.core.urls import host_allowed, without_query
 from framestream.errors import CDPError
 
 log = logging.getLogger("framestream.browser.tabs")
@@ -34,7 +34,7 @@ async def check(cdp: CDPConnection, params: dict[str, Any], allowed_hosts: Seque
     with contextlib.suppress(CDPError):
         await cdp.call("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"},
                        session_id=session_id)
-    log.warning("a page tried to load %s, off FRAMESTREAM_URL_ALLOW_HOSTS: blocked", url[:200])
+    log.warning("a page tried to load %s, off FRAMESTREAM_URL_ALLOW_HOSTS: blocked", without_query(url)[:200])
     emit(PageRefused(url, "its host is not in FRAMESTREAM_URL_ALLOW_HOSTS", code="url-not-allowed"))
 
 

@@ -89,4 +89,11 @@ def host_allowed(url: str, allowed_hosts: Sequence[str]) -> bool:
     return True
 
 
-__all__ = ["ALLOWED_SCHEMES", "MAX_URL_LENGTH", "canonical_host", "check_url", "host_allowed"]
+def without_query(url: str) -> str:
+    """`url` without its query and fragment, which often carry secrets (OAuth codes, an app's own tokens): what
+    view-only viewers and the log are told of a page."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")) if parts.scheme else url.split("?", 1)[0]
+
+
+__all__ = ["ALLOWED_SCHEMES", "MAX_URL_LENGTH", "canonical_host", "check_url", "host_allowed", "without_query"]

@@ -13,9 +13,11 @@ from typing import Any
 from aiohttp import web
 
 from framestream.config import DEFAULT_CSS_SIZE, DEFAULT_DPR, frame_size
+from framestream.core.tokens import Claims
+from framestream.core.urls import without_query
 from framestream.core.wire import parse_input_body
 from framestream.errors import FRAME_ERRORS, ConfigError, ProtocolError, protocol_error
-from framestream.frames import check_url
+from framestream.frames import Frame, check_url
 from framestream.server import tab_routes
 from framestream.server.context import ServiceContext
 from framestream.server.http_common import (
@@ -83,16 +85,24 @@ async def create_frame(request: web.Request) -> web.Response:
     return web.json_response(frame.describe(), status=201)
 
 
+def _described(frame: Frame, claims: Claims) -> dict[str, Any]:
+    """A frame object; a view-only token gets its URL without query and fragment (as in frame-state)."""
+    described = frame.describe()
+    if not (claims.allows("drive", frame.id) or claims.allows("control", frame.id)):
+        described["url"] = without_query(str(described["url"]))
+    return described
+
+
 async def list_frames(request: web.Request) -> web.Response:
     claims = _require(request, "view", "control")
-    frames = [f.describe() for f in _ctx(request).manager.frames.values() if claims.allows("view", f.id)]
+    frames = [_described(f, claims) for f in _ctx(request).manager.frames.values() if claims.allows("view", f.id)]
     return web.json_response({"frames": frames})
 
 
 async def get_frame(request: web.Request) -> web.Response:
     frame = _frame(request)
-    _require(request, "view", "control", frame_id=frame.id)
-    return web.json_response(frame.describe())
+    claims = _require(request, "view", "control", frame_id=frame.id)
+    return web.json_response(_described(frame, claims))
 
 
 async def delete_frame(request: web.Request) -> web.Response:

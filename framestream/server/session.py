@@ -20,6 +20,7 @@ from typing import Generic
 from framestream.config import Settings
 from framestream.core.ratelimit import MessageLimits, TokenBucket
 from framestream.core.tokens import CLOCK_SKEW_S, Claims
+from framestream.core.urls import without_query
 from framestream.core.wire import (
     CLOSE_FORBIDDEN,
     CLOSE_HELLO_TIMEOUT,
@@ -224,12 +225,20 @@ class ViewerSession(Generic[F]):
         except ProtocolError as exc:
             return [Send(error_message(exc.code, exc.message, exc.frame, exc.seq))]
 
+    def _frame_state(self, state: StateChanged) -> str:
+        """`frame-state` for this connection: a view-only viewer gets the URLs without query and fragment (they
+        often carry secrets: OAuth codes, an app's own tokens); the pages themselves it sees anyway."""
+        url, pages = state.url, state.pages
+        if not self._may_drive(state.frame_id):
+            url = without_query(url)
+            pages = None if pages is None else [{**p, "url": without_query(str(p.get("url", "")))} for p in pages]
+        return frame_state(state.frame_id, state.state, url, state.viewers, state.driver, state.message, pages)
+
     def event_text(self, event: FrameEvent) -> str | None:
         """The message that tells this connection what a frame it watches emitted (None: not for it: what goes in
         and out of a frame is for viewers that may drive it, unless configured otherwise)."""
         if isinstance(event, StateChanged):
-            return frame_state(event.frame_id, event.state, event.url, event.viewers, event.driver, event.message,
-                               event.pages)
+            return self._frame_state(event)
         if isinstance(event, ControlChanged):
             you = event.presenter is not None and event.presenter == self.presenter
             return control_message(event.frame_id, event.driver, you)
@@ -385,8 +394,7 @@ class ViewerSession(Generic[F]):
         configured = frame.feed.codec is not None and state.state == "live"
         actions: list[Action[F]] = [Send(config_text(frame, slot))] if configured else []
         actions += [
-            Send(frame_state(state.frame_id, state.state, state.url, state.viewers, state.driver, state.message,
-                             state.pages), key=state_key(frame_id)),
+            Send(self._frame_state(state), key=state_key(frame_id)),
             StartWatching(frame, slot, configured, offer),
             BringUp(frame),
         ]
