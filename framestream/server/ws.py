@@ -113,7 +113,7 @@ class ViewerConnection:
             if isinstance(action, Send):
                 self._push(action.text, action.key)
             elif isinstance(action, Close):
-                await self.close(action.code, action.reason)
+                await close_within(self, action.code, action.reason)
             elif isinstance(action, StartWatching):
                 self._start_watching(action.frame, action.slot, action.configured, action.offer)
             elif isinstance(action, StopWatching):
@@ -281,14 +281,15 @@ CLOSE_WAIT_S = 5.0  # a client that does not read may never take the close frame
 def _close_soon(conn: ViewerConnection, reason: str) -> None:
     """Close `conn` with 4429 from outside its own tasks (which its end cancels)."""
     conn.session.phase = Phase.CLOSED  # nothing it sends now is taken
-    task = asyncio.create_task(_close_within(conn, reason), name="ws-close-4429")
+    task = asyncio.create_task(close_within(conn, CLOSE_TOO_MANY, reason), name="ws-close-4429")
     _closing.add(task)
     task.add_done_callback(_closing.discard)
 
 
-async def _close_within(conn: ViewerConnection, reason: str) -> None:
+async def close_within(conn: ViewerConnection, code: int, reason: str) -> None:
+    """Close `conn` with `code`; a peer that does not take the close frame within CLOSE_WAIT_S is dropped."""
     try:
-        await asyncio.wait_for(conn.close(CLOSE_TOO_MANY, reason), CLOSE_WAIT_S)
+        await asyncio.wait_for(conn.close(code, reason), CLOSE_WAIT_S)
     except (TimeoutError, ConnectionError, RuntimeError):
         if isinstance(conn.transport, asyncio.WriteTransport):
             conn.transport.abort()
