@@ -248,11 +248,31 @@ async def test_a_watch_flood_is_closed_and_does_not_fan_out_to_other_viewers(ser
     await still_serving(service, frame_id)
 
 
+async def not_reading(svc: Service) -> websockets.ClientConnection:
+    """A welcomed viewer with a 4 KiB receive buffer that reads nothing more (its client buffers one message)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", svc.port))
+    sock.setblocking(False)
+    ws = await websockets.connect(svc.ws_url, sock=sock, max_size=None, max_queue=1, close_timeout=1)
+    await ws.send(json.dumps({"type": "hello", "token": svc.token("view", subject="mallory")}))
+    assert json.loads(await ws.recv())["type"] == "welcome"
+    return ws
+
+
+def connections(svc: Service) -> float:
+    text = svc.get("/metrics", token=None)[1].decode()
+    match = re.search(r"^framestream_connections (\S+)$", text, re.M)
+    assert match, "no framestream_connections in /metrics"
+    return float(match.group(1))
+
+
 async def test_a_viewer_that_does_not_read_is_closed_past_the_text_bound(state_dir: Any, pages: str) -> None:
     """#5: with the message rate out of the way (FRAMESTREAM_MESSAGE_RATE=100000), a viewer with a tiny receive
     buffer that sends watch messages for a 60,000-character id and reads nothing fills its text queue: past
     FRAMESTREAM_MAX_QUEUED_TEXT_BYTES (64 KiB here) it is dropped and closed with 4429 (seen once it reads
-    again), and the service's memory does not follow the flood."""
+    again); one that never reads again loses its connection all the same; the service's memory does not follow
+    the floods."""
     svc = Service(state_dir, env_extra={"FRAMESTREAM_MESSAGE_RATE": "100000",
                                         "FRAMESTREAM_MAX_QUEUED_TEXT_BYTES": "65536"},
                   frames=[f"{pages}/box.html@320x200"]).start()
@@ -260,31 +280,40 @@ async def test_a_viewer_that_does_not_read_is_closed_past_the_text_bound(state_d
         (frame_id,) = svc.frame_ids()
         await svc.wait_state_async(frame_id, "live")
         before_mb = resident_mb(svc)
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.connect(("127.0.0.1", svc.port))
-        sock.setblocking(False)
-        attacker = await websockets.connect(svc.ws_url, sock=sock, max_size=None, max_queue=1)
-        await attacker.send(json.dumps({"type": "hello", "token": svc.token("view", subject="mallory")}))
-        assert json.loads(await attacker.recv())["type"] == "welcome"
         message = json.dumps({"type": "watch", "frame": "x" * 60_000})
         sent = 0
 
-        async def flood() -> None:
+        async def flood(attacker: websockets.ClientConnection, closes: int) -> None:
+            """Send until the log says the service gave up on `closes` clients that do not read."""
             nonlocal sent
-            while "does not read" not in svc.log():
-                for _ in range(200):
-                    await attacker.send(message)
-                    sent += 1
-                await asyncio.sleep(0)
+            try:
+                while svc.log().count("does not read") < closes:
+                    for _ in range(200):
+                        await attacker.send(message)
+                        sent += 1
+                    await asyncio.sleep(0)
+            except websockets.ConnectionClosed:
+                pass  # dropped already
 
-        await asyncio.wait_for(flood(), 60)
+        attacker = await not_reading(svc)
+        await asyncio.wait_for(flood(attacker, 1), 60)
         with pytest.raises(websockets.ConnectionClosed) as closed:
             while True:  # reading again: what was in the pipe, then the close
                 await asyncio.wait_for(attacker.recv(), 10)
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 4429, closed.value
         assert "not reading" in closed.value.rcvd.reason
         print(f"not reading: closed after {sent} messages sent")
+        # One that never reads again is dropped all the same (it never takes the close frame: 5 s later).
+        silent = await not_reading(svc)
+        try:
+            await asyncio.wait_for(flood(silent, 2), 60)
+
+            async def dropped() -> bool:
+                return connections(svc) == 0
+
+            await until("the client that never reads dropped", dropped, within=30)
+        finally:
+            await silent.close()
         assert resident_mb(svc) - before_mb < 60
         await still_serving(svc, frame_id)
     finally:
