@@ -21,7 +21,7 @@ from framestream.frames.files import remove_folders
 from framestream.server.context import ServiceContext
 from framestream.server.http_common import bearer, ctx_of, error, frame_of, json_body
 from framestream.server.inputs import apply_step
-from framestream.server.uploads import UploadRefused, receive_files
+from framestream.server.uploads import UploadRefused, check_headers, receive_files
 
 
 def _next_seq() -> int:
@@ -41,11 +41,20 @@ async def answer_file_chooser(request: web.Request) -> web.Response:
     within the limits (server/uploads.py), then handed to the page under the same grant. Whatever fails, what was
     written is deleted and the page gets nothing."""
     ctx, frame = ctx_of(request), frame_of(request)
+    try:
+        return await _answer_file_chooser(request, ctx, frame)
+    except UploadRefused as exc:
+        ctx.inputs_refused[exc.code] = ctx.inputs_refused.get(exc.code, 0) + 1
+        return error(exc.code, exc.message, exc.status)
+
+
+async def _answer_file_chooser(request: web.Request, ctx: ServiceContext, frame: Frame) -> web.Response:
     grant = bearer(request)
     chooser_id = request.match_info["chooser"]
     claims = ctx.verify_drive(grant, frame.id)  # before reading a byte of the upload
     if chooser_id not in frame.browsing.choosers:
         raise ProtocolError("unknown-file-chooser", f"no open file chooser {chooser_id!r}")
+    check_headers(request, max_bytes=ctx.settings.upload_max_bytes)  # refused on its headers: nothing changes
     seq = _next_seq()
     # Arbitration before the body: a superseded (or replayed) grant's upload is never read.
     await apply_step(ctx, frame, grant, seq, AdmitFiles(chooser_id))
@@ -60,9 +69,6 @@ async def answer_file_chooser(request: web.Request) -> web.Response:
                                     multiple=chooser.multiple)
         await _apply_admitted(ctx, frame, claims, seq, ChooseFiles(chooser_id, tuple(paths)))
         kept = True
-    except UploadRefused as exc:
-        ctx.inputs_refused[exc.code] = ctx.inputs_refused.get(exc.code, 0) + 1
-        return error(exc.code, exc.message, exc.status)
     finally:
         files.end_upload(folder, kept=kept)
         if not kept:

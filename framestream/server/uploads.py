@@ -39,15 +39,20 @@ def _too_large(max_bytes: int) -> UploadRefused:
                          f"a file chooser's answer is at most {max_bytes} bytes (FRAMESTREAM_UPLOAD_MAX_BYTES)")
 
 
-async def receive_files(request: web.Request, files: FrameFiles, folder: Path, *, max_bytes: int,
-                        multiple: bool) -> list[Path]:
-    """Save each part named "file" in `folder` (made here); the paths in order. Raises UploadRefused past a
-    limit, ProtocolError for a body that is not an answer; what it wrote stays for the caller to delete."""
+def check_headers(request: web.Request, *, max_bytes: int) -> None:
+    """What the headers alone tell: not multipart (ProtocolError), or a `Content-Length` past the limit."""
     if not request.content_type.startswith("multipart/"):
         raise ProtocolError("bad-message", "send the files as multipart/form-data, parts named \"file\"")
     length = request.content_length
     if length is not None and length > max_bytes + OVERHEAD:
         raise _too_large(max_bytes)
+
+
+async def receive_files(request: web.Request, files: FrameFiles, folder: Path, *, max_bytes: int,
+                        multiple: bool) -> list[Path]:
+    """Save each part named "file" in `folder` (made here); the paths in order. Raises UploadRefused past a
+    limit, ProtocolError for a body that is not an answer; what it wrote stays for the caller to delete."""
+    check_headers(request, max_bytes=max_bytes)
     try:
         reader = await request.multipart()
     except (ValueError, AssertionError) as exc:
@@ -113,4 +118,4 @@ async def _save(request: web.Request, part: BodyPartReader, files: FrameFiles, f
         await asyncio.shield(asyncio.to_thread(fh.close))
 
 
-__all__ = ["UploadRefused", "receive_files"]
+__all__ = ["UploadRefused", "check_headers", "receive_files"]

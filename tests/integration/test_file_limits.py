@@ -45,7 +45,7 @@ service = service_fixture(scope="module", env={
 
 MARKER = (360, 320)  # (y, x)
 ONE, MANY = (100, 30), (320, 30)  # the file inputs: one file, several
-TRICKLE, SMALL1, SMALL2, BIG1, BIG2 = (100, 130), (320, 130), (540, 130), (100, 220), (320, 220)
+TRICKLE, SMALL1, SMALL2, BIG1, BIG2 = "t", "1", "2", "b", "n"  # the keys that start the page's downloads
 
 
 class Downloads:
@@ -158,14 +158,15 @@ def uploaded(service: Service, frame: str) -> list[Path]:
 
 
 async def chooser_opened(driver: Driver, at: tuple[int, int]) -> dict[str, Any]:
-    seen = {m.get("id") for m in driver.client.texts if m.get("type") == "file-chooser"}
+    """Click a file input; the new chooser's message (it may come before the click's ack)."""
+    def choosers() -> list[dict[str, Any]]:
+        return [m for m in driver.client.texts if m.get("type") == "file-chooser"]
+    seen = {m["id"] for m in choosers()}
     assert (await driver.click(*at))["type"] == "input-ack"
     deadline = time.monotonic() + 15
-    while (left := deadline - time.monotonic()) > 0:
-        msg = await driver.client.next_text("file-chooser", timeout=left)
-        if msg["id"] not in seen:
-            return msg
-    raise AssertionError("no new file chooser")
+    while not (new := [m for m in choosers() if m["id"] not in seen]):
+        await driver.client.next_text("file-chooser", timeout=max(0.0, deadline - time.monotonic()))
+    return new[0]
 
 
 async def test_an_upload_under_a_superseded_grant_is_refused_unread_and_leaves_nothing(
@@ -184,6 +185,19 @@ async def test_an_upload_under_a_superseded_grant_is_refused_unread_and_leaves_n
     assert status == 200 and body["files"] == ["ok.bin"], body
     await driver.colour(MARKER, (60, 7, 9))
     assert [p.name for p in uploaded(service, driver.frame)] == ["ok.bin"]
+
+
+async def test_a_step_grant_answers_once_and_its_replay_is_refused_unread(driver: Driver, service: Service) -> None:
+    chooser = await chooser_opened(driver, ONE)
+    step = service.token("drive", frame=driver.frame, step=True)
+    status, body = await upload(service, driver.frame, chooser["id"], step, [("s.bin", bytes([11, 12]))])
+    assert status == 200, body  # spent when admitted, before the body; the files follow under it
+    await driver.colour(MARKER, (60, 11, 12))
+    driver.grant = service.token("drive", frame=driver.frame)  # newer than the step grant: the clicks go on
+    chooser = await chooser_opened(driver, ONE)
+    status, body = await upload(service, driver.frame, chooser["id"], step, [("again.bin", b"\1" * 1_000_000)])
+    assert status == 409 and body["error"] == "replayed", body
+    assert [p.name for p in uploaded(service, driver.frame)] == ["s.bin"]
 
 
 async def test_three_thousand_parts_are_refused_at_once_while_healthz_answers(driver: Driver,
@@ -234,6 +248,16 @@ async def test_answers_past_a_limit_leave_nothing_and_the_quota_drops_the_oldest
     assert sum(p.stat().st_size for p in uploaded(service, driver.frame)) <= 12 * MIB
 
 
+async def start_download(driver: Driver, key: str) -> None:
+    """Press the page's key for a download (keys, not clicks: hovering a link shows its URL in a popup window,
+    and while a popup is up pointer input goes through X, which raced the page's own click)."""
+    code = f"Key{key.upper()}" if key.isalpha() else f"Digit{key}"
+    answer = await driver.send({"type": "input", "events": [
+        {"kind": "key", "action": "down", "key": key, "code": code, "modifiers": 0},
+        {"kind": "key", "action": "up", "key": key, "code": code, "modifiers": 0}]})
+    assert answer["type"] == "input-ack", answer
+
+
 def _on_disk(service: Service, frame: str) -> set[str]:
     folder = service.state_dir / "files" / frame / "downloads"
     return set(os.listdir(folder)) if folder.is_dir() else set()
@@ -247,19 +271,23 @@ def _listing(service: Service, driver: Driver) -> list[dict[str, Any]]:
 
 async def test_an_evicted_running_download_is_cancelled_and_its_file_deleted(
         driver: Driver, service: Service, download_server: Downloads) -> None:
-    await driver.click(*TRICKLE)
+    await start_download(driver, TRICKLE)
     trickle = await driver.text_of("download", name="t.bin", state="started")
     await download_server.wait(download_server.began, "t")
+
+    async def trickle_on_disk() -> bool:  # the browser has taken it as a download: the next click is a new one
+        return any(name.startswith(trickle["id"]) for name in _on_disk(service, driver.frame))
+    await until("the running download's file", trickle_on_disk, 15)
     stray = service.state_dir / "files" / driver.frame / "downloads" / "stray"
     stray.write_bytes(b"not in the index")
     os.utime(stray, (time.time() - 60, time.time() - 60))
 
-    await driver.click(*SMALL1)
+    await start_download(driver, SMALL1)
     s1 = await driver.text_of("download", name="s1.bin", state="done")
-    await driver.click(*SMALL2)  # a third download past the count of 2: the oldest, still running, goes
+    await start_download(driver, SMALL2)  # a third download past the count of 2: the oldest, still running, goes
     s2 = await driver.text_of("download", name="s2.bin", state="done")
-    assert (await driver.text_of("download", id=trickle["id"], state="failed"))["size"] < MIB
     await download_server.wait(download_server.closed, "t")  # the browser stopped fetching it
+    assert (await driver.text_of("download", id=trickle["id"], state="failed"))["size"] < MIB
 
     kept = {"index.json", s1["id"], s2["id"]}
 
@@ -272,9 +300,9 @@ async def test_an_evicted_running_download_is_cancelled_and_its_file_deleted(
 
 
 async def test_the_frames_download_quota_keeps_the_newest(driver: Driver, service: Service) -> None:
-    await driver.click(*BIG1)
+    await start_download(driver, BIG1)
     b1 = await driver.text_of("download", name="b1.bin", state="done")
-    await driver.click(*BIG2)  # 800,000 + 900,000 bytes pass the quota of 1.5 MiB: the oldest goes
+    await start_download(driver, BIG2)  # 800,000 + 900,000 bytes pass the quota of 1.5 MiB: the oldest goes
     b2 = await driver.text_of("download", name="b2.bin", state="done")
     assert b2["size"] == 900_000
 
