@@ -201,7 +201,9 @@ class CDPConnection:
                 elif "method" in message:
                     params = dict(message.get("params", {}))
                     if "sessionId" in message:
-                        params["sessionId"] = message["sessionId"]
+                        # An event about a session (a target attached to a page's session) keeps that session's id
+                        # and names the one it came through as `parentSessionId`.
+                        params["parentSessionId" if "sessionId" in params else "sessionId"] = message["sessionId"]
                     for handler in list(self._handlers.get(message["method"], ())):
                         try:
                             handler(params)

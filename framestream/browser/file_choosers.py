@@ -30,20 +30,21 @@ class FileChoosers:
         self.open: dict[str, FileChooser] = {}
         self._ids = 0
 
-    def opened(self, page: Page, params: dict[str, Any]) -> None:
-        self._spawn(self._tell(page, params), "file-chooser")
+    def opened(self, page: Page, params: dict[str, Any], session_id: str | None = None) -> None:
+        """A chooser opened in `page`, or in one of its cross-site frames (whose `session_id` owns the input)."""
+        self._spawn(self._tell(page, params, session_id or page.session_id), "file-chooser")
 
-    async def _tell(self, page: Page, params: dict[str, Any]) -> None:
+    async def _tell(self, page: Page, params: dict[str, Any], session_id: str) -> None:
         node = params.get("backendNodeId")
         accept: tuple[str, ...] = ()
         if isinstance(node, int):
             with contextlib.suppress(CDPError):
                 described = await self.cdp.call("DOM.describeNode", {"backendNodeId": node},
-                                                 session_id=page.session_id)
+                                                 session_id=session_id)
                 attributes = described.get("node", {}).get("attributes", [])
                 accept = parse_accept(dict(zip(attributes[::2], attributes[1::2], strict=False)).get("accept"))
         self._ids += 1
-        chooser = FileChooser(f"c{self._ids}", page.id, page.session_id, node if isinstance(node, int) else None,
+        chooser = FileChooser(f"c{self._ids}", page.id, session_id, node if isinstance(node, int) else None,
                               params.get("mode") == "selectMultiple", accept)
         self.open[chooser.id] = chooser
         log.debug("page %s opened a file chooser", page.id)

@@ -13,6 +13,29 @@ from framestream.browser.tab_events import TabSettings
 from framestream.core.pages import Page
 from framestream.errors import CDPError
 
+_FETCH: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("Fetch.enable", {"patterns": [{"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}]}),)
+
+# A cross-site iframe is a target of its own: without a session of ours its <input type=file> opened GTK's native
+# "Open File" dialog on the frame's screen, through which a driver could browse the service's own files (issue 32,
+# checked). Every page (and frame) auto-attaches its frames, paused, for `prepare_subframe`.
+_SUBFRAMES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}),)
+
+
+async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSettings) -> None:
+    """A cross-site iframe before its first script: its file choosers intercepted (browser/tabs.py hands them to
+    the page it belongs to), the allow list on its documents, its own frames attached the same way."""
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("Page.enable", {}),
+        ("Page.setInterceptFileChooserDialog", {"enabled": True}),
+        *(_FETCH if settings.allowed_hosts else ()),
+        *_SUBFRAMES,
+        ("Runtime.runIfWaitingForDebugger", {}),
+    ]
+    with contextlib.suppress(CDPError):  # (an iframe gone before it was set up)
+        await asyncio.gather(*(cdp.call(method, params, session_id=session_id) for method, params in calls))
+
 
 async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None:
     """The calls go out together, with the one that lets the page run last, as some of them (Page.enable on a new
@@ -36,8 +59,8 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
             "screenWidth": css_width, "screenHeight": css_height}),
         # With an allow list, every document this page loads (its own navigations, redirects, links, scripts,
         # frames) is paused for `Tabs` to check its host first (core/urls.py).
-        *((("Fetch.enable", {"patterns": [{"urlPattern": "*", "resourceType": "Document",
-                                            "requestStage": "Request"}]}),) if settings.allowed_hosts else ()),
+        *(_FETCH if settings.allowed_hosts else ()),
+        *_SUBFRAMES,
         ("Runtime.runIfWaitingForDebugger", {}),
     ]
     await asyncio.gather(*(cdp.call(method, params, session_id=page.session_id) for method, params in calls))

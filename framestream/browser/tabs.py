@@ -60,6 +60,7 @@ class Tabs:
         self.paused = False
         self.closed = False
         self._copies = CopyRelay(lambda text: self._emit(Copied(text)))  # coalesced, rate-limited
+        self._subframes: dict[str, str] = {}  # a cross-site iframe's session -> the session it is a frame of
 
     # -- start and stop ----------------------------------------------------------------------------------
 
@@ -146,6 +147,10 @@ class Tabs:
     def _on_attached(self, params: dict[str, Any]) -> None:
         info = params.get("targetInfo") or {}
         session_id = str(params.get("sessionId", ""))
+        if info.get("type") == "iframe":  # a cross-site frame of one of our pages (or of such a frame)
+            self._subframes[session_id] = str(params.get("parentSessionId", ""))
+            self.spawn(page_setup.prepare_subframe(self.cdp, session_id, self.settings), "adopt-iframe")
+            return
         if info.get("type") != "page":
             # Browser UI and workers are not ours to drive: let them run and leave them alone.
             self.spawn(self._release_other(session_id, bool(params.get("waitingForDebugger"))), "detach-other")
@@ -215,6 +220,8 @@ class Tabs:
         self._forget(str(params.get("targetId", "")))
 
     def _on_detached(self, params: dict[str, Any]) -> None:
+        if self._subframes.pop(str(params.get("sessionId", "")), None) is not None:
+            return
         page = self.pages.by_session(str(params.get("sessionId", "")))
         if page is not None:
             self._forget(page.target_id)
@@ -373,9 +380,19 @@ class Tabs:
         return self.file_choosers.open
 
     def _on_file_chooser(self, params: dict[str, Any]) -> None:
-        page = self.pages.by_session(params.get("sessionId"))
+        session_id = str(params.get("sessionId", ""))
+        page = self._page_of(session_id)
         if page is not None:
-            self.file_choosers.opened(page, params)
+            self.file_choosers.opened(page, params, session_id)
+
+    def _page_of(self, session_id: str) -> Page | None:
+        """The page a session belongs to: its own, or the page whose (cross-site) frame it is."""
+        for _ in range(16):  # (frames nest only so deep)
+            page = self.pages.by_session(session_id)
+            if page is not None or session_id not in self._subframes:
+                return page
+            session_id = self._subframes[session_id]
+        return None
 
     async def choose_files(self, chooser_id: str, paths: Iterable[Path]) -> None:
         await self.file_choosers.choose(chooser_id, paths)
