@@ -236,7 +236,7 @@ def test_pages_cannot_reach_the_cluster_or_the_metadata_endpoint() -> None:
         return False
 
     for internal in ("169.254.169.254", "10.0.0.1", "172.20.1.1", "192.168.1.1", "100.64.0.10", "fd00::1",
-                     "fe80::1"):
+                     "fe80::1", "::ffff:169.254.169.254", "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::a00:1"):
         assert not allowed(internal), internal
     for public in ("1.1.1.1", "8.8.8.8", "2606:4700:4700::1111"):
         assert allowed(public), public
