@@ -180,10 +180,24 @@ def build_app(ctx: ServiceContext) -> web.Application:
     return app
 
 
+def viewer_policy(allowed_origins: tuple[str, ...]) -> str:
+    """The viewer page's Content-Security-Policy: its own scripts only (no inline script, no eval), its own
+    connections (HTTP and the WebSocket), pictures from blobs, and embedded only by itself or by the origins
+    FRAMESTREAM_ALLOWED_ORIGINS lets connect (issue 32: the viewer page had neither CSP nor frame-ancestors)."""
+    ancestors = " ".join(("'self'", *allowed_origins))
+    return ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' blob: data:; "
+            "media-src 'self' blob:; connect-src 'self' blob:; object-src 'none'; base-uri 'none'; "
+            f"form-action 'none'; frame-ancestors {ancestors}")
+
+
 async def _revalidate_viewer(request: web.Request, response: web.StreamResponse) -> None:
-    """The viewer's files revalidate on every load (Last-Modified makes that cheap), so an upgrade is seen."""
+    """The viewer's files revalidate on every load (Last-Modified makes that cheap), so an upgrade is seen; the
+    viewer page gets its policy (the demo page, which a frame shows, keeps its inline script)."""
     if request.path == "/" or request.path.startswith("/web/"):
         response.headers["Cache-Control"] = "no-cache"
+    if request.path in ("/", "/web/index.html"):
+        response.headers["Content-Security-Policy"] = viewer_policy(_ctx(request).settings.allowed_origins)
+        response.headers["X-Content-Type-Options"] = "nosniff"
 
 
 __all__ = ["build_app", "encode_png"]

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import re
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,13 @@ def test_the_frames_browser_listens_on_no_port_and_the_service_passes_no_devtool
                  "/web/../profiles", f"/frames/{frame_id}/devtools"):
         status, _ = service.get(path)
         assert status in (404, 403), f"{path} answered {status}"
+
+
+def test_the_viewer_page_has_a_content_security_policy(service: Service) -> None:
+    """Its own scripts only, its own connections, embedded only by itself (or FRAMESTREAM_ALLOWED_ORIGINS)."""
+    with urllib.request.urlopen(f"{service.base}/", timeout=10) as resp:
+        policy = resp.headers["Content-Security-Policy"]
+    directives = dict(part.strip().split(" ", 1) for part in policy.split(";"))
+    assert directives["script-src"] == "'self'", policy
+    assert directives["frame-ancestors"] == "'self' http://good.test", policy  # this service's allowed origin
+    assert directives["object-src"] == "'none'" and directives["connect-src"] == "'self' blob:", policy
