@@ -60,6 +60,8 @@ class Frame:
         self._runtime: Runtime | None = None
         self._pause_timer: asyncio.TimerHandle | None = None
         self._restarts = RestartBudget()
+        self._reloads = RestartBudget()  # reloads after the page's renderer crashed: a page that crashes itself in
+        # a loop (issue 32, suspected: reloaded without end) stays on Chrome's crash page past this
         self._encode_seconds_before = 0.0  # by runtimes that have ended
         self._published = 0  # pictures of the current pipeline handed out on the loop
         # Whether the current pipeline's pictures show the page: not while the browser starts and loads it
@@ -369,6 +371,13 @@ class Frame:
         async with self._lock:
             runtime = self._runtime
             if runtime is None or self.deleted:
+                return
+            if not self._reloads.spend(time.monotonic()):
+                limit = self._reloads.per_minute
+                log.warning("the page crashed again; not reloaded (%d reloads a minute at most)", limit,
+                            extra={"frame": self.id})
+                self._set_state(FrameState.ERROR, f"the page crashed more than {limit} times a minute; "
+                                                  "navigate or reload it to try again")
                 return
             log.warning("the page crashed; reloading it", extra={"frame": self.id})
             self._set_state(FrameState.LAUNCHING, "the page crashed; reloading")

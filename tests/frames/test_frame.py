@@ -155,6 +155,19 @@ async def test_a_crashed_page_is_reloaded_in_the_same_browser(frames: FrameManag
     assert len(launches.runtimes) == 1 and launches.last.keyframe_requests
 
 
+async def test_a_page_that_keeps_crashing_is_not_reloaded_without_end(frames: FrameManager,
+                                                                        launches: Launches) -> None:
+    frame, watcher = await live_frame(frames)
+    for _ in range(RESTARTS_PER_MINUTE):
+        launches.last.hooks.on_crashed()
+        await watcher.until_state(LAUNCHING)
+        await watcher.until_state(LIVE)
+    launches.last.hooks.on_crashed()  # one more within the minute: left on the crash page, and said so
+    state = await watcher.until_state(ERROR)
+    assert state.message is not None and "crashed more than" in state.message
+    assert frame.browser_running and len(launches.runtimes) == 1  # the browser and its other pages live on
+
+
 async def test_a_picture_of_a_stopped_pipeline_never_reaches_the_next_ones_viewers(
         frames: FrameManager, launches: Launches) -> None:
     frame = await frames.create(URL, SIZE)
