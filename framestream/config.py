@@ -143,6 +143,7 @@ class Settings:
     ice_hosts: tuple[str, ...] = ()
     ice_servers: tuple[IceServer, ...] = ()
     max_peer_connections: int = 32
+    max_peers_per_connection: int = 4  # so one viewer cannot take every peer slot
     ice_timeout_s: float = 10.0
     frames: tuple[tuple[str, FrameSize], ...] = field(default_factory=tuple)
 
@@ -166,6 +167,7 @@ _ENV_NUMBERS: Final[Mapping[str, tuple[str, type[int] | type[float], float, floa
     "download_max_bytes": ("FRAMESTREAM_DOWNLOAD_MAX_BYTES", int, 1, 64 * 1024**3),
     "download_max_count": ("FRAMESTREAM_DOWNLOAD_MAX_COUNT", int, 1, 10_000),
     "max_peer_connections": ("FRAMESTREAM_MAX_PEER_CONNECTIONS", int, 0, 10_000),
+    "max_peers_per_connection": ("FRAMESTREAM_MAX_PEERS_PER_CONNECTION", int, 1, 256),
     "ice_timeout_s": ("FRAMESTREAM_ICE_TIMEOUT_S", float, 1.0, 600.0),
 }
 # Switches that one environment variable each may set: field -> variable.

@@ -94,6 +94,11 @@ class ConnectionPeers:
         if self._registry.full():
             self._registry.refuse("capacity")
             return ProtocolError("capacity", f"at most {self._registry.limit} WebRTC peer connections")
+        mine = sum(p in self._registry.open for p in self._peers.values())
+        if mine >= self._settings.max_peers_per_connection:
+            self._registry.refuse("capacity")
+            return ProtocolError("capacity", f"at most {self._settings.max_peers_per_connection} WebRTC peer "
+                                 "connections a viewer connection (FRAMESTREAM_MAX_PEERS_PER_CONNECTION)")
         self._registry.add(peer)
         size = frame.size
         try:
