@@ -28,6 +28,7 @@ from framestream.browser.tab_events import (
     TabEvent,
 )
 from framestream.browser.tabs import Tabs
+from framestream.core.urls import without_query
 from framestream.core.wire import DialogAnswer, Navigate, PageRequest
 from framestream.errors import ProtocolError
 from framestream.frames.events import (
@@ -166,7 +167,8 @@ class Browsing:
         elif isinstance(event, PageRefused):
             self.counts["pages-refused", ""] += 1
             self._log("a page was refused: %s", event.reason, warning=True)
-            self._emit(PageRefusedEvent(fid, f"a page tried to open {event.url[:200]}: {event.reason}"))
+            self._emit(PageRefusedEvent(fid, f"a page tried to open {without_query(event.url)[:200]}: {event.reason}",
+                                        event.code))
         return False
 
     def _download(self, event: DownloadProgress) -> None:

@@ -91,6 +91,7 @@ class ClipboardCopied:
 class PageRefused:
     frame_id: str
     message: str
+    code: str = "page-limit"  # or `url-not-allowed`: a document off FRAMESTREAM_URL_ALLOW_HOSTS
 
 
 FrameEvent = (StateChanged | ControlChanged | DialogShown | DialogGone | FileChooserShown | FileChooserGone

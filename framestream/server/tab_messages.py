@@ -38,7 +38,7 @@ def tab_event_text(event: FrameEvent) -> str | None:
     if isinstance(event, ClipboardCopied):
         return clipboard_message(event.frame_id, event.text)
     if isinstance(event, PageRefused):
-        return error_message("page-limit", event.message, event.frame_id)
+        return error_message(event.code, event.message, event.frame_id)
     return None
 
 
