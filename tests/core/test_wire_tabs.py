@@ -386,8 +386,8 @@ def test_download_and_clipboard_messages_as_documented() -> None:
 
 @pytest.mark.parametrize(
     "code",
-    ["page-limit", "unknown-page", "unknown-dialog", "unknown-file-chooser", "dialog-open", "unresponsive",
-     "navigation-failed"],
+    ["page-limit", "url-not-allowed", "unknown-page", "unknown-dialog", "unknown-file-chooser", "dialog-open",
+     "unresponsive", "navigation-failed"],
 )
 def test_new_error_codes(code: str) -> None:
     assert json.loads(wire.error_message(code, "m", "f1", 3)) == {

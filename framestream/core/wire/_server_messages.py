@@ -22,6 +22,7 @@ ERROR_CODES: Final = (
     "rate-limited",
     "internal",
     "page-limit",
+    "url-not-allowed",
     "unknown-page",
     "unknown-dialog",
     "unknown-file-chooser",
