@@ -346,8 +346,11 @@ async def test_the_browser_and_its_display_get_an_allow_listed_environment(servi
         # Nothing else of what the service was started with (Debian's chromium wrapper, a shell script, adds its
         # own CHROME_... and the shell's PWD, SHLVL and _).
         leaked = {k for k in env if k in started_with and k not in INHERITED and not k.startswith("LC_")}
-        assert not leaked - {"DISPLAY", "PWD", "SHLVL", "_"}, (name, leaked)
+        assert not leaked - {"DISPLAY", "XAUTHORITY", "PWD", "SHLVL", "_"}, (name, leaked)
         assert env.get("PATH"), name
+        if "XAUTHORITY" in env:  # the browser's own display's cookie (browser/xauth.py), never another one's
+            assert os.path.basename(env["XAUTHORITY"]).startswith("display-"), (name, env["XAUTHORITY"])
+            assert env["XAUTHORITY"] != started_with.get("XAUTHORITY"), name
     assert environment(pids["browser"])["DISPLAY"].startswith(":")
     await still_serving(service, frame_id)
 
