@@ -100,6 +100,11 @@ def _default_state_dir() -> Path:
     return Path("~/.local/state/framestream").expanduser()
 
 
+DOWNLOAD_QUOTA_BYTES: Final = 1024**3  # all of a frame's kept downloads
+UPLOAD_QUOTA_BYTES: Final = 256 * 1024**2  # all of a frame's uploads on disk
+UPLOAD_MAX_FILES: Final = 64  # parts in one file chooser's answer
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """What the service runs with. Every default is written here and only here: `load_settings` sets just
@@ -136,6 +141,9 @@ class Settings:
     upload_max_bytes: int = 64 * 1024 * 1024
     download_max_bytes: int = 256 * 1024 * 1024
     download_max_count: int = 32
+    download_quota_bytes: int = DOWNLOAD_QUOTA_BYTES
+    upload_quota_bytes: int = UPLOAD_QUOTA_BYTES
+    upload_max_files: int = UPLOAD_MAX_FILES
     clipboard_to_viewers: bool = False  # copied text also to view-only viewers
     webgl: bool = True  # WebGL through SwiftShader (CPU); off: no GPU process work at all
     # WebRTC (framestream/webrtc, deploy/README.md): host candidates offered (empty: every interface but
@@ -166,6 +174,9 @@ _ENV_NUMBERS: Final[Mapping[str, tuple[str, type[int] | type[float], float, floa
     "upload_max_bytes": ("FRAMESTREAM_UPLOAD_MAX_BYTES", int, 1, 4 * 1024**3),
     "download_max_bytes": ("FRAMESTREAM_DOWNLOAD_MAX_BYTES", int, 1, 64 * 1024**3),
     "download_max_count": ("FRAMESTREAM_DOWNLOAD_MAX_COUNT", int, 1, 10_000),
+    "download_quota_bytes": ("FRAMESTREAM_DOWNLOAD_QUOTA_BYTES", int, 1, 1024**4),
+    "upload_quota_bytes": ("FRAMESTREAM_UPLOAD_QUOTA_BYTES", int, 1, 1024**4),
+    "upload_max_files": ("FRAMESTREAM_UPLOAD_MAX_FILES", int, 1, 10_000),
     "max_peer_connections": ("FRAMESTREAM_MAX_PEER_CONNECTIONS", int, 0, 10_000),
     "max_peers_per_connection": ("FRAMESTREAM_MAX_PEERS_PER_CONNECTION", int, 1, 256),
     "ice_timeout_s": ("FRAMESTREAM_ICE_TIMEOUT_S", float, 1.0, 600.0),

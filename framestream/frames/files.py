@@ -23,10 +23,11 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from framestream.config import DOWNLOAD_QUOTA_BYTES, UPLOAD_MAX_FILES, UPLOAD_QUOTA_BYTES, Settings
 from framestream.statefile import write_json_atomically
 
 log = logging.getLogger("framestream.frames")
@@ -35,42 +36,20 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._ ()+,=@-]+")
 _DOWNLOAD_ID = re.compile(r"[A-Za-z0-9-]{1,64}")
 INDEX_NAME = "index.json"
 
-DOWNLOAD_QUOTA_BYTES = 1024**3  # all of a frame's kept downloads
-UPLOAD_QUOTA_BYTES = 256 * 1024**2  # all of a frame's uploads on disk
-UPLOAD_MAX_FILES = 64  # parts in one file chooser's answer
 SWEEP_GRACE_S = 10.0  # a file not in the index younger than this may be a download whose start is on its way
 
 
 @dataclass(frozen=True, slots=True)
 class FileLimits:
-    """The limits frames/files.py reads itself (config.py has the others): from the environment, checked."""
+    """What a frame's files may take beyond the per-download limits (config.py's Settings hold the defaults)."""
 
     download_quota_bytes: int = DOWNLOAD_QUOTA_BYTES
     upload_quota_bytes: int = UPLOAD_QUOTA_BYTES
     upload_max_files: int = UPLOAD_MAX_FILES
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> FileLimits:
-        env = os.environ if env is None else env
-        return cls(
-            _env_int(env, "FRAMESTREAM_DOWNLOAD_QUOTA_BYTES", DOWNLOAD_QUOTA_BYTES, 1, 1024**4),
-            _env_int(env, "FRAMESTREAM_UPLOAD_QUOTA_BYTES", UPLOAD_QUOTA_BYTES, 1, 1024**4),
-            _env_int(env, "FRAMESTREAM_UPLOAD_MAX_FILES", UPLOAD_MAX_FILES, 1, 10_000),
-        )
-
-
-def _env_int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = low - 1
-    if not low <= value <= high:
-        log.warning("%s=%r must be a whole number from %d to %d; using %d", name, raw, low, high, default)
-        return default
-    return value
+    def of(cls, settings: Settings) -> FileLimits:
+        return cls(settings.download_quota_bytes, settings.upload_quota_bytes, settings.upload_max_files)
 
 
 @dataclass(slots=True)
@@ -122,7 +101,7 @@ class UniqueNames:
 class FrameFiles:
     def __init__(self, root: Path, *, max_download_bytes: int, max_downloads: int,
                  limits: FileLimits | None = None) -> None:
-        limits = limits or FileLimits.from_env()
+        limits = limits or FileLimits()
         self.root = root
         self.downloads_dir = root / "downloads"
         self.uploads_dir = root / "uploads"

@@ -26,7 +26,7 @@ from framestream.errors import BrowserError, CaptureError, CDPError, FrameGone, 
 from framestream.feed import FrameFeed, Viewer
 from framestream.frames.browsing import Browsing, FrameAction
 from framestream.frames.events import ControlChanged, FrameEvent, StateChanged
-from framestream.frames.files import FrameFiles
+from framestream.frames.files import FileLimits, FrameFiles
 from framestream.frames.runtime import RestartBudget, Runtime, RuntimeHooks
 from framestream.media.picture import Picture
 
@@ -71,7 +71,7 @@ class Frame:
         self._light_kbps: int | None = None  # the light stream's cap while slow viewers watch
         settings = manager.settings
         self.files = FrameFiles(manager.files_dir(frame_id), max_download_bytes=settings.download_max_bytes,
-                                max_downloads=settings.download_max_count)
+                                max_downloads=settings.download_max_count, limits=FileLimits.of(settings))
         self.files.load()
         self.browsing = Browsing(frame_id, self.files, self._emit, manager.spawn, settings.allowed_url_hosts)
 

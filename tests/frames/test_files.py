@@ -11,6 +11,10 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
+from framestream.config import load_settings
+from framestream.errors import ConfigError
 from framestream.frames.files import FileLimits, FrameFiles, UniqueNames, remove_download_files, sweep_downloads
 
 GUIDS = [f"0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(10)]
@@ -116,10 +120,12 @@ def test_upload_quota_evicts_the_oldest_answers_and_refuses_what_cannot_fit(tmp_
     assert files.forget_uploads() == [second] and files.upload_bytes == 0
 
 
-def test_limits_come_from_the_environment_and_bad_values_keep_the_defaults() -> None:
-    limits = FileLimits.from_env({"FRAMESTREAM_UPLOAD_MAX_FILES": "8", "FRAMESTREAM_DOWNLOAD_QUOTA_BYTES": "x",
-                                  "FRAMESTREAM_UPLOAD_QUOTA_BYTES": "0"})
-    assert limits == FileLimits(upload_max_files=8)
+def test_limits_come_from_the_settings_and_bad_values_stop_the_start() -> None:
+    settings = load_settings({"TERMINAL_AUTH_SECRET": "s" * 40, "FRAMESTREAM_UPLOAD_MAX_FILES": "8"})
+    assert FileLimits.of(settings) == FileLimits(upload_max_files=8)
+    for name, bad in (("FRAMESTREAM_DOWNLOAD_QUOTA_BYTES", "x"), ("FRAMESTREAM_UPLOAD_QUOTA_BYTES", "0")):
+        with pytest.raises(ConfigError, match=name):
+            load_settings({"TERMINAL_AUTH_SECRET": "s" * 40, name: bad})
 
 
 def test_the_readme_documents_these_defaults() -> None:
