@@ -37,7 +37,7 @@ async def run(bench: Bench) -> dict[str, Any]:
     bench.say(f"webrtc: {len(sizes)} size(s), {window:g} s windows, inside unshare -n")
     result = await asyncio.to_thread(netns.run, [], "benchmarks.webrtc_inside",
                                      {"sizes": sizes, "window": window, "warm": bench.timing.warm + 1.5,
-                                      "offers": 200 if bench.quick else 1000}, 900)
+                                      "offers": 100 if bench.quick else 300}, 900)
     for row in result["sizes"]:
         lat = row["latency_ms"]
         bench.say(f"webrtc {row['size']}: service CPU x{row['service_ratio_webrtc']} with a WebRTC viewer "

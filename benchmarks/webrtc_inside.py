@@ -220,6 +220,9 @@ async def offers_and_closes(service: Service, base: str, rounds: int) -> dict[st
         await rtc.send({"type": "webrtc-offer", "frame": frame, "sdp": sdp})
         await rtc.wait_message(lambda m: m["type"] in ("webrtc-answer", "error"))
         await rtc.send({"type": "unwatch", "frame": frame})
+        # Within the connection's limit on watch, unwatch and offers together (10 a second, docs/protocol.md):
+        # past it the service refuses, then closes a client that keeps on.
+        await asyncio.sleep(0.25)
     seconds = time.monotonic() - started
     after = await asyncio.to_thread(gauges)
     await rtc.close()

@@ -56,16 +56,20 @@ class EncodePolicy:
         self._last_keyframe_at = -math.inf
         self._last_change_at = -math.inf
         self._refine_left = 0
+        self._quick_keyframe = False  # the wanted IDR is an at-once one: ordinary quality, refined after
 
     def note_damage(self) -> None:
         self._dirty = True
 
     def request_keyframe(self, *, at_once: bool = False) -> None:
         """Ask for an IDR; `at_once` skips the one-a-second budget (a resume, a page just loaded: nobody has a
-        picture of it yet, so the next slot is when the first viewer can see it)."""
+        picture of it yet, so the next slot is when the first viewer can see it) and is encoded at the ordinary
+        quality even for a still page, the refinements following: a sharp IDR of a whole 2560x1600 page costs
+        several times the encode, and the viewer waits for it."""
         self._keyframe_wanted = True
         if at_once:
             self._last_keyframe_at = -math.inf
+            self._quick_keyframe = True
 
     @property
     def keyframe_pending(self) -> bool:
@@ -77,7 +81,7 @@ class EncodePolicy:
         if self._keyframe_wanted:
             due = max(slot_at, self._last_keyframe_at + self.keyframe_interval)
             if now >= due:
-                still = not self._dirty and now - self._last_change_at >= self.refine_after
+                still = not (self._dirty or self._quick_keyframe) and now - self._last_change_at >= self.refine_after
                 return Encode(keyframe=True, refinement=still, grab=True)
             waits.append(due - now)
         if self._dirty:
@@ -110,6 +114,9 @@ class EncodePolicy:
             self._last_keyframe_at = now
             if decision.refinement:
                 self._refine_left = 0
+            elif self._quick_keyframe:
+                self._refine_left = self.refine_frames  # made sharp next, as after motion
+            self._quick_keyframe = False
         elif decision.refinement:
             self._refine_left -= 1
 

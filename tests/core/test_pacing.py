@@ -83,3 +83,26 @@ def test_motion_then_stillness_refines_after_the_delay() -> None:
     decision = policy.decide(last + 0.05)
     assert isinstance(decision, Wait) and math.isclose(decision.seconds, 0.07, abs_tol=1e-9)
     assert policy.decide(last + 0.12) == Encode(False, True, False)
+
+
+def test_an_at_once_keyframe_of_a_still_page_is_quick_and_then_refined() -> None:
+    """A resume's IDR goes out at the next slot at ordinary quality (a viewer waits for it), sharpened after."""
+    policy = EncodePolicy(fps=30)
+    first = policy.decide(0.0)
+    assert isinstance(first, Encode) and first.keyframe
+    policy.note_encoded(0.0, first, changed=True)
+    for t in (0.2, 0.25):  # the still page is refined
+        step = policy.decide(t)
+        assert isinstance(step, Encode) and step.refinement
+        policy.note_encoded(t, step, changed=False)
+    policy.request_keyframe()  # an ordinary request on a still page: one sharp IDR
+    assert isinstance(policy.decide(0.3), Wait)  # (within the one-a-second budget)
+    sharp = policy.decide(1.1)
+    assert isinstance(sharp, Encode) and sharp.keyframe and sharp.refinement
+    policy.note_encoded(1.1, sharp, changed=False)
+    policy.request_keyframe(at_once=True)  # a resume: at the next slot, not a second later, and quick
+    quick = policy.decide(1.15)
+    assert isinstance(quick, Encode) and quick.keyframe and not quick.refinement
+    policy.note_encoded(1.15, quick, changed=False)
+    then = policy.decide(1.2)
+    assert isinstance(then, Encode) and then.refinement and not then.keyframe
