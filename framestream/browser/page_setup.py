@@ -29,7 +29,7 @@ async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSet
     calls: list[tuple[str, dict[str, Any]]] = [
         ("Page.enable", {}),
         ("Page.setInterceptFileChooserDialog", {"enabled": True}),
-        *(_FETCH if settings.allowed_hosts else ()),
+        *_FETCH,
         *_SUBFRAMES,
         ("Runtime.runIfWaitingForDebugger", {}),
     ]
@@ -59,7 +59,7 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
             "screenWidth": css_width, "screenHeight": css_height}),
         # With an allow list, every document this page loads (its own navigations, redirects, links, scripts,
         # frames) is paused for `Tabs` to check its host first (core/urls.py).
-        *(_FETCH if settings.allowed_hosts else ()),
+        *_FETCH,
         *_SUBFRAMES,
         ("Runtime.runIfWaitingForDebugger", {}),
     ]

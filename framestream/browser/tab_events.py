@@ -88,6 +88,7 @@ class TabSettings:
     max_pages: int = MAX_PAGES
     dialog_timeout_s: float = DIALOG_TIMEOUT_S
     allowed_hosts: tuple[str, ...] = ()  # FRAMESTREAM_URL_ALLOW_HOSTS: every document a page loads must be on it
+    own_port: int | None = None  # the service's port: of it, pages may load only /web/ (core/urls.py)
     copy_hook: CopyHook = field(default_factory=CopyHook.new)  # new names at every launch (browser/copy_hook.py)
 
 

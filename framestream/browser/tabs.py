@@ -122,7 +122,7 @@ class Tabs:
             log.warning("page task %s failed: %s", task.get_name(), task.exception())
 
     def _on_document_request(self, params: dict[str, Any]) -> None:
-        self.spawn(url_guard.check(self.cdp, params, self.settings.allowed_hosts, self._emit), "url-guard")
+        self.spawn(url_guard.check(self.cdp, params, self.settings, self._emit), "url-guard")
 
     # -- pages -------------------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 ALLOWED_SCHEMES = ("http", "https")
 MAX_URL_LENGTH = 8192
 
-_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
+_LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\Z")
 _FORBIDDEN = re.compile(r"[\x00-\x20\x7f\\]")
 _NUMERIC_LAST = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)\Z")  # WHATWG: such a last label makes the host an IPv4
 
@@ -50,8 +50,10 @@ def canonical_host(host: str) -> str:
     return lowered
 
 
-def check_url(url: object, allowed_hosts: Sequence[str] = ()) -> str:
-    """`url` if a frame may show it (with its scheme and host lowered), else ValueError saying why."""
+def check_url(url: object, allowed_hosts: Sequence[str] = (), own_port: int | None = None) -> str:
+    """`url` if a frame may show it (with its scheme and host lowered), else ValueError saying why. `own_port`:
+    the service's own port, of which a frame may load only the static `/web/` files (the demo page), never the
+    API, /metrics or the viewer (issue 32, #1: no loopback port the service owns is a frame's to open)."""
     if not isinstance(url, str) or not url or len(url) > MAX_URL_LENGTH:
         raise ValueError(f"url must be a string of 1..{MAX_URL_LENGTH} characters")
     if _FORBIDDEN.search(url):
@@ -76,17 +78,49 @@ def check_url(url: object, allowed_hosts: Sequence[str] = ()) -> str:
     host = canonical_host(host)
     if allowed_hosts and host not in allowed_hosts:
         raise ValueError(f"host {host!r} is not in FRAMESTREAM_URL_ALLOW_HOSTS")
+    effective_port = int(port) if port else (443 if parts.scheme.lower() == "https" else 80)
+    if own_port is not None and effective_port == own_port and _loopback(host) \
+            and not parts.path.startswith("/web/"):
+        raise ValueError("a frame may open only /web/ of the service's own port")
     netloc = f"{host}:{port}" if port else host
     return urlunsplit((parts.scheme.lower(), netloc, parts.path, parts.query, parts.fragment))
 
 
-def host_allowed(url: str, allowed_hosts: Sequence[str]) -> bool:
-    """Whether a page may load `url` as a top-level document (its own navigations, redirects, popups)."""
+def _loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
     try:
-        check_url(url, allowed_hosts)
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_allowed(url: str, allowed_hosts: Sequence[str], own_port: int | None = None) -> bool:
+    """Whether a frame may be made at, or navigated to, `url` (`check_url` without the reason)."""
+    try:
+        check_url(url, allowed_hosts, own_port)
     except ValueError:
         return False
     return True
+
+
+def document_refusal(url: str, allowed_hosts: Sequence[str], own_port: int | None) -> str | None:
+    """Why a page may not load the document at `url` (its own navigations, redirects, popups, frames), or None.
+    `url` is the browser's own, already canonical: only the allow list (when set) and the service's own port
+    count; what is not http(s) (about:, data:, blob:) is the browser's to judge."""
+    parts = urlsplit(url)
+    if parts.scheme not in ALLOWED_SCHEMES:
+        return None
+    host = parts.hostname or ""
+    if allowed_hosts and host not in allowed_hosts and f"[{host}]" not in allowed_hosts:
+        return "its host is not in FRAMESTREAM_URL_ALLOW_HOSTS"
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return "its port is not a port"
+    if own_port is not None and port == own_port and _loopback(host) and not parts.path.startswith("/web/"):
+        return "it is the service's own port (of which a frame may open only /web/)"
+    return None
 
 
 def without_query(url: str) -> str:
@@ -96,4 +130,5 @@ def without_query(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")) if parts.scheme else url.split("?", 1)[0]
 
 
-__all__ = ["ALLOWED_SCHEMES", "MAX_URL_LENGTH", "canonical_host", "check_url", "host_allowed", "without_query"]
+__all__ = ["ALLOWED_SCHEMES", "MAX_URL_LENGTH", "canonical_host", "check_url", "document_refusal", "host_allowed",
+           "without_query"]

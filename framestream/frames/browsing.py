@@ -75,12 +75,14 @@ FrameAction = Navigate | PageRequest | DialogAnswer | ChooseFiles | CancelFileCh
 
 class Browsing:
     def __init__(self, frame_id: str, files: FrameFiles, emit: Callable[[FrameEvent], None],
-                 spawn: Callable[[Any, str], object], allowed_hosts: Sequence[str]) -> None:
+                 spawn: Callable[[Any, str], object], allowed_hosts: Sequence[str], *,
+                 own_port: int | None = None) -> None:
         self.frame_id = frame_id
         self.files = files
         self._emit = emit
         self._spawn = spawn
         self._allowed_hosts = allowed_hosts
+        self._own_port = own_port  # the service's: only its /web/ files are a frame's to open
         self.pages: list[dict[str, Any]] | None = None
         self.dialogs: dict[str, DialogShown] = {}
         self.choosers: dict[str, FileChooserShown] = {}
@@ -106,7 +108,7 @@ class Browsing:
     def recordable(self, url: str) -> bool:
         """Whether a page's URL may become the frame's URL (kept in the registry, reopened after a restart)."""
         try:
-            check_url(url, self._allowed_hosts)
+            check_url(url, self._allowed_hosts, self._own_port)
         except ValueError:
             return False
         return True
@@ -253,7 +255,7 @@ class Browsing:
     async def _navigate(self, tabs: Tabs, action: Navigate) -> None:
         if action.url is not None:
             try:
-                url = check_url(action.url, self._allowed_hosts)
+                url = check_url(action.url, self._allowed_hosts, self._own_port)
             except ValueError as exc:
                 raise ProtocolError("bad-input", str(exc)) from exc
             error = await tabs.navigate(url)

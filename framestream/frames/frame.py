@@ -73,7 +73,8 @@ class Frame:
         self.files = FrameFiles(manager.files_dir(frame_id), max_download_bytes=settings.download_max_bytes,
                                 max_downloads=settings.download_max_count, limits=FileLimits.of(settings))
         self.files.load()
-        self.browsing = Browsing(frame_id, self.files, self._emit, manager.spawn, settings.allowed_url_hosts)
+        self.browsing = Browsing(frame_id, self.files, self._emit, manager.spawn, settings.allowed_url_hosts,
+                                 own_port=settings.port)
 
     # -- what others read --------------------------------------------------------------------------------
 

@@ -116,7 +116,7 @@ class FrameManager:
 
     async def create(self, url: str, size: FrameSize) -> Frame:
         """Make a new frame live; raises CapacityError when every running browser is watched."""
-        check_url(url, self.settings.allowed_url_hosts)
+        check_url(url, self.settings.allowed_url_hosts, self.settings.port)
         frame = Frame(self, secrets.token_hex(4), url, size, launching=True)  # counts against the cap once listed
         async with self._room:
             victim = choose_browser_to_close((f.view() for f in self.frames.values()), self.settings.max_browsers)

@@ -141,7 +141,7 @@ class FrameRuntime:
         tab_settings = TabSettings(size.width, size.height, size.dpr, self._downloads_dir,
                                    grant_permissions=settings.permissions,
                                    dialog_timeout_s=settings.dialog_timeout_s,
-                                   allowed_hosts=settings.allowed_url_hosts)
+                                   allowed_hosts=settings.allowed_url_hosts, own_port=settings.port)
         self._browser = await ChromeBrowser.launch(chrome_path=settings.chrome_path, display=self._display.name,
                                                    xauthority=self._display.xauthority,
                                                    profile_dir=self._profile_dir, width=size.width,

@@ -73,7 +73,7 @@ async def create_frame(request: web.Request) -> web.Response:
     if not isinstance(body, dict):
         raise ProtocolError("bad-message", "the body must be a JSON object")
     try:
-        url = check_url(body.get("url"), ctx.settings.allowed_url_hosts)
+        url = check_url(body.get("url"), ctx.settings.allowed_url_hosts, ctx.settings.port)
         size = frame_size(body.get("width", DEFAULT_CSS_SIZE[0]), body.get("height", DEFAULT_CSS_SIZE[1]),
                           body.get("dpr", DEFAULT_DPR))
     except (ValueError, ConfigError) as exc:

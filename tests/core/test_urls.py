@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from framestream.core.urls import check_url, host_allowed
+from framestream.core.urls import check_url, document_refusal, host_allowed
 
 ALLOW = ("127.0.0.1", "example.com", "[::1]")
 
@@ -41,3 +41,17 @@ def test_the_allow_list_is_of_canonical_hosts() -> None:
     assert not host_allowed("http://evil.test/", ALLOW)
     assert not host_allowed("http://sub.example.com/", ALLOW)
     assert host_allowed("http://anything.test/", ())  # no list: any canonical http(s) host
+
+
+def test_of_the_services_own_port_only_web_is_a_frames_to_open() -> None:
+    assert check_url("http://127.0.0.1:7682/web/demo/index.html", (), 7682)
+    for url in ("http://127.0.0.1:7682/metrics", "http://localhost:7682/", "http://[::1]:7682/frames",
+                "http://127.0.0.5:7682/ws"):
+        with pytest.raises(ValueError, match="own port"):
+            check_url(url, (), 7682)
+    assert check_url("http://127.0.0.1:7683/metrics", (), 7682)  # another port: someone else's
+    assert document_refusal("http://127.0.0.1:7682/metrics", (), 7682) is not None
+    assert document_refusal("http://127.0.0.1:7682/web/app.css", (), 7682) is None
+    assert document_refusal("http://my_host.test/", (), 7682) is None  # (browsers allow underscores)
+    assert document_refusal("about:blank", ("example.com",), 7682) is None
+    assert document_refusal("http://evil.test/", ("example.com",), None) is not None

@@ -41,7 +41,15 @@ class _Pages(http.server.SimpleHTTPRequestHandler):
             "/script": f"<script>setTimeout(() => {{ location.href = '{away}'; }}, 50)</script>",
             "/popup": f"<a href='{away}' target=_blank style='position:fixed;inset:0'>a popup</a>",
         }
-        if self.path == "/redirect":
+        if self.path.startswith("/own?"):  # to the service's own port, given in the query
+            body = (b"<!doctype html><script>setTimeout(() => { location.href = 'http://127.0.0.1:' + "
+                    b"location.search.slice(1) + '/metrics'; }, 50)</script>")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif self.path == "/redirect":
             self.send_response(302)
             self.send_header("Location", away)
             self.end_headers()
@@ -111,4 +119,19 @@ async def test_a_pages_own_navigation_off_the_list_is_blocked(service: Service, 
     described = (await asyncio.to_thread(service.get, f"/frames/{frame}"))[1]
     assert "localhost" not in described["url"], described
     assert _Pages.off_list[before:] == [], f"requests reached the host off the list: {_Pages.off_list[before:]}"
+    await viewer.close()
+
+
+async def test_the_services_own_port_is_not_a_frames_to_open(service: Service, base: str) -> None:
+    """Issue 32, #1: no loopback port the service owns is a frame's (DevTools has none now; the service's own
+    serves only its /web/ files to frames): neither as the frame's URL nor by the page's own navigation."""
+    own = f"http://127.0.0.1:{service.port}"
+    for url in (f"{own}/metrics", f"{own}/", f"{own}/frames", f"http://localhost:{service.port}/healthz"):
+        status, body = service.request("POST", "/frames", {"url": url, "width": 320, "height": 200})
+        assert status == 400 and body["error"] == "bad-message", (url, body)
+    frame = service.create_frame(f"{base}/own?{service.port}", width=320, height=200, dpr=1)
+    viewer = await StreamClient.connect(service)
+    await viewer.send({"type": "watch", "frame": frame})
+    refused = await viewer.next_text("error", timeout=30.0)
+    assert refused["code"] == "url-not-allowed" and "own port" in refused["message"], refused
     await viewer.close()
