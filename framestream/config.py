@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 import shutil
@@ -11,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from framestream.core.urls import is_loopback
 from framestream.errors import ConfigError
 from framestream.webrtc.ice import IceServer, parse_ice_hosts, parse_ice_servers
 
@@ -236,15 +236,6 @@ def _secret(env: Mapping[str, str], insecure_dev: bool) -> bytes:
     )
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def load_settings(
     env: Mapping[str, str] | None = None,
     *,
@@ -291,7 +282,7 @@ def load_settings(
     # --insecure-dev only counts when it is what supplied the secret.
     dev = insecure_dev and not env.get("TERMINAL_AUTH_SECRET")
     settings = Settings(secret=secret, insecure_dev=dev, **given)
-    if dev and not _loopback(settings.host):
+    if dev and not is_loopback(settings.host):
         # Its key is public: anyone who reached the port could mint tokens (issue 32, suspected and confirmed).
         raise ConfigError(f"--insecure-dev serves on loopback only, not {settings.host!r}: set TERMINAL_AUTH_SECRET")
     if settings.frames and not settings.shared_frames:

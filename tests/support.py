@@ -52,6 +52,14 @@ async def until(what: str, probe: Callable[[], Awaitable[T | None]], within: flo
         raise AssertionError(f"not within {within:g} s: {what}") from None
 
 
+async def wait_released(service: Service, frame_id: str) -> None:
+    """Until the paused frame gave back its capture, encoder and kept picture (`framestream_frame_released`)."""
+    async def released() -> bool:
+        status, text = await asyncio.to_thread(service.get, "/metrics", None)
+        return status == 200 and f'framestream_frame_released{{frame="{frame_id}"}} 1' in text.decode()
+    await until(f"frame {frame_id} released", released, within=60.0)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

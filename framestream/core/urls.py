@@ -79,14 +79,15 @@ def check_url(url: object, allowed_hosts: Sequence[str] = (), own_port: int | No
     if allowed_hosts and host not in allowed_hosts:
         raise ValueError(f"host {host!r} is not in FRAMESTREAM_URL_ALLOW_HOSTS")
     effective_port = int(port) if port else (443 if parts.scheme.lower() == "https" else 80)
-    if own_port is not None and effective_port == own_port and _loopback(host) \
+    if own_port is not None and effective_port == own_port and is_loopback(host) \
             and not parts.path.startswith("/web/"):
         raise ValueError("a frame may open only /web/ of the service's own port")
     netloc = f"{host}:{port}" if port else host
     return urlunsplit((parts.scheme.lower(), netloc, parts.path, parts.query, parts.fragment))
 
 
-def _loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """`localhost` (and its subdomains, which browsers resolve to it), 127.0.0.0/8, ::1 (with or without [])."""
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
@@ -118,7 +119,7 @@ def document_refusal(url: str, allowed_hosts: Sequence[str], own_port: int | Non
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         return "its port is not a port"
-    if own_port is not None and port == own_port and _loopback(host) and not parts.path.startswith("/web/"):
+    if own_port is not None and port == own_port and is_loopback(host) and not parts.path.startswith("/web/"):
         return "it is the service's own port (of which a frame may open only /web/)"
     return None
 
@@ -131,4 +132,4 @@ def without_query(url: str) -> str:
 
 
 __all__ = ["ALLOWED_SCHEMES", "MAX_URL_LENGTH", "canonical_host", "check_url", "document_refusal", "host_allowed",
-           "without_query"]
+           "is_loopback", "without_query"]

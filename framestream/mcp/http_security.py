@@ -12,10 +12,11 @@ Whoever reaches the MCP endpoint drives every frame (the tools mint grants with 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
+
+from framestream.core.urls import is_loopback
 
 TOKEN_ENV: Final = "FRAMESTREAM_MCP_TOKEN"
 HOSTS_ENV: Final = "FRAMESTREAM_MCP_ALLOWED_HOSTS"
@@ -33,15 +34,6 @@ class HttpSecurity:
         """Whether an Authorization header carries the bearer secret."""
         scheme, _, value = (header or "").partition(" ")
         return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self.token.encode())
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def http_security(host: str, port: int, env: Mapping[str, str]) -> HttpSecurity:

@@ -15,15 +15,13 @@ import asyncio
 import io
 import os
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import av
 import numpy as np
-import pytest
 
-from tests.support import Service, StreamClient, colour_near
-from tests.webrtc.metrics import metric
+from tests.fixtures import service_fixture
+from tests.support import Service, StreamClient, colour_near, wait_released
 
 GREY = (128, 128, 128)
 COLOURS = [(220, 40, 40), (40, 180, 60), (40, 80, 220), (230, 200, 40), (200, 50, 200), (40, 200, 200)]
@@ -31,15 +29,7 @@ SIZE = {"width": 320, "height": 200, "dpr": 2}
 ENV = {"FRAME_IDLE_PAUSE_S": "0.3", "FRAMESTREAM_PAUSED_RELEASE_S": "0.5", "MAX_BROWSERS": "1"}
 
 
-@pytest.fixture(scope="module")
-def service(pages: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    svc = Service(tmp_path_factory.mktemp("state"), env_extra=ENV, pages=pages)
-    try:
-        yield svc.start()
-    finally:
-        if svc.proc is not None:
-            svc.stop()
-        svc.kill_leftovers()
+service = service_fixture(env=ENV, scope="module")
 
 
 def decode_alone(payload: bytes) -> np.ndarray:
@@ -119,12 +109,7 @@ class Model:
         await self.pause()
         if (await asyncio.to_thread(self.svc.get, f"/frames/{self.frame}"))[1]["state"] != "paused":
             return  # (closed already)
-        labels = f'frame="{self.frame}"'
-        for _ in range(200):
-            if await asyncio.to_thread(metric, self.svc, "framestream_frame_released", labels) == 1:
-                return
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"the paused frame never gave its buffers back ({self.where()})")
+        await wait_released(self.svc, self.frame)
 
     async def reopen(self) -> None:
         """Close its browser at the cap (another frame watched), so the next join reopens it at its last URL."""

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from tests.fixtures import service_fixture
 from tests.support import PAGES, Service, StreamClient
 
 ENV = {"FRAMESTREAM_URL_ALLOW_HOSTS": "127.0.0.1", "FRAME_IDLE_PAUSE_S": "30"}
@@ -76,15 +77,7 @@ def base() -> Iterator[str]:
         server.server_close()
 
 
-@pytest.fixture(scope="module")
-def service(base: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    svc = Service(tmp_path_factory.mktemp("state"), env_extra=ENV, pages=base)
-    try:
-        yield svc.start()
-    finally:
-        if svc.proc is not None:
-            svc.stop()
-        svc.kill_leftovers()
+service = service_fixture(env=ENV, scope="module", pages="base")
 
 
 def test_urls_read_differently_by_python_and_chromium_are_refused(service: Service, base: str) -> None:

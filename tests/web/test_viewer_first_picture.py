@@ -4,12 +4,9 @@ painted (a white flash) and the page a few pictures later. Read from the canvas 
 
 from __future__ import annotations
 
-import asyncio
-
 from tests.fixtures import service_fixture
-from tests.support import Service
+from tests.support import Service, wait_released
 from tests.web.browser import FIRST_DRAWN_HOOK, Browser, close_to, first_drawn, open_viewer
-from tests.webrtc.metrics import metric
 
 service = service_fixture("box.html@640x400", env={"FRAME_IDLE_PAUSE_S": "0.5", "FRAMESTREAM_PAUSED_RELEASE_S": "0.5"})
 
@@ -37,11 +34,5 @@ async def test_the_viewers_first_picture_of_a_paused_frame_shows_the_page(servic
 async def test_the_viewers_first_picture_of_a_released_frame_shows_the_page(service: Service) -> None:
     frame = service.frame_ids()[0]
     await service.wait_state_async(frame, "paused")
-    labels = f'frame="{frame}"'
-    for _ in range(200):
-        if await asyncio.to_thread(metric, service, "framestream_frame_released", labels) == 1:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        raise AssertionError("the paused frame never gave its buffers back")
+    await wait_released(service, frame)
     await first_picture(service, frame)

@@ -5,13 +5,10 @@ Chromium draws from RTP."""
 
 from __future__ import annotations
 
-import asyncio
-
 from tests.fixtures import service_fixture
-from tests.support import Service, colour_near
+from tests.support import Service, colour_near, wait_released
 from tests.web.browser import FIRST_DRAWN_HOOK, Browser, close_to, first_drawn
 from tests.webrtc.chromium import LOOPBACK, open_webrtc_viewer
-from tests.webrtc.metrics import metric
 from tests.webrtc.rtc_client import RtcViewer
 
 service = service_fixture("box.html@640x400", env={
@@ -44,12 +41,7 @@ async def test_the_first_picture_of_a_frame_paused_before_anyone_watched_shows_t
 
 async def released(service: Service, frame: str) -> None:
     await service.wait_state_async(frame, "paused")
-    labels = f'frame="{frame}"'
-    for _ in range(200):
-        if await asyncio.to_thread(metric, service, "framestream_frame_released", labels) == 1:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("the paused frame never gave its buffers back")
+    await wait_released(service, frame)
 
 
 async def test_the_first_picture_of_a_released_frame_shows_the_page(service: Service) -> None:
