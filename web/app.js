@@ -8,7 +8,7 @@ import { decodeClaims, roleOf } from './lib/token.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.hash.slice(1));
-const token = params.get('token');
+let token = params.get('token'); // the newest: a demo service (--insecure-dev) hands out fresh ones
 const named = params.getAll('frame').filter(Boolean);
 const startWithStats = params.get('stats') === '1';
 const transport = params.get('transport') === 'webrtc' ? 'webrtc' : 'websocket';
@@ -118,7 +118,26 @@ function setUpKeys() {
   });
 }
 
-function main() {
+// A service run with --insecure-dev (a local demo: a public key, loopback only) hands the demo page fresh tokens at
+// /dev/token: the page then stays connected past its link's token, as an app that mints tokens would.
+async function demoTokens() {
+  const role = roleOf(token);
+  if (role !== 'view' && role !== 'drive') return null; // (a control link keeps its own token)
+  const fresh = async () => {
+    const res = await fetch(`dev/token?role=${role}`, { cache: 'no-store' });
+    if (!res.ok) throw new Error(`dev/token answered ${res.status}`);
+    token = (await res.json()).token;
+    return token;
+  };
+  try {
+    await fresh();
+    return fresh;
+  } catch {
+    return null; // a real service: the link's token is all there is
+  }
+}
+
+async function main() {
   window.framestream = { client: null, views, config: null };
   setUpKeys();
   if (!token) {
@@ -138,7 +157,7 @@ function main() {
   const claims = decodeClaims(token);
   $('who').textContent = claims ? `${claims.sub || 'anonymous'} · ${claims.role}` : 'unreadable token';
 
-  client = connect({ token, transport });
+  client = connect({ token: (await demoTokens()) || token, transport });
   window.framestream.client = client;
   const conn = $('conn');
   const setConn = (state, text) => {

@@ -32,6 +32,7 @@ from framestream.server.http_common import (
 from framestream.server.inputs import apply_step
 from framestream.server.metrics import metrics
 from framestream.server.ws import handle_ws
+from framestream.tokens import mint_token
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +156,17 @@ async def post_input(request: web.Request) -> web.Response:
     return web.json_response({"seq": seq, "applied": True, "changed": True, "picture_us": picture_us})
 
 
+async def dev_token(request: web.Request) -> web.Response:
+    """`--insecure-dev` only (its key is public and it serves on loopback only): a fresh token for the demo page,
+    which asks again before each one expires (a connection ends with its token). Never served otherwise."""
+    settings = _ctx(request).settings
+    role = request.query.get("role", "drive")
+    if role not in ("view", "drive"):
+        raise ProtocolError("bad-message", "role must be view or drive")
+    token = mint_token(settings.secret, role=role, sandbox_id=settings.sandbox_id, subject="demo")
+    return web.json_response({"token": token}, headers={"Cache-Control": "no-store"})
+
+
 async def index(request: web.Request) -> web.StreamResponse:
     return web.FileResponse(WEB_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
@@ -173,6 +185,8 @@ def build_app(ctx: ServiceContext) -> web.Application:
     app.router.add_get("/frames/{id}/screenshot", screenshot)
     app.router.add_post("/frames/{id}/input", post_input)
     tab_routes.add_routes(app)
+    if ctx.settings.insecure_dev:
+        app.router.add_get("/dev/token", dev_token)
     app.router.add_get("/", index)
     if WEB_DIR.is_dir():
         app.router.add_static("/web/", WEB_DIR, show_index=False, follow_symlinks=False)

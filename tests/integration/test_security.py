@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 import websockets
 
-from framestream.core.tokens import derive_key
+from framestream.config import INSECURE_DEV_SECRET
+from framestream.core.tokens import derive_key, verify
 from framestream.tokens import mint_token
 from tests.fixtures import service_fixture
 from tests.integration.test_input import (
@@ -268,11 +269,22 @@ def test_insecure_dev_says_so(tmp_path: Any) -> None:
                 time.sleep(0.05)
         else:
             raise AssertionError(log_path.read_text())
+        # The demo page's fresh tokens (its link's would end its connection after 2 minutes): signed with the
+        # public key, which is why such a service listens on loopback only.
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/dev/token?role=view", timeout=5) as resp:
+            token = json.loads(resp.read())["token"]
+        claims = verify(derive_key(INSECURE_DEV_SECRET.encode(), "local"), token, sandbox="local", now=time.time())
+        assert claims.role == "view" and claims.sub == "demo"
     finally:
         proc.terminate()
         assert proc.wait(20) == 0
     text = log_path.read_text()
     assert "--insecure-dev" in text and "PUBLIC key" in text and "INSECURE DEV MODE" in text, text
+
+
+def test_a_real_service_hands_out_no_tokens(service: Service) -> None:
+    status, _ = service.get("/dev/token", token=None)
+    assert status == 404
 
 
 def test_no_token_in_the_service_log(service: Service) -> None:
