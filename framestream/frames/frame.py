@@ -67,6 +67,7 @@ class Frame:
         # Whether the current pipeline's pictures show the page: not while the browser starts and loads it
         # (a blank window), from the fresh keyframe asked for once it is loaded.
         self._showing = False
+        self._fresh_after_us = 0  # pictures captured before this (wall µs) are older than a fresh request
         self._launches = 0  # runtimes launched so far: a fault names the launch whose runtime failed
         self._light_kbps: int | None = None  # the light stream's cap while slow viewers watch
         settings = manager.settings
