@@ -72,9 +72,10 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def page_server(directory: Path = PAGES) -> Iterator[str]:
-    """Serve `directory` on 127.0.0.1; yields the base URL (no trailing slash)."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
+def page_server(directory: Path = PAGES, handler: Any = None) -> Iterator[str]:
+    """Serve `directory` (or answer with `handler`, a request handler class) on 127.0.0.1; yields the base URL (no
+    trailing slash)."""
+    handler = handler or functools.partial(_QuietHandler, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import http.server
-import threading
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
 
 from tests.fixtures import service_fixture
-from tests.support import PAGES, Service, StreamClient
+from tests.support import PAGES, Service, StreamClient, page_server
 
 ENV = {"FRAMESTREAM_URL_ALLOW_HOSTS": "127.0.0.1", "FRAME_IDLE_PAUSE_S": "30"}
 
@@ -67,14 +66,8 @@ class _Pages(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def base() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with page_server(handler=_Pages) as url:
+        yield url
 
 
 service = service_fixture(env=ENV, scope="module", pages="base")
