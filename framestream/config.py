@@ -119,6 +119,7 @@ class Settings:
     max_browsers: int = 6
     idle_pause_s: float = 5.0
     paused_release_s: float = 10.0  # a paused frame gives back its capture, encoder and kept picture after this
+    person_hold_s: float = 60.0  # a person who took over keeps the frame this long after their last input
     state_dir: Path = field(default_factory=_default_state_dir)
     chrome_path: str = field(default_factory=_default_chrome)
     xvfb_path: str = "Xvfb"
@@ -161,6 +162,7 @@ _ENV_NUMBERS: Final[Mapping[str, tuple[str, type[int] | type[float], float, floa
     "max_browsers": ("MAX_BROWSERS", int, 1, 64),
     "idle_pause_s": ("FRAME_IDLE_PAUSE_S", float, 0.1, 86400),
     "paused_release_s": ("FRAMESTREAM_PAUSED_RELEASE_S", float, 0.1, 86400),
+    "person_hold_s": ("FRAMESTREAM_PERSON_HOLD_S", float, 0.1, 86400),
     "max_message_bytes": ("FRAMESTREAM_MAX_MESSAGE_BYTES", int, 1024, 16 * 1024 * 1024),
     "max_watch_per_connection": ("FRAMESTREAM_MAX_WATCH_PER_CONNECTION", int, 1, 256),
     "max_connections": ("FRAMESTREAM_MAX_CONNECTIONS", int, 1, 100_000),

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +33,9 @@ from framestream.core.wire import (
     NavigateAction,
     PageAction,
     PageRequest,
+    Release,
+    RequestHelp,
+    TakeOver,
 )
 
 __all__ = ["Client", "Step"]
@@ -204,6 +209,56 @@ class Client:
         sent_us = _now_us()
         answer = await self.connection.request(lambda seq: DialogAnswer(frame, token, seq, dialog, accept, text))
         return Step(frame, int(answer["seq"]), sent_us, _now_us())
+
+    # -- handing over -------------------------------------------------------------------------------------------
+
+    async def take_over(self, frame: str, *, grant: str | None = None) -> Step:
+        """Take the frame with a person's grant (not a one-step grant) without acting on the page: agent steps are
+        refused `taken-over` until `release`, FRAMESTREAM_PERSON_HOLD_S without input, or this connection ends."""
+        token = await self._grant(frame, grant)
+        sent_us = _now_us()
+        answer = await self.connection.request(lambda seq: TakeOver(frame, token, seq))
+        return Step(frame, int(answer["seq"]), sent_us, _now_us())
+
+    async def release(self, frame: str, note: str = "", *, grant: str | None = None) -> Step:
+        """Hand the frame back (the driver only): nobody drives, every watcher gets `control` with the note, and
+        an open request for help is answered with it."""
+        token = await self._grant(frame, grant)
+        sent_us = _now_us()
+        answer = await self.connection.request(lambda seq: Release(frame, token, seq, note))
+        return Step(frame, int(answer["seq"]), sent_us, _now_us())
+
+    async def request_help(self, frame: str, reason: str, timeout: float = 300.0) -> str | None:
+        """Ask a person to take the frame over (a login, a CAPTCHA, a payment), under a one-step grant; returns
+        their note once they hand it back, or None when nobody did within `timeout` seconds (1 to 3600). Raises
+        ClientError when the request was cancelled (a newer request on the frame, the frame deleted)."""
+        timeout_s = max(1, min(3600, math.ceil(timeout)))
+        token = await self._grant(frame, None)
+        ended: dict[str, dict[str, Any]] = {}  # help-ended by request id: it may arrive before our ack is read
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        wanted: list[str] = []
+
+        def heard(message: dict[str, Any]) -> None:
+            if message.get("type") == "help-ended" and message.get("frame") == frame:
+                ended[str(message.get("id"))] = message
+                if wanted and wanted[0] in ended and not waiter.done():
+                    waiter.set_result(None)
+
+        stop = self.connection.listen(heard)
+        try:
+            answer = await self.connection.request(lambda seq: RequestHelp(frame, token, seq, reason, timeout_s))
+            wanted.append(str(answer.get("id")))
+            if wanted[0] not in ended:
+                async with asyncio.timeout(timeout_s + 10):  # the service ends it at timeout_s: a margin for it
+                    await waiter
+        finally:
+            stop()
+        outcome = ended[wanted[0]]
+        if outcome.get("outcome") == "answered":
+            return str(outcome.get("note") or "")
+        if outcome.get("outcome") == "timeout":
+            return None
+        raise ClientError(f"the request for help on frame {frame} was cancelled")
 
     async def send_http(self, frame: str, events: Sequence[InputEvent], *, grant: str | None = None) -> HttpStep:
         """The same step over `POST /frames/{id}/input` (no WebSocket needed): tells whether a picture changed."""

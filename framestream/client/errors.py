@@ -18,6 +18,7 @@ __all__ = [
     "Replayed",
     "ServiceError",
     "Superseded",
+    "TakenOver",
     "Unauthorized",
     "UnknownDialog",
     "UnknownFrame",
@@ -59,6 +60,13 @@ class Superseded(ServiceError):
     """A newer drive grant (usually a person's) drives the frame: this step was not applied."""
 
     code = "superseded"
+
+
+class TakenOver(Superseded):
+    """A person took the frame over and holds it: agent steps are refused until they hand it back (a `control`
+    with `driver` null or `held` false, or `help-ended` after `request_help`). A kind of `Superseded`."""
+
+    code = "taken-over"
 
 
 class Forbidden(ServiceError):
@@ -119,7 +127,7 @@ class NavigationFailed(ServiceError):
 
 _BY_CODE: Final[dict[str, type[ServiceError]]] = {
     cls.code: cls
-    for cls in (Superseded, Forbidden, Unauthorized, Expired, RateLimited, UnknownFrame, Replayed, BadInput,
+    for cls in (Superseded, TakenOver, Forbidden, Unauthorized, Expired, RateLimited, UnknownFrame, Replayed, BadInput,
                 BadMessage, Capacity, UnknownPage, UnknownDialog, DialogOpen, Unresponsive, NavigationFailed)
 }
 

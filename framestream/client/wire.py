@@ -23,6 +23,9 @@ from framestream.core.wire import (
     PageRequest,
     PasteEvent,
     Refresh,
+    Release,
+    RequestHelp,
+    TakeOver,
     TextEvent,
     Unwatch,
     Watch,
@@ -98,9 +101,15 @@ def encode_client_message(message: ClientMessage) -> str:
         return _dumps({"type": "unwatch", "frame": message.frame})
     if isinstance(message, KeyframeRequest):
         return _dumps({"type": "keyframe", "frame": message.frame})
-    if not isinstance(message, Input | PageRequest | Navigate | DialogAnswer):
+    if not isinstance(message, Input | PageRequest | Navigate | DialogAnswer | TakeOver | Release | RequestHelp):
         raise TypeError(f"no client encoding for {type(message).__name__}")
     envelope: dict[str, object] = {"frame": message.frame, "grant": message.grant, "seq": message.seq}
+    if isinstance(message, TakeOver):
+        return _dumps({"type": "take-over", **envelope})
+    if isinstance(message, Release):
+        return _dumps({"type": "release", **envelope, "note": message.note})
+    if isinstance(message, RequestHelp):
+        return _dumps({"type": "request-help", **envelope, "reason": message.reason, "timeout_s": message.timeout_s})
     if isinstance(message, PageRequest):
         return _dumps({"type": "page", **envelope, "action": message.action, "page": message.page})
     if isinstance(message, Navigate):

@@ -1,8 +1,13 @@
-"""Who drives each frame: latest drive grant wins, step grants are single-use, held input is released.
+"""Who drives each frame: latest drive grant wins, a person who takes over holds, step grants are single-use,
+held input is released.
 
 Pure decisions: the edge verifies the token, checks `claims.allows("drive", frame)`, asks ReplayGuard for
 step grants, then asks the frame's FrameControl; it applies the accepted events, sends `release` to the
 page first when the driver changed, and calls `record` with what it applied.
+
+Two kinds of driver: an agent (its grants are one-step grants, a fresh one per step) and a person (any other
+drive grant). A person who takes the frame holds it: agent steps are refused `taken-over` until the person
+hands it back (`hand_back`), gives no input for `hold_s`, or the edge ends the hold (they disconnected).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 from framestream.core.tokens import CLOCK_SKEW_S, Claims
 from framestream.core.wire import (
     BUTTON_BITS,
+    DriverKind,
     InputEvent,
     KeyEvent,
     MouseButton,
@@ -67,6 +73,14 @@ class Grant:
     exp: float
     step: bool
 
+    @property
+    def kind(self) -> DriverKind:
+        return "agent" if self.step else "person"
+
+
+def _grant_of(claims: Claims) -> Grant:
+    return Grant(claims.jti, claims.sub, claims.iat, claims.exp, claims.step)
+
 
 @dataclass(frozen=True, slots=True)
 class Admission:
@@ -103,8 +117,12 @@ class FrameControl:
     grants, a person's grant refresh mid-drag) and are released when another subject takes over.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, hold_s: float = 60.0) -> None:
+        self._hold_s = hold_s
         self._grant: Grant | None = None
+        self._since = 0.0  # when the driving subject took the frame, or it was handed back (wall seconds)
+        self._last_input = 0.0  # the driving person's last admitted message: the hold counts from it
+        self._floor: Grant | None = None  # the newest grant handed back: only a newer grant drives after it
         self._tied: set[str] = set()  # jtis already presented with the driving grant's iat
         self._buttons: set[MouseButton] = set()
         self._keys: dict[str, KeyEvent] = {}  # by code (or key when code is empty), in press order
@@ -121,6 +139,24 @@ class FrameControl:
         return self._grant
 
     @property
+    def since(self) -> float:
+        """When the driver took the frame, or when it was last handed back (wall seconds; 0 before either)."""
+        return self._since
+
+    def held(self, now: float) -> bool:
+        """Whether a person holds the frame at `now`: agent steps are refused `taken-over`."""
+        deadline = self.hold_deadline()
+        return deadline is not None and now < deadline
+
+    def hold_deadline(self) -> float | None:
+        """When a person's hold lapses without more input (its grant's expiry at the latest); None: no person
+        drives."""
+        grant = self._grant
+        if grant is None or grant.step:
+            return None
+        return min(self._last_input + self._hold_s, grant.exp + CLOCK_SKEW_S)
+
+    @property
     def holding(self) -> bool:
         """Whether any button, key or touch is held down."""
         return bool(self._buttons or self._keys or self._touches)
@@ -132,21 +168,56 @@ class FrameControl:
         current = self._grant
         if current is not None and now > current.exp + CLOCK_SKEW_S:
             current = None  # an expired grant no longer counts; any valid one may take over
+        floor = self._floor
+        if current is None and floor is not None and (claims.jti == floor.jti or claims.iat < floor.iat):
+            return Admission(False, "superseded", False, None, None, ())
+        if (current is not None and claims.step and claims.sub != current.sub and self.held(now)):
+            return Admission(False, "taken-over", False, current.sub, None, ())
         if current is not None and claims.jti != current.jti and self._is_older(claims, current):
             return Admission(False, "superseded", False, current.sub, None, ())
+        if not claims.step:
+            self._last_input = now
         previous = self._grant
         if previous is not None and previous.jti == claims.jti:
             return Admission(True, None, False, previous.sub, None, ())
         if current is None or claims.iat != current.iat or len(self._tied) >= _MAX_TIED:
             self._tied.clear()
         self._tied.add(claims.jti)
-        self._grant = Grant(claims.jti, claims.sub, claims.iat, claims.exp, claims.step)
+        self._grant = _grant_of(claims)
         previous_sub = previous.sub if previous else None
         if previous_sub == claims.sub:
             return Admission(True, None, False, claims.sub, None, (), grant_changed=True)
+        self._since = now
         release = self._release_events()
         self._forget_held()
         return Admission(True, None, True, claims.sub, previous_sub, release, grant_changed=True)
+
+    def release(self, claims: Claims, now: float) -> Admission:
+        """The driver hands the frame back under (verified, drive) `claims` of its own subject. Accepted with no
+        change when nobody drives; refused `superseded` from anyone else."""
+        current = self._grant
+        if current is None or now > current.exp + CLOCK_SKEW_S:
+            return Admission(True, None, False, None, None, ())
+        if claims.sub != current.sub:
+            return Admission(False, "superseded", False, current.sub, None, ())
+        newer = claims if claims.iat > current.iat else None
+        return self.hand_back(now, floor=_grant_of(newer) if newer else current)
+
+    def hand_back(self, now: float, *, floor: Grant | None = None) -> Admission:
+        """Nobody drives from `now`: what the driver held is released (returned), and no grant that is not newer
+        than the one handed back (`floor`, default the driving grant) may drive again."""
+        current = self._grant
+        if current is None:
+            return Admission(True, None, False, None, None, ())
+        floor = floor or current
+        if self._floor is None or floor.iat >= self._floor.iat:
+            self._floor = floor
+        self._grant = None
+        self._tied.clear()
+        self._since = now
+        release = self._release_events()
+        self._forget_held()
+        return Admission(True, None, True, None, current.sub, release, grant_changed=True)
 
     def _is_older(self, claims: Claims, current: Grant) -> bool:
         return claims.iat < current.iat or (claims.iat == current.iat and claims.jti in self._tied)

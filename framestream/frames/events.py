@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from framestream.core.lifecycle import FrameState
+from framestream.core.wire import DriverKind, HelpOutcome, PointerAction
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,11 +28,46 @@ class StateChanged:
 
 @dataclass(frozen=True, slots=True)
 class ControlChanged:
-    """The driving grant changed; `presenter` is the connection that presented it (None over HTTP)."""
+    """The driving grant changed, or its hold lapsed; `presenter` is the connection that presented it (None over
+    HTTP, or nobody drives). `kind`: `agent` (step grants) or `person`; `since_us`: when this driver took the
+    frame (or it was handed back); `held`: a person holds it; `note`: what a driver that handed it back said."""
 
     frame_id: str
     driver: str | None
     presenter: int | None
+    kind: DriverKind | None = None
+    since_us: int | None = None
+    held: bool = False
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HelpRequested:
+    frame_id: str
+    id: str
+    reason: str
+    subject: str
+    until_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class HelpEnded:
+    frame_id: str
+    id: str
+    outcome: HelpOutcome
+    note: str | None = None
+    by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPointer:
+    """Where an agent's step acted, for viewers to draw over the picture (never into the page)."""
+
+    frame_id: str
+    x: float
+    y: float
+    action: PointerAction
+    subject: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +130,11 @@ class PageRefused:
     code: str = "page-limit"  # or `url-not-allowed`: a document off FRAMESTREAM_URL_ALLOW_HOSTS
 
 
-FrameEvent = (StateChanged | ControlChanged | DialogShown | DialogGone | FileChooserShown | FileChooserGone
-              | DownloadChanged | ClipboardCopied | PageRefused)
+FrameEvent = (StateChanged | ControlChanged | HelpRequested | HelpEnded | AgentPointer | DialogShown | DialogGone
+              | FileChooserShown | FileChooserGone | DownloadChanged | ClipboardCopied | PageRefused)
 # Events only viewers whose token may drive the frame receive (what goes in and out of it).
 DRIVER_EVENTS = (FileChooserShown, DownloadChanged, ClipboardCopied)
 
-__all__ = ["DRIVER_EVENTS", "ClipboardCopied", "ControlChanged", "DialogGone", "DialogShown", "DownloadChanged",
-           "FileChooserGone", "FileChooserShown", "FrameEvent", "PageRefused", "StateChanged"]
+__all__ = ["DRIVER_EVENTS", "AgentPointer", "ClipboardCopied", "ControlChanged", "DialogGone", "DialogShown",
+           "DownloadChanged", "FileChooserGone", "FileChooserShown", "FrameEvent", "HelpEnded", "HelpRequested",
+           "PageRefused", "StateChanged"]

@@ -19,12 +19,14 @@ from framestream.browser.proctable import ProcessInfo
 from framestream.browser.tab_events import TabEvent
 from framestream.config import FrameSize
 from framestream.core.control import FrameControl
+from framestream.core.handoff import HelpRequest
 from framestream.core.lifecycle import FrameState, FrameView, pause_deadline
 from framestream.core.tokens import Claims
 from framestream.core.wire import InputEvent
 from framestream.errors import BrowserError, CaptureError, CDPError, FrameGone, ProtocolError
 from framestream.feed import FrameFeed, Viewer
 from framestream.frames.browsing import Browsing, FrameAction
+from framestream.frames.driving import Driving
 from framestream.frames.events import ControlChanged, FrameEvent, StateChanged
 from framestream.frames.files import FileLimits, FrameFiles
 from framestream.frames.runtime import RestartBudget, Runtime, RuntimeHooks
@@ -47,16 +49,15 @@ class Frame:
         # A new frame is `launching` from the start (its browser starts at once); one from the registry, `closed`.
         self.state = FrameState.LAUNCHING if launching else FrameState.CLOSED
         self.message: str | None = None
-        self.control = FrameControl()
+        self.driving = Driving(frame_id, manager.settings.person_hold_s, dispatch=self._apply_input,
+                               release=self._release_held, emit=self._emit,
+                               on_change=lambda: self._emit(self.state_event()))
         self.feed = FrameFeed(request_keyframe=self.request_keyframe,
                               request_light_keyframe=self.request_light_keyframe, set_light=self.set_light)
         self.last_viewed = time.monotonic() if last_viewed is None else last_viewed
         self.idle_since: float | None = None
         self.deleted = False
         self._lock = asyncio.Lock()  # what runs: launch, pause, resume, close, recovery
-        # One step at a time, from admission until its last event is applied: a newer grant presented while
-        # another step is still being applied is admitted after it, so the held input it releases includes it.
-        self._step_lock = asyncio.Lock()
         self._runtime: Runtime | None = None
         self._pause_timer: asyncio.TimerHandle | None = None
         self._restarts = RestartBudget()
@@ -78,6 +79,14 @@ class Frame:
                                  own_port=settings.port)
 
     # -- what others read --------------------------------------------------------------------------------
+
+    @property
+    def control(self) -> FrameControl:
+        return self.driving.control
+
+    def control_event(self) -> ControlChanged:
+        """Who drives, as a connection that does not watch the frame is told it (`you` false)."""
+        return self.driving.control_event()
 
     @property
     def viewers(self) -> int:
@@ -146,7 +155,7 @@ class Frame:
         self.idle_since = None
         self._cancel_pause_timer()
         self._emit(self.state_event())
-        for question in self.browsing.open_questions():  # what the others were told while it was away
+        for question in [*self.driving.joined(), *self.browsing.open_questions()]:  # what the others were told
             viewer.on_event(question)
 
     def remove_viewer(self, viewer: Viewer) -> None:
@@ -185,6 +194,7 @@ class Frame:
     async def delete(self) -> None:
         """Close for good: viewers hear `closed` ("deleted") and are let go; watching it again will not reopen it."""
         self.deleted = True
+        self.driving.close()
         await self.close_browser()
         self.state, self.message = FrameState.CLOSED, "deleted"
         self._emit(self.state_event())
@@ -405,7 +415,7 @@ class Frame:
 
         Raises ProtocolError when the grant is refused (`superseded`), and CapacityError, FrameGone or
         BrowserError when the frame cannot be brought up or the browser fails (errors.protocol_error)."""
-        return await self._admitted(claims, seq, presenter, lambda: self._apply_input(events))
+        return await self._admitted(claims, seq, presenter, lambda: self._apply_input(events), events)
 
     async def apply_action(self, claims: Claims, seq: int, action: FrameAction, *,
                            presenter: int | None = None) -> int:
@@ -413,24 +423,33 @@ class Frame:
         arbitration as input."""
         return await self._admitted(claims, seq, presenter, lambda: self._apply_action(action))
 
+    async def take_over(self, claims: Claims, seq: int, *, presenter: int | None = None) -> int:
+        """A person's grant takes the frame without input (`take-over`): admitted as a step with no events."""
+        if claims.step:
+            raise ProtocolError("forbidden", "take-over is a person's: a one-step grant cannot hold a frame",
+                                seq=seq, frame=self.id)
+        return await self.driving.step(claims, seq, presenter, self._nothing)
+
+    async def hand_back(self, claims: Claims, seq: int, note: str) -> None:
+        """`release` from the driver (Driving.hand_back)."""
+        await self.driving.hand_back(claims, seq, note)
+
+    def request_help(self, claims: Claims, seq: int, reason: str, timeout_s: float, *, presenter: int | None = None,
+                     notify: Callable[[FrameEvent], None] | None = None) -> HelpRequest:
+        return self.driving.request_help(claims, seq, reason, timeout_s, presenter=presenter, notify=notify)
+
     async def _admitted(self, claims: Claims, seq: int, presenter: int | None,
-                        apply: Callable[[], Awaitable[None]]) -> int:
-        async with self._step_lock:
-            admission = self.control.admit(claims, time.time())
-            if not admission.accepted:
-                raise ProtocolError(admission.code or "superseded",
-                                    f"a newer drive grant holds this frame (driver: {admission.driver})",
-                                    seq=seq, frame=self.id)
-            if admission.release:
-                await self._apply_input(admission.release)
-            if admission.driver_changed:
-                log.info("driven by %s", admission.driver, extra={"frame": self.id})
-            if admission.driver_changed or admission.grant_changed:
-                self._emit(ControlChanged(self.id, admission.driver, presenter))
-                self._emit(self.state_event())
-            started_us = time.time_ns() // 1000
-            await apply()
-            return started_us
+                        apply: Callable[[], Awaitable[None]], events: Sequence[InputEvent] = ()) -> int:
+        return await self.driving.step(claims, seq, presenter, apply, events)
+
+    async def _nothing(self) -> None:
+        if self.state is not FrameState.LIVE or self._runtime is None:
+            await self.ensure_running()
+
+    async def _release_held(self, events: Sequence[InputEvent]) -> None:
+        """What a previous driver held, released only while the browser still runs (a new one holds nothing)."""
+        if self._runtime is not None and self.state is FrameState.LIVE:
+            await self._apply_input(events)
 
     async def _apply_action(self, action: FrameAction) -> None:
         if self.state is not FrameState.LIVE or self._runtime is None:

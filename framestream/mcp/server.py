@@ -26,7 +26,8 @@ INSTRUCTIONS = (
     "Tools to see and drive live browser pages (frames). Coordinates are CSS pixels of the frame, as in the "
     "screenshot. Name a frame with `frame` (optional when there is one). Each action returns the picture after "
     "the page settled unless screenshot=false. A person may take over a frame at any time: then actions answer "
-    "so, and you should not retry."
+    "so, and you should not retry. When you need a person (a login, a CAPTCHA, a payment, a choice only they can "
+    "make), call ask_human with the reason: it returns their note once they hand the frame back."
 )
 
 
@@ -129,6 +130,13 @@ def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: 
         """Load `url` in the frame, or go back, forward or reload (`action`)."""
         return await act(frame, f"navigated to {url or action}", lambda c, f: c.navigate(f, url, action=action),
                          screenshot)
+
+    @server.tool(structured_output=False)
+    async def ask_human(reason: str, frame: str | None = None, timeout_s: float = 300.0) -> str:
+        """Ask a person watching the frame to take it over (a login, a CAPTCHA, a payment), and wait until they
+        hand it back: returns their note, or says that nobody came within timeout_s (1 to 3600)."""
+        result: str = await _run(tools.ask_human(frame, reason, max(1.0, min(3600.0, timeout_s))))
+        return result
 
     @server.tool(structured_output=False)
     async def wait_for_settle(frame: str | None = None, quiet_ms: int = 300, timeout_s: float = 10.0,

@@ -3,7 +3,8 @@
 `ComputerTools` holds the sandbox key and one `framestream.client.Client`: every step is sent under a one-step
 grant minted for it, so the model never sees a token. An action can return the picture after the page settled
 (PNG at the frame's CSS size, so the model's coordinates are the page's). Refusals come back as `ToolRefusal`
-with a plain sentence; a superseded step is reported, never retried.
+with a plain sentence; a superseded or taken-over step is reported, never retried. `ask_human` asks a person to take
+the frame over and waits for their note.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from framestream.client import (
     ServiceError,
     Step,
     Superseded,
+    TakenOver,
     UnknownFrame,
 )
 
@@ -112,6 +114,16 @@ class ComputerTools:
         return StepOutcome(f"{what} on frame {frame_id}: done; the picture after it settled follows",
                            await self._settled_png(frame_id, self.settle_ms, 10.0))
 
+    async def ask_human(self, frame: str | None, reason: str, timeout_s: float) -> str:
+        """Ask a person to take the frame over; their note once they hand it back, or that nobody came."""
+        frame_id = await self.resolve(frame)
+        note = await self._call(lambda c: c.request_help(frame_id, reason, timeout_s), frame_id)
+        if note is None:
+            return (f"nobody took over frame {frame_id} within {timeout_s:g} s; the page is as you left it. Try "
+                    "another way, or ask again later.")
+        said = f' and wrote: "{note}"' if note else " without a note"
+        return f"the person handed frame {frame_id} back{said}. You drive again: look at the page before acting."
+
     # -- frames (control) ---------------------------------------------------------------------------------------
 
     async def open_frame(self, url: str, width: int, height: int, dpr: int | None) -> str:
@@ -191,6 +203,9 @@ def _describe(info: FrameInfo) -> dict[str, object]:
 
 def _plain(exc: ServiceError, frame: str | None) -> str:
     name = f"frame {frame}" if frame else "the frame"
+    if isinstance(exc, TakenOver):
+        return (f"a person has taken over {name} and holds it; this step was not applied and will not be retried. "
+                "Wait until they hand it back, or call ask_human to ask them and wait for their note.")
     if isinstance(exc, Superseded):
         return (f"a person has taken control of {name} (their drive grant is newer); this step was not applied "
                 "and will not be retried. Wait until they are done, or ask them.")

@@ -9,22 +9,28 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from framestream.core.tokens import Claims
-from framestream.core.wire import InputEvent, check_bounds
+from framestream.core.wire import InputEvent, Release, RequestHelp, TakeOver, check_bounds
 from framestream.errors import FRAME_ERRORS, ProtocolError, TokenError, protocol_error
 from framestream.frames import Frame
 from framestream.frames.browsing import FrameAction
+from framestream.frames.events import FrameEvent
 from framestream.server.context import ServiceContext
 
 log = logging.getLogger(__name__)
 
 
+Handoff = TakeOver | Release | RequestHelp  # steps that hand the frame over rather than act on its page
+Notify = Callable[[FrameEvent], None]
+
+
 @dataclass(frozen=True, slots=True)
 class Applied:
     started_us: int  # wall clock when the first event went to the browser
+    request: str | None = None  # the request for help a `request-help` opened
 
 
 async def apply_step(
@@ -32,17 +38,20 @@ async def apply_step(
     frame: Frame,
     grant: str,
     seq: int,
-    events: Sequence[InputEvent] | FrameAction,
+    events: Sequence[InputEvent] | FrameAction | Handoff,
     *,
     presenter: int | None = None,
+    notify: Notify | None = None,
 ) -> Applied:
     """Apply one step under `grant`, or raise ProtocolError with the contract's code (and `seq`). A step is input
-    events, or one driver action (navigate, page, dialog-answer, a file chooser's answer) under the same rules.
+    events, one driver action (navigate, page, dialog-answer, a file chooser's answer), or a handoff (take-over,
+    release, request-help) under the same rules.
 
-    `presenter` identifies the connection that sent it (for `control` messages' `you`), None over HTTP.
+    `presenter` identifies the connection that sent it (for `control` messages' `you`), None over HTTP; `notify`
+    gets how a request for help ended, for a requester that does not watch the frame.
     """
     try:
-        applied = await _apply_step(ctx, frame, grant, seq, events, presenter=presenter)
+        applied = await _apply_step(ctx, frame, grant, seq, events, presenter=presenter, notify=notify)
     except ProtocolError as exc:
         ctx.inputs_refused[exc.code] = ctx.inputs_refused.get(exc.code, 0) + 1
         log.debug("input refused: %s", exc.message, extra={"frame": frame.id, "code": exc.code, "seq": seq})
@@ -52,8 +61,8 @@ async def apply_step(
 
 
 async def _apply_step(
-    ctx: ServiceContext, frame: Frame, grant: str, seq: int, events: Sequence[InputEvent] | FrameAction, *,
-    presenter: int | None
+    ctx: ServiceContext, frame: Frame, grant: str, seq: int, events: Sequence[InputEvent] | FrameAction | Handoff, *,
+    presenter: int | None, notify: Notify | None
 ) -> Applied:
     try:
         claims: Claims = ctx.verify(grant)
@@ -69,6 +78,15 @@ async def _apply_step(
     try:
         if isinstance(events, Sequence):
             started_us = await frame.apply_step(claims, seq, events, presenter=presenter)
+        elif isinstance(events, TakeOver):
+            started_us = await frame.take_over(claims, seq, presenter=presenter)
+        elif isinstance(events, Release):
+            started_us = time.time_ns() // 1000
+            await frame.hand_back(claims, seq, events.note)
+        elif isinstance(events, RequestHelp):
+            request = frame.request_help(claims, seq, events.reason, events.timeout_s, presenter=presenter,
+                                         notify=notify)
+            return Applied(int(request.since * 1_000_000), request.id)
         else:
             started_us = await frame.apply_action(claims, seq, events, presenter=presenter)
     except ProtocolError as exc:

@@ -35,11 +35,13 @@ from framestream.core.wire import (
     Navigate,
     PageRequest,
     Refresh,
+    Release,
+    RequestHelp,
+    TakeOver,
     Unwatch,
     Watch,
     WebrtcIce,
     WebrtcOffer,
-    control_message,
     error_message,
     frame_state,
     input_ack,
@@ -52,10 +54,11 @@ from framestream.errors import ProtocolError, TokenError
 from framestream.frames.events import (
     DRIVER_EVENTS,
     ClipboardCopied,
-    ControlChanged,
     FrameEvent,
+    HelpEnded,
     StateChanged,
 )
+from framestream.server.handoff_messages import control_text, handoff_event_text
 from framestream.server.session_actions import (
     Action,
     AddIceCandidate,
@@ -239,9 +242,9 @@ class ViewerSession(Generic[F]):
         and out of a frame is for viewers that may drive it, unless configured otherwise)."""
         if isinstance(event, StateChanged):
             return self._frame_state(event)
-        if isinstance(event, ControlChanged):
-            you = event.presenter is not None and event.presenter == self.presenter
-            return control_message(event.frame_id, event.driver, you)
+        handoff = handoff_event_text(event, self.presenter)
+        if handoff is not None:
+            return handoff
         to_viewers = isinstance(event, ClipboardCopied) and self._settings.clipboard_to_viewers
         if isinstance(event, DRIVER_EVENTS) and not to_viewers and not self._may_drive(event.frame_id):
             return None
@@ -259,23 +262,32 @@ class ViewerSession(Generic[F]):
     def _may_drive(self, frame_id: str) -> bool:
         return self.claims is not None and self.claims.allows("drive", frame_id)
 
-    def step_done(self, error: ProtocolError | None) -> list[Action[F]]:
-        """The step given out last ended (None: applied); answer it and give out the next one."""
+    def step_done(self, error: ProtocolError | None, *, request: str | None = None) -> list[Action[F]]:
+        """The step given out last ended (None: applied; `request`: the request for help it opened); answer it
+        and give out the next one."""
         if self.phase is Phase.CLOSED or not self._steps:
             return []
         step = self._steps.popleft()
         frame_id, seq = step.frame.id, step.message.seq
         actions: list[Action[F]] = []
         if error is None:
-            actions.append(Send(input_ack(frame_id, seq)))
+            actions.append(Send(input_ack(frame_id, seq, request)))
         else:
             actions.append(Send(error_message(error.code, error.message, frame_id, seq)))
-            if error.code == "superseded" and frame_id not in self.watching:
+            if error.code in ("superseded", "taken-over") and frame_id not in self.watching:
                 # Watchers heard of the change already; a holder that does not watch hears it here.
-                actions.append(Send(control_message(frame_id, step.frame.state_event().driver, False)))
+                actions.append(Send(control_text(step.frame.control_event(), None)))
         if self._steps:
             actions.append(self._steps[0])
         return actions
+
+    def requester_event(self, event: FrameEvent) -> list[Action[F]]:
+        """How this connection's request for help ended: told here when it does not watch the frame (watchers
+        hear it with everyone)."""
+        if self.phase is Phase.CLOSED or not isinstance(event, HelpEnded) or event.frame_id in self.watching:
+            return []
+        text = self.event_text(event)
+        return [Send(text)] if text is not None else []
 
     def peer_ended(self, frame: F, why: ProtocolError | str) -> list[Action[F]]:
         """The frame's peer connection was refused (`why`: the error) or closed by the service (`why`: the
@@ -364,7 +376,7 @@ class ViewerSession(Generic[F]):
             return self._unwatch(message.frame)
         if isinstance(message, KeyframeRequest):
             return [RequestKeyframe(self._viewable(message.frame))]
-        if isinstance(message, Input | PageRequest | Navigate | DialogAnswer):
+        if isinstance(message, Input | PageRequest | Navigate | DialogAnswer | TakeOver | Release | RequestHelp):
             return self._input(message, now)
         if isinstance(message, WebrtcOffer | WebrtcIce):
             return self._webrtc(message)

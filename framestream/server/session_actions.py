@@ -6,8 +6,17 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from framestream.config import FrameSize
-from framestream.core.wire import DialogAnswer, IceCandidate, Input, Navigate, PageRequest
-from framestream.frames.events import StateChanged
+from framestream.core.wire import (
+    DialogAnswer,
+    IceCandidate,
+    Input,
+    Navigate,
+    PageRequest,
+    Release,
+    RequestHelp,
+    TakeOver,
+)
+from framestream.frames.events import ControlChanged, StateChanged
 
 
 class _Codec(Protocol):
@@ -31,6 +40,8 @@ class SessionFrame(Protocol):
     def feed(self) -> _Codec: ...
 
     def state_event(self) -> StateChanged: ...
+
+    def control_event(self) -> ControlChanged: ...
 
 
 F = TypeVar("F", bound=SessionFrame)
@@ -102,7 +113,8 @@ Action = (Send | Close | StartWatching[F] | StopWatching[F] | RequestKeyframe[F]
           | AddIceCandidate[F])
 
 
-Step = Input | PageRequest | Navigate | DialogAnswer  # what a driver sends under a grant, in order
+# What a driver sends under a grant, in order (the handoff messages too: they go through the same checks).
+Step = Input | PageRequest | Navigate | DialogAnswer | TakeOver | Release | RequestHelp
 
 
 __all__ = ["Action", "AddIceCandidate", "ApplyStep", "BringUp", "Close", "F", "RequestKeyframe", "Send",

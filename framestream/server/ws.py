@@ -76,6 +76,8 @@ class ViewerConnection:
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+            for frame in list(self.ctx.manager.frames.values()):  # a person's hold and a request end with it
+                await frame.driving.connection_gone(self.session.number)
             self._stop_states()
             self.outbox.close()
             with contextlib.suppress(asyncio.CancelledError):
@@ -211,15 +213,22 @@ class ViewerConnection:
     async def _apply(self, frame: Frame, message: Step) -> None:
         try:
             step = message.events if isinstance(message, Input) else message
-            await apply_step(self.ctx, frame, message.grant, message.seq, step, presenter=self.session.presenter)
+            applied = await apply_step(self.ctx, frame, message.grant, message.seq, step,
+                                       presenter=self.session.presenter, notify=self._requester_event)
         except ProtocolError as exc:
-            outcome: ProtocolError | None = exc
+            done = self.session.step_done(exc)
         except Exception as exc:  # a bug: say so to the client and go on with its next step
             log.exception("input step failed", extra={"conn": self.session.number, "frame": frame.id})
-            outcome = ProtocolError("internal", f"input could not be applied: {type(exc).__name__}")
+            done = self.session.step_done(ProtocolError("internal", f"input could not be applied: "
+                                                                    f"{type(exc).__name__}"))
         else:
-            outcome = None
-        await self._perform(self.session.step_done(outcome))
+            done = self.session.step_done(None, request=applied.request)
+        await self._perform(done)
+
+    def _requester_event(self, event: FrameEvent) -> None:
+        for action in self.session.requester_event(event):
+            if isinstance(action, Send):
+                self.outbox.push_text(action.text)
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.create_task(coro, name=name)

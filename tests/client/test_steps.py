@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from framestream.client import Client, SandboxKey, Superseded, UnknownFrame, png_to_rgb
+from framestream.client import Client, SandboxKey, Superseded, TakenOver, UnknownFrame, png_to_rgb
 from tests.client.agent_page import BUTTON, FIELD, GREY, MARKS, RED, near, typed_text
 from tests.fixtures import service_fixture
 from tests.support import Service
@@ -45,7 +45,7 @@ async def test_typed_text_appears(client: Client, frame: str) -> None:
     assert typed_text(png_to_rgb((await client.screenshot(frame)).png)) == ""
 
 
-async def test_a_persons_newer_grant_makes_the_agents_next_step_fail_with_superseded(
+async def test_a_person_who_takes_over_makes_the_agents_next_step_fail_with_taken_over(
         service: Service, frame: str, key: SandboxKey) -> None:
     # The agent's two step grants are minted before the person's: the person's grant is the newer one.
     agent_grants = iter([key.step(frame), key.step(frame)])
@@ -59,11 +59,14 @@ async def test_a_persons_newer_grant_makes_the_agents_next_step_fail_with_supers
         stop = agent.listen(heard.append)
         await person.click(frame, *BUTTON)
         await view.wait_for(lambda v: v.state is not None and v.state.driver == "alice")
-        await view.wait_for(lambda v: {"type": "control", "frame": frame, "driver": "alice", "you": False} in heard)
+        await view.wait_for(lambda v: any(m.get("type") == "control" and m.get("driver") == "alice"
+                                          and m.get("kind") == "person" and m.get("held") is True
+                                          and m.get("you") is False for m in heard))
         stop()
-        with pytest.raises(Superseded) as refused:
+        with pytest.raises(TakenOver) as refused:
             await agent.click(frame, 300, 300)
-        assert refused.value.code == "superseded" and refused.value.frame == frame
+        assert refused.value.code == "taken-over" and refused.value.frame == frame
+        assert isinstance(refused.value, Superseded)  # code written for superseded steps handles it too
         # The connection goes on: the agent still sees the person's click.
         await view.picture_after(0, where=lambda p: near(p.pixel(*BUTTON), RED))
 

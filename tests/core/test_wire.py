@@ -352,9 +352,17 @@ def test_server_messages_exact_json() -> None:
         '"message":"Chromium exited"}'
     )
     assert (
-        wire.control_message("f1", "agent", False)
-        == '{"type":"control","frame":"f1","driver":"agent","you":false}'
+        wire.control_message("f1", "agent", False, kind="agent", since_us=7)
+        == '{"type":"control","frame":"f1","driver":"agent","you":false,"kind":"agent","since_us":7,"held":false}'
     )
+    assert wire.help_requested("f1", "h1", "a login", "agent", 9) == (
+        '{"type":"help-requested","frame":"f1","id":"h1","reason":"a login","subject":"agent","until_us":9}')
+    assert wire.help_ended("f1", "h1", "answered", note="logged in", by="alice") == (
+        '{"type":"help-ended","frame":"f1","id":"h1","outcome":"answered","note":"logged in","by":"alice"}')
+    assert wire.help_ended("f1", "h1", "timeout") == (
+        '{"type":"help-ended","frame":"f1","id":"h1","outcome":"timeout"}')
+    assert wire.agent_pointer("f1", 10.004, 20, "click", "agent") == (
+        '{"type":"agent-pointer","frame":"f1","x":10.0,"y":20,"action":"click","subject":"agent"}')
     assert wire.input_ack("f1", 9) == '{"type":"input-ack","frame":"f1","seq":9}'
     assert wire.error_message("superseded", "a newer grant drives", "f1", 9) == (
         '{"type":"error","code":"superseded","message":"a newer grant drives","frame":"f1","seq":9}'

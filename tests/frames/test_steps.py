@@ -34,7 +34,10 @@ async def test_the_first_driver_is_announced_and_its_events_applied(frames: Fram
     assert started_us >= before_us
     assert launches.last.dispatched == [MOVE]
     events = watcher.drain()
-    assert events[0] == ControlChanged(frame.id, "alice", 7)
+    control = events[0]
+    assert isinstance(control, ControlChanged)
+    assert (control.driver, control.presenter, control.kind, control.held) == ("alice", 7, "person", True)
+    assert control.since_us is not None and control.since_us >= before_us
     assert isinstance(events[1], StateChanged) and events[1].driver == "alice" and len(events) == 2
     await frame.apply_step(grant("alice", 1), 2, [MOVE], presenter=7)
     assert watcher.drain() == [], "the same grant again changes nothing anyone is told"
@@ -50,7 +53,8 @@ async def test_an_older_grant_is_refused_and_a_newer_one_releases_what_the_drive
     assert launches.last.dispatched == [DOWN]
     await frame.apply_step(grant("carol", 3), 1, [MOVE], presenter=9)
     assert launches.last.dispatched == [DOWN, MouseEvent("up", 5, 5, "left", 0, 0, 0), MOVE]
-    assert ControlChanged(frame.id, "carol", 9) in watcher.drain()
+    assert [(e.driver, e.presenter, e.kind) for e in watcher.drain() if isinstance(e, ControlChanged)] == [
+        ("alice", None, "person"), ("carol", 9, "person")]
 
 
 async def test_a_newer_grant_waits_for_the_step_being_applied_and_releases_its_input_too(

@@ -12,7 +12,7 @@ from framestream.core.tokens import derive_key, mint
 from tests.client.agent_page import BUTTON, GREY, MARKS, RED, near
 from tests.fixtures import service_fixture
 from tests.mcp.session import mcp_session, pngs, texts
-from tests.support import TEST_SECRET, Service
+from tests.support import TEST_SECRET, Service, until
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 service = service_fixture("agent.html@640x400")
 
 TOOLS = {"list_frames", "screenshot", "click", "double_click", "move", "drag", "scroll", "type_text", "press",
-         "navigate", "wait_for_settle", "open_frame", "close_frame"}
+         "navigate", "wait_for_settle", "ask_human", "open_frame", "close_frame"}
 
 
 async def test_lists_the_tools(service: Service) -> None:
@@ -73,7 +73,7 @@ async def test_an_unknown_frame_answers_an_error_not_a_crash(service: Service) -
         assert not still.is_error
 
 
-async def test_a_persons_newer_grant_answers_plainly_and_is_not_retried(service: Service) -> None:
+async def test_a_person_who_took_over_is_answered_plainly_and_not_retried(service: Service) -> None:
     [frame] = service.frame_ids()
     async with mcp_session(service) as session:
         await session.call_tool("list_frames", {})  # the server is up and connected
@@ -85,7 +85,14 @@ async def test_a_persons_newer_grant_answers_plainly_and_is_not_retried(service:
                                         reconnect=False) as client:
             await client.move(frame, 5, 5)
             result = await session.call_tool("click", {"x": 300, "y": 300})
+            listed = json.loads(texts(await session.call_tool("list_frames", {}))[0])
+            assert listed[0]["driver"] == "alice"
         assert result.is_error
-        assert "a person has taken control" in texts(result)[0] and "not be retried" in texts(result)[0]
-        listed = json.loads(texts(await session.call_tool("list_frames", {}))[0])
-        assert listed[0]["driver"] == "alice"
+        assert "a person has taken over" in texts(result)[0] and "not be retried" in texts(result)[0]
+        assert "ask_human" in texts(result)[0]
+        # The person's connection closed: their hold ended with it, and nobody drives.
+        async def nobody_drives() -> bool | None:
+            listed = json.loads(texts(await session.call_tool("list_frames", {}))[0])
+            return True if listed[0]["driver"] is None else None
+
+        await until("nobody drives once the person left", nobody_drives, within=10)

@@ -51,6 +51,9 @@ class FakeFrame:
     def state_event(self) -> StateChanged:
         return StateChanged(self.id, self.state, f"http://pages.test/{self.id}", self.viewers, self.driver, None)
 
+    def control_event(self) -> ControlChanged:
+        return ControlChanged(self.id, self.driver, None, "agent" if self.driver else None, 1_000_000, False)
+
 
 def claims(role: str = "view", frm: str = "*", sub: str = "ann") -> Claims:
     return Claims(v=1, sbx="test", frm=frm, role=role, sub=sub, iat=0.0, exp=600.0, jti="j")
@@ -458,8 +461,12 @@ def test_frame_events_become_this_connections_messages() -> None:
     assert s.event_text(changed) == ('{"type":"frame-state","frame":"f1","state":"launching",'
                                      '"url":"http://pages.test/","viewers":3,"driver":null,'
                                      '"message":"the page crashed; reloading"}')
-    ours = ControlChanged("f1", "ann", presenter=s.presenter)
-    assert s.event_text(ours) == '{"type":"control","frame":"f1","driver":"ann","you":true}'
+    ours = ControlChanged("f1", "ann", presenter=s.presenter, kind="person", since_us=5, held=True)
+    assert s.event_text(ours) == ('{"type":"control","frame":"f1","driver":"ann","you":true,"kind":"person",'
+                                  '"since_us":5,"held":true}')
+    handed_back = ControlChanged("f1", None, presenter=s.presenter, since_us=6, note="done, over to you")
+    assert s.event_text(handed_back) == ('{"type":"control","frame":"f1","driver":null,"you":false,"kind":null,'
+                                         '"since_us":6,"held":false,"note":"done, over to you"}')
     assert json.loads(s.event_text(ControlChanged("f1", "bob", presenter=s.presenter + 1)))["you"] is False
     assert json.loads(s.event_text(ControlChanged("f1", "bob", presenter=None)))["you"] is False  # over HTTP
 
@@ -483,7 +490,8 @@ def test_steps_are_given_out_one_at_a_time_and_answered_in_order() -> None:
         Send('{"type":"error","code":"superseded","message":"a newer drive grant holds this frame (driver: carl)",'
              '"frame":"f1","seq":2}'),
         # not watching f1: the holder hears who drives from this
-        Send('{"type":"control","frame":"f1","driver":"carl","you":false}'),
+        Send('{"type":"control","frame":"f1","driver":"carl","you":false,"kind":"agent","since_us":1000000,'
+             '"held":false}'),
     ]
     assert isinstance(done[2], ApplyStep) and done[2].message.seq == 3 and len(done) == 3
     assert s.step_done(None) == [Send('{"type":"input-ack","frame":"f1","seq":3}')]

@@ -45,6 +45,14 @@ from framestream.core.wire._fields import (
     refused_as,
     string,
 )
+from framestream.core.wire._handoff_messages import (
+    Release,
+    RequestHelp,
+    TakeOver,
+    parse_release,
+    parse_request_help,
+    parse_take_over,
+)
 from framestream.core.wire._limits import (
     MAX_BUTTONS_MASK,
     MAX_CLICKS,
@@ -112,7 +120,7 @@ class Input:
 
 
 ClientMessage = (Hello | Refresh | Watch | Unwatch | KeyframeRequest | Input | PageRequest | Navigate | DialogAnswer
-                 | WebrtcOffer | WebrtcIce)
+                 | TakeOver | Release | RequestHelp | WebrtcOffer | WebrtcIce)
 
 
 # --- parsing ------------------------------------------------------------------------------------------------
@@ -227,6 +235,9 @@ _DRIVER_PARSERS: Final[Mapping[str, Callable[[Mapping[str, Any]], ClientMessage]
     "page": parse_page,
     "navigate": parse_navigate,
     "dialog-answer": parse_dialog_answer,
+    "take-over": parse_take_over,
+    "release": parse_release,
+    "request-help": parse_request_help,
 }
 
 

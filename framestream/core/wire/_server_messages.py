@@ -16,6 +16,7 @@ ERROR_CODES: Final = (
     "forbidden",
     "replayed",
     "superseded",
+    "taken-over",
     "capacity",
     "shared-frames-off",
     "bad-input",
@@ -124,12 +125,12 @@ def frame_state(  # noqa: PLR0917 - the contract's field order
     return _dumps(body)
 
 
-def control_message(frame: str, driver: str | None, you: bool) -> str:
-    return _dumps({"type": "control", "frame": frame, "driver": driver, "you": you})
-
-
-def input_ack(frame: str, seq: int) -> str:
-    return _dumps({"type": "input-ack", "frame": frame, "seq": seq})
+def input_ack(frame: str, seq: int, request: str | None = None) -> str:
+    """The answer to a driver's step; `request`: the id of the request for help a `request-help` opened."""
+    body: dict[str, object] = {"type": "input-ack", "frame": frame, "seq": seq}
+    if request is not None:
+        body["id"] = request
+    return _dumps(body)
 
 
 def error_message(code: str, message: str, frame: str | None = None, seq: int | None = None) -> str:
