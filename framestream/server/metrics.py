@@ -75,6 +75,14 @@ def render(ctx: ServiceContext, memory: MemoryReport | None = None) -> str:
     family("framestream_input_refused_total", "counter", "Input steps refused, by error code.",
            [_line("framestream_input_refused_total", n, {"code": code})
             for code, n in sorted(ctx.inputs_refused.items())])
+    family("framestream_driver_changes_total", "counter",
+           "Changes of who drives each frame, by the new driver's kind (none: handed back).",
+           [_line("framestream_driver_changes_total", n, {"frame": f.id, "kind": kind})
+            for f in frames for kind, n in sorted(f.driving.changes.items())])
+    family("framestream_help_requests", "counter",
+           "Agents' requests for a person's help, by outcome (open: a gauge of those still open).",
+           [_line("framestream_help_requests", n, {"frame": f.id, "outcome": outcome})
+            for f in frames for outcome, n in sorted(f.driving.help_outcomes.items())])
     family("framestream_browser_restarts_total", "counter", "Browsers relaunched after a crash or hang.",
            [_line("framestream_browser_restarts_total", ctx.manager.restarts)])
     family("framestream_state_write_errors_total", "counter",

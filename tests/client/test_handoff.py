@@ -119,6 +119,10 @@ async def test_a_person_takes_over_holds_through_ten_agent_steps_and_hands_back_
         # A stray event under a grant from before the hand-back (a viewer's token from page load) changes nothing.
         with pytest.raises(Superseded):
             await alice.click(frame, *BUTTON, grant=person_grant(frame, issued=time.time() - 60))
+        metrics = service.get("/metrics", token=None)[1].decode()
+        assert f'framestream_help_requests{{frame="{frame}",outcome="answered"}} 1' in metrics
+        assert f'framestream_driver_changes_total{{frame="{frame}",kind="none"}} 1' in metrics
+        assert f'framestream_driver_changes_total{{frame="{frame}",kind="person"}} 1' in metrics
         # The agent's next click drives again and changes the page.
         step = await agent.click(frame, *BUTTON)
         after = await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(*BUTTON), RED))
