@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -96,3 +97,35 @@ async def test_a_person_who_took_over_is_answered_plainly_and_not_retried(servic
             return True if listed[0]["driver"] is None else None
 
         await until("nobody drives once the person left", nobody_drives, within=10)
+
+
+async def test_ask_human_returns_the_persons_note_and_the_agent_drives_again(service: Service) -> None:
+    [frame] = service.frame_ids()
+    async with mcp_session(service) as session:
+        reloaded = await session.call_tool("navigate", {"action": "reload"})  # the button grey again
+        assert not reloaded.is_error and near(png_to_rgb(pngs(reloaded)[0])[BUTTON[1], BUTTON[0]], GREY)
+        key = derive_key(TEST_SECRET.encode(), "test")
+        async with await Client.connect(service.base, token=service.token("drive", frame=frame, subject="alice"),
+                                        grants=lambda _f: mint(key, sandbox="test", role="drive", now=time.time(),
+                                                               frame=frame, subject="alice", ttl=60),
+                                        reconnect=False) as alice:
+            asked = asyncio.Event()
+            stop = alice.listen(lambda m: asked.set() if m.get("type") == "help-requested" else None)
+            await alice.watch(frame)
+            asking = asyncio.create_task(session.call_tool("ask_human", {"reason": "please log in",
+                                                                         "timeout_s": 120}))
+            await asyncio.wait_for(asked.wait(), 30)
+            stop()
+            await alice.take_over(frame)
+            await alice.release(frame, "done: logged in")
+            answer = await asyncio.wait_for(asking, 30)
+        assert not answer.is_error and '"done: logged in"' in texts(answer)[0]
+        clicked = await session.call_tool("click", {"x": BUTTON[0], "y": BUTTON[1]})
+        assert not clicked.is_error, texts(clicked)
+        assert near(png_to_rgb(pngs(clicked)[0])[BUTTON[1], BUTTON[0]], RED)
+
+
+async def test_ask_human_says_when_nobody_came(service: Service) -> None:
+    async with mcp_session(service) as session:
+        answer = await session.call_tool("ask_human", {"reason": "a CAPTCHA", "timeout_s": 1})
+        assert not answer.is_error and "nobody took over" in texts(answer)[0]
