@@ -713,9 +713,9 @@ async def test_newer_person_grant_takes_over_mid_drag(service: Service, frame: s
     await watcher.sees_colour(DRAG, TEAL, after_us=state.capture_us)
     assert service.get(f"/frames/{frame}")[1]["driver"] == "alice"
 
-    # The agent's next step (its grant is older) is superseded; nothing of it is applied.
+    # The agent's next step is refused: the person holds the frame (and its grant is older); nothing of it is applied.
     seq = await agent.send_input(frame, steps[2], click(BTN))
-    refused(await agent.reply(seq), "superseded", seq, frame)
+    refused(await agent.reply(seq), "taken-over", seq, frame)
     # Its first grant again: replayed.
     seq = await agent.send_input(frame, steps[0], click(BTN))
     refused(await agent.reply(seq), "replayed", seq, frame)
