@@ -145,7 +145,7 @@ async def _yellow_in_screenshot(service: Service, frame_id: str) -> bool | None:
     status, png = await asyncio.to_thread(service.get, f"/frames/{frame_id}/screenshot", "view")
     if status != 200:
         return None
-    with av.open(io.BytesIO(png)) as container:
+    with av.open(io.BytesIO(png), "r") as container:
         picture = next(container.decode(video=0)).to_ndarray(format="rgb24")
     return True if colour_near(picture[200, 320], YELLOW, 10) else None
 
