@@ -133,15 +133,22 @@ class EventLines:
         self._driver: str | None = None
         self._state: str | None = None
         self._active: str | None = None
+        self._held = False
 
     def lines(self, t_us: int, event: object) -> list[Line]:
         if isinstance(event, StateChanged):
             return self._state_lines(t_us, event)
         if isinstance(event, ControlChanged):
-            if event.driver == self._driver:
+            held = bool(getattr(event, "held", False))
+            note = getattr(event, "note", None)
+            if event.driver == self._driver and held == self._held and not note:
                 return []
-            self._driver = event.driver
-            return [{"t_us": t_us, "type": "driver", "driver": event.driver}]
+            self._driver, self._held = event.driver, held
+            line: Line = {"t_us": t_us, "type": "driver", "driver": event.driver,
+                          "kind": getattr(event, "kind", None), "held": held}
+            if note:
+                line["note"] = note
+            return [line]
         if isinstance(event, DialogShown):
             return [{"t_us": t_us, "type": "dialog", "id": event.id, "page": event.page, "kind": event.kind,
                      "message": event.message}]
