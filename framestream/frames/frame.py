@@ -31,7 +31,7 @@ from framestream.frames.events import ControlChanged, FrameEvent, StateChanged
 from framestream.frames.files import FileLimits, FrameFiles
 from framestream.frames.runtime import RestartBudget, Runtime, RuntimeHooks
 from framestream.media.picture import Picture
-from framestream.recording.recorder import FrameRecorder
+from framestream.recording import recorder as recording  # (a module: recording/ imports frames.events)
 
 if TYPE_CHECKING:
     from framestream.frames.manager import FrameManager
@@ -79,9 +79,9 @@ class Frame:
         self.files.load()
         self.browsing = Browsing(frame_id, self.files, self._emit, manager.spawn, settings.allowed_url_hosts,
                                  own_port=settings.port)
-        self.recorder = FrameRecorder(manager.recordings, frame_id, size, enabled=settings.record if record is None
-                                      else record, request_keyframe=self.request_keyframe,
-                                      tabs=lambda: self.browsing.tabs)  # (framestream/recording)
+        self.recorder = recording.FrameRecorder(
+            manager.recordings, frame_id, size, enabled=settings.record if record is None else record,
+            request_keyframe=self.request_keyframe, tabs=lambda: self.browsing.tabs)
 
     # -- what others read --------------------------------------------------------------------------------
 

@@ -249,6 +249,7 @@ class _Writer(threading.Thread):
         self._video_fd = -1
         self._sidecar_fd = -1
         self._fragments = 0
+        self._full = False
 
     # -- loop side -----------------------------------------------------------------------------------------
 
@@ -298,9 +299,8 @@ class _Writer(threading.Thread):
                     break
                 if self._pending and time.monotonic() - self._pending_since >= FRAGMENT_S:
                     self._flush()
-                if self.info.bytes + self.info.sidecar_bytes > self.store.max_bytes:
+                if self._full:
                     reason = "max-bytes"
-                    self._flush()
                     break
         except OSError as exc:
             reason = "disk"
@@ -340,8 +340,11 @@ class _Writer(threading.Thread):
         end = until if until is not None else pending[-1][0] + LAST_PICTURE_TICKS
         samples = [mp4.Sample(dts, (pending[i + 1][0] if i + 1 < len(pending) else end) - dts, key, data)
                    for i, (dts, key, data) in enumerate(pending)]
+        data = mp4.fragment(self._sequence + 1, samples)
+        if self.info.bytes + self.info.sidecar_bytes + len(data) > self.store.max_bytes:
+            self._full = True  # this recording alone would pass FRAMESTREAM_RECORD_MAX_BYTES: it ends before
+            return
         self._sequence += 1
-        data = mp4.fragment(self._sequence, samples)
         self._write_all(self._video_fd, data)  # one write: a kill leaves whole fragments and perhaps a cut tail
         self.info.bytes += len(data)
         self._written_end = end
@@ -349,7 +352,7 @@ class _Writer(threading.Thread):
         os.pwrite(self._video_fd, mvhd, self._head.mvhd_duration_at)
         os.pwrite(self._video_fd, mehd, self._head.mehd_duration_at)
         self._fragments += 1
-        if self._fragments % 64 == 0:
+        if self._fragments % 8 == 0:
             self.store.enforce()
 
     def _write_lines(self, lines: Sequence[Line]) -> None:
