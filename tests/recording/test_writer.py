@@ -69,7 +69,7 @@ def test_a_full_disk_ends_the_recording_and_leaves_its_whole_fragments(tmp_path:
         budget["left"] -= 1
         return real_write(fd, data)
 
-    monkeypatch.setattr(recorder.os, "write", write)
+    monkeypatch.setattr(os, "write", write)
     writer.lines([{"t_us": 1, "type": "recording"}])
     writer.picture(t0, True, pictures[0])
     writer.picture(t0 + 33_000, False, pictures[1])
@@ -78,6 +78,7 @@ def test_a_full_disk_ends_the_recording_and_leaves_its_whole_fragments(tmp_path:
         writer.picture(t0 + 1_033_000 + i * 33_000, False, data)  # the next fragment meets the full disk
     writer.close("closed")
     writer.run()  # (in this thread: the test owns no other)
+    monkeypatch.undo()
     assert writer.done and writer.reason == "disk" and info.end_us is not None
     path = store.video_path(info)
     assert path.stat().st_size == info.bytes == mp4.whole_length(str(path))
