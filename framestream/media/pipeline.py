@@ -41,6 +41,7 @@ RELEASE_AFTER_S = 10.0
 # them (framestream/recording): the picture then shows what changed since, so a change is in the recording at most
 # this long after it happened, however often the page changes.
 PATCH_FLUSH_S = 0.4
+PATCH_FLUSH_EVERY_S = 0.95
 
 PictureSink = Callable[[Picture], None]
 FailureSink = Callable[[Exception], None]
@@ -241,6 +242,7 @@ class FramePipeline:
         damage: list[DamageRect] = []
         sender = ChangeSender(encoder, self._patch_gate)  # patches or H.264 for each change
         flush_at: float | None = None  # when patches must be in the H.264 stream (recorded frames only)
+        flushed_at = -PATCH_FLUSH_EVERY_S
         timeout = 0.0
         while True:
             ready, _, _ = select.select([capture.fileno(), self._wake_r], [], [], timeout)
@@ -288,7 +290,7 @@ class FramePipeline:
             light.want(light_kbps, light_keyframe, now)
             decision = policy.decide(now)
             if flush_at is not None and now >= flush_at:
-                flush_at = None
+                flush_at, flushed_at = None, now
                 self._flush_patches(sender, kept)
             if not isinstance(decision, Encode):
                 if flush_at is not None:
@@ -360,7 +362,8 @@ class FramePipeline:
             if not sender.pending:
                 flush_at = None
             elif flush_at is None and self._record_gate is not None and self._record_gate.open:
-                flush_at = now + PATCH_FLUSH_S
+                # At most one a PATCH_FLUSH_EVERY_S: a running animation sent as patches costs one picture a second.
+                flush_at = max(now + PATCH_FLUSH_S, flushed_at + PATCH_FLUSH_EVERY_S)
             if changed:
                 light.changed(now)
             self._send_light(light, kept, now)

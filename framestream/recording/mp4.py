@@ -37,19 +37,15 @@ class Sample:
 def nal_units(annexb: bytes) -> list[bytes]:
     """The NAL units of an Annex B access unit (start codes of 3 or 4 bytes), without their start codes."""
     units: list[bytes] = []
-    i, n, start = 0, len(annexb), -1
-    while i + 2 < n:
-        if annexb[i] == 0 and annexb[i + 1] == 0 and annexb[i + 2] == 1:
-            if start >= 0:
-                end = i - 1 if i > 0 and annexb[i - 1] == 0 else i
-                units.append(annexb[start:end])
-            i += 3
-            start = i
-            continue
-        i += 1
-    if start >= 0 and start < n:
-        units.append(annexb[start:])
-    return [u for u in units if u]
+    start = annexb.find(b"\x00\x00\x01")
+    while start >= 0:
+        begin = start + 3
+        nxt = annexb.find(b"\x00\x00\x01", begin)
+        end = len(annexb) if nxt < 0 else (nxt - 1 if annexb[nxt - 1] == 0 else nxt)
+        if end > begin:
+            units.append(annexb[begin:end])
+        start = nxt
+    return units
 
 
 def parameter_sets(annexb: bytes) -> tuple[bytes, bytes] | None:
