@@ -7,8 +7,8 @@ For each page of the patches bench (benchmarks/patches.py) and a still page (ben
 same page and viewer (with `patches`) on a service that does not record and on one that records every frame
 (FRAMESTREAM_RECORD=on), one after the other. Per row: the service's vCPU without and with recording, their
 difference, the stream's kbit/s to the viewer, the recording's kbit/s on disk over the same window (the samples
-captured in the window, read from the MP4 itself), and their ratio. The still page's row also gives the bytes a recording
-gained over the window after its first picture (an hour of it is that rate times 3600).
+captured in the window, read from the MP4 itself), and their ratio. The still page's row also gives the bytes a
+recording gained over the window after its first picture (an hour of it is that rate times 3600).
 """
 
 from __future__ import annotations
