@@ -80,7 +80,7 @@ class Frame:
         self.browsing = Browsing(frame_id, self.files, self._emit, manager.spawn, settings.allowed_url_hosts,
                                  own_port=settings.port)
         self.recorder = recording.FrameRecorder(
-            manager.recordings, frame_id, size, enabled=settings.record if record is None else record,
+            manager.recordings, frame_id, size, enabled=settings.record if record is None else record, asked=record,
             request_keyframe=self.request_keyframe, tabs=lambda: self.browsing.tabs)
 
     # -- what others read --------------------------------------------------------------------------------

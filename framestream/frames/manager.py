@@ -107,10 +107,11 @@ class FrameManager:
             log.warning("ended %d browser processes left by a previous run: %s", len(ended), ended)
         for saved in self.registry.load():
             self.frames[saved.id] = Frame(self, saved.id, saved.url, saved.size, last_viewed=saved.last_viewed,
-                                          created_url=saved.created_url)
+                                          created_url=saved.created_url, record=saved.record)
 
     def _saved_frames(self) -> list[SavedFrame]:
-        return [SavedFrame(f.id, f.url, f.size, f.last_viewed, f.created_url) for f in self.frames.values()]
+        return [SavedFrame(f.id, f.url, f.size, f.last_viewed, f.created_url, f.recorder.asked)
+                for f in self.frames.values()]
 
     # -- frames ------------------------------------------------------------------------------------------
 

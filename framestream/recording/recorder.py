@@ -7,9 +7,10 @@ A write that fails (a full disk) ends that recording, cut to its last whole frag
 
 One recording per live stretch: it starts at the first keyframe once the frame is live, and ends when the frame
 pauses, closes, relaunches or stops. Nothing is encoded for it, with two exceptions the frame's worker makes while
-`gate.open` (media/pipeline.py): an H.264 picture of what went out only as patches, at most `PATCH_FLUSH_S` after
-the patch, and a keyframe asked for once the deltas since the last one pass `KEYFRAME_AFTER_BYTES_FACTOR` times
-its size (at most one every `KEYFRAME_MIN_S`), so seeking never decodes far.
+`gate.open` (media/pipeline.py): an H.264 picture of what went out only as patches, within 1 s of the patch (0.4 s
+after a still page's first change, at most one a second), and a keyframe asked for once the deltas since the last
+one pass `KEYFRAME_AFTER_BYTES_FACTOR` times its size (at most one every `KEYFRAME_MIN_S`), so seeking never
+decodes far.
 """
 
 from __future__ import annotations
@@ -70,11 +71,13 @@ def _now_us() -> int:
 
 class FrameRecorder:
     def __init__(self, store: RecordingStore, frame_id: str, size: FrameSize, *, enabled: bool,
-                 request_keyframe: Callable[[], None], tabs: Callable[[], Tabs | None]) -> None:
+                 asked: bool | None = None, request_keyframe: Callable[[], None],
+                 tabs: Callable[[], Tabs | None]) -> None:
         self.store = store
         self.frame_id = frame_id
         self.size = size
         self.enabled = enabled
+        self.asked = asked  # what the frame's creator asked for (None: the service's default), kept in frames.json
         self.gate = RecordGate()
         self._request_keyframe = request_keyframe
         self._tabs = tabs
