@@ -93,9 +93,11 @@ async def measure(bench: Bench, service: Service, url: str, dpr: int, recorded: 
         await asyncio.sleep(1.2)  # (what was captured in the window reaches the file within its fragment's 1 s)
         stream = stream_stats(viewer.recs, t0, t1)
         on_disk = await asyncio.to_thread(_recorded_bytes, service, frame_id, t0, t1) if recorded else 0
+        listed = (await asyncio.to_thread(service.get, f"/frames/{frame_id}/recordings"))[1] if recorded else {}
         seconds = (t1 - t0) / 1e6
         return {"cpu": cpu, "stream": stream, "recorded_kbps": round(on_disk * 8 / seconds / 1000, 1),
-                "recorded_bytes": on_disk, "seconds": round(seconds, 2)}
+                "recorded_bytes": on_disk, "seconds": round(seconds, 2),
+                "recording_bytes": sum(int(r["bytes"]) for r in listed.get("recordings", []))}
     finally:
         await viewer.close()
         await delete_frame(service, frame_id)
