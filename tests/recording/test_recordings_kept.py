@@ -29,7 +29,8 @@ async def _active(service: Service, frame_id: str, more_than: int = 0) -> dict[s
 
 
 async def test_kill_9_leaves_a_video_that_decodes_to_its_last_fragment(pages: str, tmp_path: Path) -> None:
-    svc = Service(tmp_path / "state", env_extra={"FRAMESTREAM_RECORD": "on"}, pages=pages)
+    svc = Service(tmp_path / "state", env_extra={"FRAMESTREAM_RECORD": "on", "FRAMESTREAM_RECORD_VIEWERS": "on"},
+                  pages=pages)
     try:
         svc.start()
         frame_id = await asyncio.to_thread(svc.create_frame, f"{pages}/replay.html", width=640, height=400, dpr=1)
@@ -49,7 +50,8 @@ async def test_kill_9_leaves_a_video_that_decodes_to_its_last_fragment(pages: st
         svc.kill_leftovers()
     svc.start()  # the same state dir: the recording a killed service was writing is cut to its whole fragments
     try:
-        found = await asyncio.to_thread(recordings, svc, frame_id)
+        # (FRAMESTREAM_RECORD_VIEWERS=on: a view token for the frame may read its recordings)
+        found = await asyncio.to_thread(recordings, svc, frame_id, svc.token("view", frame_id))
         assert len(found) == 1 and not found[0]["active"] and found[0]["reason"] == "interrupted", found
         path = await asyncio.to_thread(download, svc, found[0], tmp_path)
         pictures = decoded(path)
