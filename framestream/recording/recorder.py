@@ -196,11 +196,34 @@ class FrameRecorder:
             started = await run
         except Exception as exc:
             self._step_line(began, claims, seq, events, action, secret=secret, error=exc)
+            with contextlib.suppress(AttributeError, TypeError):
+                exc._framestream_recorded = True  # type: ignore[attr-defined]  # (not again by `refused`)
             raise
         if typing and not secret:
             secret = await self._secret_focus()
         self._step_line(started, claims, seq, events, action, secret=secret, error=None)
         return started
+
+    def refused(self, claims: Claims | None, seq: int, what: object, error: Exception) -> None:
+        """A step refused before the frame applied it (its role or frame, its bounds, a replay), its events without
+        any typed text. Only under a grant that verified: a forged or expired one names nobody, and anyone could
+        send those."""
+        if not self.enabled or claims is None or getattr(error, "_framestream_recorded", False):
+            return
+        events = list(what) if isinstance(what, (list, tuple)) else None
+        body: dict[str, Any]
+        if events is not None:
+            body = {"kind": "input", "events": [event_fields(e, secret=True) for e in events]}
+        else:
+            body = action_fields(what)
+        now = _now_us()
+        line: Line = {"t_us": now, "type": "step", "end_us": now, "subject": claims.sub, "role": claims.role,
+                      "step": bool(claims.step), "seq": seq, **body, "ok": False,
+                      "error": str(getattr(error, "code", "internal")),
+                      "message": str(getattr(error, "message", error))[:500]}
+        if self._writer is not None:
+            self._writer.info.steps += 1
+        self._emit([line])
 
     def _step_line(self, t_us: int, claims: Claims, seq: int, events: Sequence[InputEvent] | None,
                    action: object | None, *, secret: bool, error: Exception | None) -> None:

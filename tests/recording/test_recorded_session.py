@@ -84,6 +84,11 @@ async def test_a_driven_session_is_recorded_with_its_steps(service: Service, tmp
                                                {"seq": seq, "url": f"{service.pages}/replay.html?page=2"}, drive)
         assert status == 200, body
         await until("the yellow page", lambda: _yellow_in_screenshot(service, frame_id), 15.0)
+        await past(0.7)
+        for token, code in ((service.token("view", frame_id, subject="watcher"), 403), ("not.a-token", 401)):
+            status, body = await asyncio.to_thread(service.request, "POST", f"/frames/{frame_id}/input",
+                                                   {"seq": 99, "events": click(100, 60)}, token)
+            assert status == code, body
     finally:
         reader.cancel()
         await viewer.close()
@@ -92,13 +97,16 @@ async def test_a_driven_session_is_recorded_with_its_steps(service: Service, tmp
     ended = await until("the ended recording", lambda: _ended(service, frame_id), 30.0)
     lines = await asyncio.to_thread(sidecar, service, frame_id, ended["id"])
     raw = b"".join((str(line) + "\n").encode() for line in lines)
-    steps = [line for line in lines if line["type"] == "step"]
+    everything = [line for line in lines if line["type"] == "step"]
+    steps = [line for line in everything if line["ok"]]
     assert [s.get("kind") for s in steps] == ["input", "input", "input", "input", "dialog-answer", "navigate"]
-    assert all(s["subject"] == "agent-7" and s["role"] == "drive" and s["ok"] for s in steps)
+    assert all(s["subject"] == "agent-7" and s["role"] == "drive" for s in steps)
+    refused = [(s["subject"], s["error"]) for s in everything if not s["ok"]]
+    assert refused == [("watcher", "forbidden")], refused  # (a grant that does not verify names nobody: not kept)
     assert steps[1]["events"][-1] == {"kind": "text", "text": "WM"}
     assert steps[2]["events"][-1] == {"kind": "text", "redacted": True, "length": 7}
     assert b"hunter2" not in raw and drive.encode() not in raw and drive.split(".")[1].encode() not in raw
-    assert ended["steps"] == 6
+    assert ended["steps"] == 7
     kinds = {line["type"] for line in lines}
     assert {"recording", "dialog", "dialog-closed", "url"} <= kinds, kinds
 
