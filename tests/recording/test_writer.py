@@ -85,3 +85,40 @@ def test_a_full_disk_ends_the_recording_and_leaves_its_whole_fragments(tmp_path:
     with av.open(str(path)) as container:
         assert len(list(container.decode(video=0))) == 2
     assert [i.id for i in store.of_frame("f1")] == [info.id]
+
+
+def test_the_frames_events_become_sidecar_lines_without_their_text(tmp_path: Path) -> None:
+    from framestream.core.lifecycle import FrameState
+    from framestream.frames.browsing import ChooseFiles
+    from framestream.frames.events import (
+        AgentPointer,
+        ClipboardCopied,
+        ControlChanged,
+        DownloadChanged,
+        FileChooserShown,
+        HelpRequested,
+        StateChanged,
+    )
+    from framestream.recording.sidecar import EventLines, action_fields
+
+    lines = EventLines()
+    page = {"id": "p1", "url": "http://a.test/", "active": True}
+    got = [
+        *lines.lines(1, StateChanged("f", FrameState.LIVE, "http://a.test/", 1, None, None, [page])),
+        *lines.lines(2, StateChanged("f", FrameState.LIVE, "http://a.test/", 2, None, None, [page])),  # a viewer
+        *lines.lines(3, ControlChanged("f", "agent", None, kind="agent")),
+        *lines.lines(4, ClipboardCopied("f", "a secret copied")),
+        *lines.lines(5, DownloadChanged("f", "d1", "r.csv", 10, "done")),
+        *lines.lines(6, FileChooserShown("f", "c1", "p1", False, (".png",))),
+        *lines.lines(7, HelpRequested("f", "h1", "a captcha", "agent", 99)),
+        *lines.lines(8, AgentPointer("f", 10.0, 20.0, "click", "agent")),
+    ]
+    kinds = [(line["t_us"], line["type"]) for line in got]
+    assert kinds == [(1, "state"), (1, "url"), (1, "page-opened"), (1, "active-page"), (3, "driver"), (4, "clipboard"),
+                     (5, "download"), (6, "file-chooser"), (7, "help-requested"), (8, "agent-pointer")], kinds
+    assert got[5] == {"t_us": 4, "type": "clipboard", "length": 15}
+    assert got[8]["reason"] == "a captcha" and got[9]["x"] == 10.0
+    upload = tmp_path / "photo.png"
+    upload.write_bytes(b"x" * 12)
+    assert action_fields(ChooseFiles("c1", (upload,))) == {"kind": "upload", "id": "c1", "files": ["photo.png"],
+                                                           "sizes": [12]}
