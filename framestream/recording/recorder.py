@@ -116,7 +116,12 @@ class FrameRecorder:
                 self._end("new-stream")  # another encoder's stream (its size or settings changed)
                 writer = None
             if writer is None and self._live and sets is not None:
-                writer = self._start(picture, sets)
+                try:
+                    writer = self._start(picture, sets)
+                except OSError as exc:  # the state dir cannot take a recording: the frame streams on
+                    log.warning("recording not started: %s", exc, extra={"frame": self.frame_id})
+                    self._live = False  # (tried again at the next live stretch)
+                    return
             if writer is not None:
                 self._key_bytes, self._since_key_bytes, self._key_at = len(picture.data), 0, time.monotonic()
                 self._keyframe_asked = False

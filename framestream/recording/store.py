@@ -148,9 +148,12 @@ class RecordingStore:
             if self._loaded:
                 return
             self._loaded = True
-            if not self.root.is_dir():
-                return
-            for meta in sorted(self.root.glob("*/*.json")):
+            try:
+                metas = sorted(self.root.glob("*/*.json")) if self.root.is_dir() else []
+            except OSError as exc:
+                log.warning("cannot read the recordings in %s: %s", self.root, exc)
+                metas = []
+            for meta in metas:
                 info = self._read(meta)
                 if info is not None:
                     self._index[(info.frame, info.id)] = info

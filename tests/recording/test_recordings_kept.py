@@ -124,3 +124,28 @@ async def test_routes_refuse_with_clear_errors(service: Service) -> None:
     assert status == 200 and body["deleted"], body
     status, body = await asyncio.to_thread(service.get, f"{base}/{active['id']}/events")
     assert status == 404 and body["error"] == "unknown-recording", body
+
+
+async def test_a_state_dir_that_takes_no_recording_stops_recording_never_streaming(pages: str,
+                                                                                   tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "recordings").write_text("not a folder")  # every recording's files fail to be made
+    svc = Service(state, env_extra={"FRAMESTREAM_RECORD": "on"}, pages=pages)
+    try:
+        svc.start()
+        frame_id = await asyncio.to_thread(svc.create_frame, f"{pages}/replay.html", width=320, height=200, dpr=1)
+        await svc.wait_state_async(frame_id, "live")
+        drive = svc.token("drive", frame_id)
+        viewer = await StreamClient.connect(svc, drive)
+        await viewer.watch(frame_id)
+        status, body = await asyncio.to_thread(svc.request, "POST", f"/frames/{frame_id}/input",
+                                               {"seq": 1, "events": click(100, 60)}, drive)
+        assert status == 200, body
+        await viewer.wait_for_colour(frame_id, (60, 100), GREEN)  # the stream goes on
+        await viewer.close()
+        assert "recording not started" in svc.log()
+        assert await asyncio.to_thread(recordings, svc, frame_id) == []
+    finally:
+        svc.stop()
+        svc.kill_leftovers()
