@@ -380,7 +380,10 @@ class FramePipeline:
         self.stats.pictures += 1
         with self._lock:
             self._emitted += 1
-        self._on_picture(Picture(data=out.data, keyframe=False, refinement=True, capture_us=self._last_capture_us,
+        # Timed as the last change it shows (a later grab that found nothing new says nothing of this picture).
+        with self._lock:
+            shown_us = self._last_change_us or self._last_capture_us
+        self._on_picture(Picture(data=out.data, keyframe=False, refinement=True, capture_us=shown_us,
                                  encoded_us=time.time_ns() // 1000, codec=sender.codec, changed=False))
 
     def _send_light(self, light: _LightState, kept: np.ndarray, now: float) -> float:
