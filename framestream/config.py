@@ -154,6 +154,12 @@ class Settings:
     max_peer_connections: int = 32
     max_peers_per_connection: int = 4  # so one viewer cannot take every peer slot
     ice_timeout_s: float = 10.0
+    # Recordings (framestream/recording, docs/protocol.md "Recordings"): every frame or per frame, who may fetch
+    # them, and how much is kept (the oldest go first; no age limit when None).
+    record: bool = False
+    record_viewers: bool = False
+    record_max_bytes: int = 2 * 1024**3
+    record_max_age_s: float | None = None
     frames: tuple[tuple[str, FrameSize], ...] = field(default_factory=tuple)
 
 
@@ -182,11 +188,15 @@ _ENV_NUMBERS: Final[Mapping[str, tuple[str, type[int] | type[float], float, floa
     "max_peer_connections": ("FRAMESTREAM_MAX_PEER_CONNECTIONS", int, 0, 10_000),
     "max_peers_per_connection": ("FRAMESTREAM_MAX_PEERS_PER_CONNECTION", int, 1, 256),
     "ice_timeout_s": ("FRAMESTREAM_ICE_TIMEOUT_S", float, 1.0, 600.0),
+    "record_max_bytes": ("FRAMESTREAM_RECORD_MAX_BYTES", int, 1024 * 1024, 1024**5),
+    "record_max_age_s": ("FRAMESTREAM_RECORD_MAX_AGE_S", float, 1.0, 10 * 365 * 86400),
 }
 # Switches that one environment variable each may set: field -> variable.
 _ENV_SWITCHES: Final[Mapping[str, str]] = {
     "clipboard_to_viewers": "FRAMESTREAM_CLIPBOARD_TO_VIEWERS",
     "webgl": "FRAMESTREAM_WEBGL",
+    "record": "FRAMESTREAM_RECORD",
+    "record_viewers": "FRAMESTREAM_RECORD_VIEWERS",
 }
 
 

@@ -23,6 +23,7 @@ from framestream.client.connection import Connection
 from framestream.client.errors import ClientError
 from framestream.client.grants import GrantSource, SandboxKey, TokenSource, grant_for
 from framestream.client.http import FrameInfo, FramesApi, HttpStep, Screenshot
+from framestream.client.recordings import RecordingsApi
 from framestream.client.view import FrameView
 from framestream.core.wire import (
     DialogAnswer,
@@ -63,6 +64,7 @@ class Client:
                  grants: GrantSource | None) -> None:
         self._session = session
         self.api = api
+        self.recordings = RecordingsApi(api)  # (framestream/client/recordings.py)
         self.connection = connection
         self._grants = grants
 

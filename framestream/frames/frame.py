@@ -31,6 +31,7 @@ from framestream.frames.events import ControlChanged, FrameEvent, StateChanged
 from framestream.frames.files import FileLimits, FrameFiles
 from framestream.frames.runtime import RestartBudget, Runtime, RuntimeHooks
 from framestream.media.picture import Picture
+from framestream.recording import recorder as recording  # (a module: recording/ imports frames.events)
 
 if TYPE_CHECKING:
     from framestream.frames.manager import FrameManager
@@ -40,7 +41,8 @@ log = logging.getLogger("framestream.frames")  # one logger for a frame's whole 
 
 class Frame:
     def __init__(self, manager: FrameManager, frame_id: str, url: str, size: FrameSize, *,
-                 last_viewed: float | None = None, launching: bool = False, created_url: str | None = None) -> None:
+                 last_viewed: float | None = None, launching: bool = False, created_url: str | None = None,
+                 record: bool | None = None) -> None:
         self.manager = manager
         self.id = frame_id
         self.url = url
@@ -77,6 +79,9 @@ class Frame:
         self.files.load()
         self.browsing = Browsing(frame_id, self.files, self._emit, manager.spawn, settings.allowed_url_hosts,
                                  own_port=settings.port)
+        self.recorder = recording.FrameRecorder(
+            manager.recordings, frame_id, size, enabled=settings.record if record is None else record, asked=record,
+            request_keyframe=self.request_keyframe, tabs=lambda: self.browsing.tabs)
 
     # -- what others read --------------------------------------------------------------------------------
 
@@ -170,6 +175,7 @@ class Frame:
         self.manager.save_soon()
 
     def _emit(self, event: FrameEvent) -> None:
+        self.recorder.on_event(event)
         for viewer in list(self.feed.viewers):
             viewer.on_event(event)
 
@@ -228,6 +234,7 @@ class Frame:
         self._published += 1  # (dropped ones too: the pipeline counts what it handed over)
         if showing:
             self.feed.publish(picture)
+            self.recorder.on_picture(picture)
 
     def _show_fresh(self) -> None:
         """From now on the pipeline's pictures show the page; the first a viewer gets is a keyframe made now."""
@@ -269,7 +276,8 @@ class Frame:
         launch = self._launches
         hooks = RuntimeHooks(on_picture=self._on_picture, on_fault=lambda reason: self._on_fault(reason, launch),
                              on_navigated=self._on_navigated, on_crashed=self._on_crashed,
-                             on_tab_event=self._on_tab_event, patch_gate=self.feed.patch_gate)
+                             on_tab_event=self._on_tab_event, patch_gate=self.feed.patch_gate,
+                             record_gate=self.recorder.gate)
         runtime = self._runtime = self.manager.new_runtime(self.id, self.size, hooks)
         runtime.set_light(self._light_kbps)
         self.feed.restarted()
@@ -415,20 +423,23 @@ class Frame:
 
         Raises ProtocolError when the grant is refused (`superseded`), and CapacityError, FrameGone or
         BrowserError when the frame cannot be brought up or the browser fails (errors.protocol_error)."""
-        return await self._admitted(claims, seq, presenter, lambda: self._apply_input(events), events)
+        return await self.recorder.step(claims, seq, events, None, self._admitted(
+            claims, seq, presenter, lambda: self._apply_input(events), events))
 
     async def apply_action(self, claims: Claims, seq: int, action: FrameAction, *,
                            presenter: int | None = None) -> int:
         """Apply one driver action (navigate, page, dialog-answer, a file chooser's answer) under the same
         arbitration as input."""
-        return await self._admitted(claims, seq, presenter, lambda: self._apply_action(action))
+        return await self.recorder.step(claims, seq, None, action,
+                                        self._admitted(claims, seq, presenter, lambda: self._apply_action(action)))
 
     async def take_over(self, claims: Claims, seq: int, *, presenter: int | None = None) -> int:
         """A person's grant takes the frame without input (`take-over`): admitted as a step with no events."""
         if claims.step:
             raise ProtocolError("forbidden", "take-over is a person's: a one-step grant cannot hold a frame",
                                 seq=seq, frame=self.id)
-        return await self.driving.step(claims, seq, presenter, self._nothing)
+        return await self.recorder.step(claims, seq, None, "take-over",
+                                        self.driving.step(claims, seq, presenter, self._nothing))
 
     async def hand_back(self, claims: Claims, seq: int, note: str) -> None:
         """`release` from the driver (Driving.hand_back)."""

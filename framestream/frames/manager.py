@@ -21,6 +21,7 @@ from framestream.frames.frame import Frame
 from framestream.frames.registry import Registry, SavedFrame
 from framestream.frames.runtime import FrameRuntime, Runtime, RuntimeFactory, RuntimeHooks, end_leftover_browsers
 from framestream.frames.urls import check_url
+from framestream.recording.store import RecordingStore
 
 log = logging.getLogger("framestream.frames")  # one logger for a frame's whole story
 
@@ -38,6 +39,8 @@ class FrameManager:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.registry = Registry(settings.state_dir / "frames.json", self._saved_frames, self.spawn,
                                  allowed_hosts=settings.allowed_url_hosts)
+        self.recordings = RecordingStore(settings.state_dir / "recordings", settings.secret,
+                                         max_bytes=settings.record_max_bytes, max_age_s=settings.record_max_age_s)
         self.closing = False
         self.restarts = 0  # browsers relaunched after a crash or hang (for /metrics)
 
@@ -104,20 +107,23 @@ class FrameManager:
             log.warning("ended %d browser processes left by a previous run: %s", len(ended), ended)
         for saved in self.registry.load():
             self.frames[saved.id] = Frame(self, saved.id, saved.url, saved.size, last_viewed=saved.last_viewed,
-                                          created_url=saved.created_url)
+                                          created_url=saved.created_url, record=saved.record)
 
     def _saved_frames(self) -> list[SavedFrame]:
-        return [SavedFrame(f.id, f.url, f.size, f.last_viewed, f.created_url) for f in self.frames.values()]
+        return [SavedFrame(f.id, f.url, f.size, f.last_viewed, f.created_url, f.recorder.asked)
+                for f in self.frames.values()]
 
     # -- frames ------------------------------------------------------------------------------------------
 
     def get(self, frame_id: str) -> Frame | None:
         return self.frames.get(frame_id)
 
-    async def create(self, url: str, size: FrameSize) -> Frame:
-        """Make a new frame live; raises CapacityError when every running browser is watched."""
+    async def create(self, url: str, size: FrameSize, *, record: bool | None = None) -> Frame:
+        """Make a new frame live; raises CapacityError when every running browser is watched. `record`: whether
+        it is recorded (None: FRAMESTREAM_RECORD)."""
         check_url(url, self.settings.allowed_url_hosts, self.settings.port)
-        frame = Frame(self, secrets.token_hex(4), url, size, launching=True)  # counts against the cap once listed
+        # (counts against the cap once listed)
+        frame = Frame(self, secrets.token_hex(4), url, size, launching=True, record=record)
         async with self._room:
             victim = choose_browser_to_close((f.view() for f in self.frames.values()), self.settings.max_browsers)
             self.frames[frame.id] = frame
@@ -164,7 +170,12 @@ class FrameManager:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await asyncio.gather(*(f.close_browser() for f in self.frames.values()), return_exceptions=True)
+            await asyncio.to_thread(self._join_recorders)
             self.registry.save()
+
+    def _join_recorders(self) -> None:
+        for frame in self.frames.values():
+            frame.recorder.join(5.0)
 
 
 __all__ = ["FrameManager"]

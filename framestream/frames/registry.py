@@ -34,6 +34,7 @@ class SavedFrame:
     size: FrameSize
     last_viewed: float  # monotonic seconds (the file holds wall-clock seconds)
     created_url: str = ""  # what the frame was created at (`--frame URL` names it again after a restart)
+    record: bool | None = None  # `"record"` of POST /frames (None: FRAMESTREAM_RECORD decides)
 
 
 class Registry:
@@ -76,8 +77,10 @@ class Registry:
                 viewed_ago = max(0.0, now_wall - float(item.get("last_viewed", now_wall)))
                 url = check_url(item["url"], self._allowed_hosts)
                 created = item.get("created_url")
+                record = item.get("record")
                 frames.append(SavedFrame(str(item["id"]), url, size, now - viewed_ago,
-                                         created if isinstance(created, str) else url))
+                                         created if isinstance(created, str) else url,
+                                         record if isinstance(record, bool) else None))
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 log.warning("cannot restore a frame of the registry (%s); it is kept as it is", exc)
                 if isinstance(item, dict):
@@ -125,7 +128,8 @@ class Registry:
             "version": 1,
             "frames": [
                 *({"id": f.id, "url": f.url, "created_url": f.created_url or f.url, "width": f.size.css_width,
-                   "height": f.size.css_height, "dpr": f.size.dpr, "last_viewed": now_wall - (now - f.last_viewed)}
+                   "height": f.size.css_height, "dpr": f.size.dpr, "last_viewed": now_wall - (now - f.last_viewed),
+                   **({} if f.record is None else {"record": f.record})}
                   for f in self._snapshot()),
                 *self.unrestorable,
             ],

@@ -53,6 +53,7 @@ class RuntimeHooks:
     on_crashed: Callable[[], None]  # the active page's renderer died (the browser lives on)
     on_tab_event: Callable[[TabEvent], None] = lambda event: None  # pages, dialogs, files, clipboard
     patch_gate: PatchGate | None = None  # the feed's: whether the worker may send patches
+    record_gate: PatchGate | None = None  # the recorder's: whether the worker covers patches with H.264 (recording/)
 
 
 class Runtime(Protocol):
@@ -161,7 +162,7 @@ class FrameRuntime:
             on_picture=lambda picture: _post(loop, hooks.on_picture, pipeline, picture),
             on_failure=lambda exc: _post(loop, hooks.on_fault, f"capture failed: {exc}"),
             settings=EncoderSettings(fps=settings.fps), name=self._name, patch_gate=hooks.patch_gate,
-            light_size=size.light, release_after_s=settings.paused_release_s,
+            light_size=size.light, release_after_s=settings.paused_release_s, record_gate=hooks.record_gate,
         )
         pipeline.set_light(self._light_kbps)
         self.pipeline, self._stats = pipeline, pipeline.stats

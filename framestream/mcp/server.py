@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 
 from framestream.client import Client, SandboxKey, Step
+from framestream.mcp.replay_tools import add_replay_tools
 from framestream.mcp.tools import ComputerTools, StepOutcome, ToolRefusal
 
 __all__ = ["build_server", "load_key"]
@@ -143,6 +144,8 @@ def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: 
                               screenshot: bool = True) -> Content:
         """Wait until the page has not changed for `quiet_ms`; then its picture."""
         return _content(await _run(tools.wait_for_settle(frame, quiet_ms, timeout_s, screenshot)))
+
+    add_replay_tools(server, tools)  # (framestream/mcp/replay_tools.py)
 
     if control:
         @server.tool(structured_output=False)

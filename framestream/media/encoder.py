@@ -164,15 +164,17 @@ class H264Encoder:
         keyframe: bool = False,
         refinement: bool = False,
         changed: Sequence[tuple[int, int, int, int]] | None = None,
+        partial: bool = False,
     ) -> EncodedPicture:
         """Compress the current picture; `refinement` encodes it at the higher still-picture quality.
 
         `changed` lists every rectangle (x, y, width, height) that differs from the previous picture, so x264
         skips the rest; None means "anything may have changed". It must not miss a change: a macroblock
-        outside it is sent as unchanged. Keyframes and refinements always analyse the whole picture.
+        outside it is sent as unchanged. Keyframes and refinements analyse the whole picture, except a `partial`
+        refinement: only `changed` at the still-picture quality (what went out as patches, for a recording).
         """
         unchanged = None
-        if changed is not None and not (keyframe or refinement):
+        if changed is not None and not keyframe and (partial or not refinement):
             rows, columns = self._x264.macroblocks()
             boxes = [box for rect in changed if (box := clip(rect, self.width, self.height)) is not None]
             unchanged = unchanged_map(rows, columns, boxes)

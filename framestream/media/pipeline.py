@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from framestream.core.pacing import Encode, EncodePolicy
+from framestream.core.pacing import Encode, EncodePolicy, Wait
 from framestream.errors import CaptureError
 from framestream.heap import give_back_freed_memory
 from framestream.media.capture import DisplayCapture
@@ -37,6 +37,11 @@ log = logging.getLogger(__name__)
 # ever (a keyframe of the kept picture); after it the frame gives about 85 MB back at 2560x1600 and a resume
 # makes them again (capture, encoder, a full conversion: about 50 ms more CPU at 2560x1600: 70 ms against 20).
 RELEASE_AFTER_S = 10.0
+# While the frame is recorded, what went out only as patches reaches its H.264 stream this soon after the first of
+# them (framestream/recording): the picture then shows what changed since, so a change is in the recording at most
+# this long after it happened, however often the page changes.
+PATCH_FLUSH_S = 0.4
+PATCH_FLUSH_EVERY_S = 0.95
 
 PictureSink = Callable[[Picture], None]
 FailureSink = Callable[[Exception], None]
@@ -56,6 +61,7 @@ class FramePipeline:
         patch_gate: PatchGate | None = None,
         release_after_s: float = RELEASE_AFTER_S,
         light_size: tuple[int, int] | None = None,
+        record_gate: PatchGate | None = None,
     ) -> None:
         self.display = display
         self.name = name  # the frame id, for logs
@@ -64,6 +70,7 @@ class FramePipeline:
         self._on_picture = on_picture
         self._on_failure = on_failure
         self._patch_gate = patch_gate  # open: small changes may go out as patches (media/sender.py)
+        self._record_gate = record_gate  # open: recorded, so patches are covered by an H.264 picture soon
         self._settings = settings or EncoderSettings()
         self._release_after_s = release_after_s
         self._policy = EncodePolicy(fps=self._settings.fps)
@@ -234,6 +241,8 @@ class FramePipeline:
         release_at = 0.0  # while paused: when to give everything back
         damage: list[DamageRect] = []
         sender = ChangeSender(encoder, self._patch_gate)  # patches or H.264 for each change
+        flush_at: float | None = None  # when patches must be in the H.264 stream (recorded frames only)
+        flushed_at = -PATCH_FLUSH_EVERY_S
         timeout = 0.0
         while True:
             ready, _, _ = select.select([capture.fileno(), self._wake_r], [], [], timeout)
@@ -280,7 +289,12 @@ class FramePipeline:
             now = time.monotonic()
             light.want(light_kbps, light_keyframe, now)
             decision = policy.decide(now)
+            if flush_at is not None and now >= flush_at:
+                flush_at, flushed_at = None, now
+                self._flush_patches(sender, kept)
             if not isinstance(decision, Encode):
+                if flush_at is not None:
+                    decision = Wait(min(decision.seconds, flush_at - now))
                 timeout = min(decision.seconds, 3600.0, self._send_light(light, kept, now))
                 continue
             if decision.grab and damage and not (full_grab_needed or decision.keyframe or decision.refinement):
@@ -345,10 +359,32 @@ class FramePipeline:
             # The slot is when this picture was decided, not when its encode ended: otherwise every picture's
             # encode time would stretch the period (measured: 24 fps at 1280x800, 15 at 2560x1600).
             policy.note_encoded(now, decision, changed=changed, patched=patched)
+            if not sender.pending:
+                flush_at = None
+            elif flush_at is None and self._record_gate is not None and self._record_gate.open:
+                # At most one a PATCH_FLUSH_EVERY_S: a running animation sent as patches costs one picture a second.
+                flush_at = max(now + PATCH_FLUSH_S, flushed_at + PATCH_FLUSH_EVERY_S)
             if changed:
                 light.changed(now)
             self._send_light(light, kept, now)
             timeout = 0.0  # ask the policy again at once: it knows the next deadline
+
+    def _flush_patches(self, sender: ChangeSender, kept: np.ndarray) -> None:
+        """A sharp H.264 picture of what went out only as patches, for the recording (viewers get it too: it is the
+        next picture of the one stream, and a refinement of what they show)."""
+        started = time.perf_counter()
+        out = sender.flush(kept)
+        self.stats.encode_seconds += time.perf_counter() - started
+        if out is None:
+            return
+        self.stats.pictures += 1
+        with self._lock:
+            self._emitted += 1
+        # Timed as the last change it shows (a later grab that found nothing new says nothing of this picture).
+        with self._lock:
+            shown_us = self._last_change_us or self._last_capture_us
+        self._on_picture(Picture(data=out.data, keyframe=False, refinement=True, capture_us=shown_us,
+                                 encoded_us=time.time_ns() // 1000, codec=sender.codec, changed=False))
 
     def _send_light(self, light: _LightState, kept: np.ndarray, now: float) -> float:
         """Hand the light stream a picture when one is due; seconds until the next may be (3600: none)."""

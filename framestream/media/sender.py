@@ -59,9 +59,20 @@ class ChangeSender:
         self._video_refines_owed = 0  # refinements the last lossy H.264 picture still needs
 
     @property
+    def codec(self) -> str | None:
+        return self._encoder.codec_string
+
+    @property
     def pending(self) -> bool:
         """Whether patches were sent that the encoder's picture does not have yet."""
         return bool(self._pending_rows)
+
+    def flush(self, kept: npt.NDArray[np.uint8]) -> Outgoing | None:
+        """One sharp H.264 picture of what went out only as patches (a recording needs every change in the
+        H.264 stream): only their boxes are encoded, at the still-picture quality."""
+        if not self._pending_rows:
+            return None
+        return self._video(kept, keyframe=False, refinement=True, rows=None, hint=[], partial=True)
 
     def grab_after(self, now: float, damage: Sequence[Box]) -> float:
         """Seconds the grab of this damage can wait (`PatchRule.grab_after`); 0 unless patches are on."""
@@ -145,6 +156,7 @@ class ChangeSender:
         refinement: bool,
         rows: tuple[int, int] | None,
         hint: list[tuple[int, int, int, int]] | None,
+        partial: bool = False,
     ) -> Outgoing | None:
         encoder = self._encoder
         ranges = list(self._pending_rows)
@@ -161,7 +173,8 @@ class ChangeSender:
         self._pending_boxes.clear()
         self._waiting = []  # this picture shows them
         encoded = encoder.encode(
-            keyframe=keyframe, refinement=refinement, changed=changed if rows is not None or ranges else None
+            keyframe=keyframe, refinement=refinement, changed=changed if rows is not None or ranges else None,
+            partial=partial,
         )
         if not encoded.data:
             return None

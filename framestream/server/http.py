@@ -18,7 +18,7 @@ from framestream.core.urls import without_query
 from framestream.core.wire import parse_input_body
 from framestream.errors import FRAME_ERRORS, ConfigError, ProtocolError, protocol_error
 from framestream.frames import Frame, check_url
-from framestream.server import tab_routes
+from framestream.server import recording_routes, tab_routes
 from framestream.server.context import ServiceContext
 from framestream.server.http_common import (
     _ctx,
@@ -79,8 +79,11 @@ async def create_frame(request: web.Request) -> web.Response:
                           body.get("dpr", DEFAULT_DPR))
     except (ValueError, ConfigError) as exc:
         raise ProtocolError("bad-message", str(exc)) from exc
+    record = body.get("record")
+    if record is not None and not isinstance(record, bool):
+        raise ProtocolError("bad-message", "record must be true or false")
     try:
-        frame = await ctx.manager.create(url, size)
+        frame = await ctx.manager.create(url, size, record=record)
     except FRAME_ERRORS as exc:
         raise protocol_error(exc) from exc
     return web.json_response(frame.describe(), status=201)
@@ -185,6 +188,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     app.router.add_get("/frames/{id}/screenshot", screenshot)
     app.router.add_post("/frames/{id}/input", post_input)
     tab_routes.add_routes(app)
+    recording_routes.add_routes(app)
     if ctx.settings.insecure_dev:
         app.router.add_get("/dev/token", dev_token)
     app.router.add_get("/", index)

@@ -53,11 +53,19 @@ async def apply_step(
     try:
         applied = await _apply_step(ctx, frame, grant, seq, events, presenter=presenter, notify=notify)
     except ProtocolError as exc:
+        frame.recorder.refused(_claims_or_none(ctx, grant), seq, events, exc)  # (framestream/recording)
         ctx.inputs_refused[exc.code] = ctx.inputs_refused.get(exc.code, 0) + 1
         log.debug("input refused: %s", exc.message, extra={"frame": frame.id, "code": exc.code, "seq": seq})
         raise
     ctx.inputs_applied += 1
     return applied
+
+
+def _claims_or_none(ctx: ServiceContext, grant: str) -> Claims | None:
+    try:
+        return ctx.verify(grant)
+    except TokenError:
+        return None
 
 
 async def _apply_step(

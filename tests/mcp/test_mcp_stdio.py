@@ -21,7 +21,8 @@ pytestmark = pytest.mark.integration
 service = service_fixture("agent.html@640x400")
 
 TOOLS = {"list_frames", "screenshot", "click", "double_click", "move", "drag", "scroll", "type_text", "press",
-         "navigate", "wait_for_settle", "ask_human", "open_frame", "close_frame"}
+         "navigate", "wait_for_settle", "ask_human", "open_frame", "close_frame", "recorded_steps",
+         "recorded_picture"}
 
 
 async def test_lists_the_tools(service: Service) -> None:

@@ -1,0 +1,418 @@
+"""A frame's recorder: its H.264 access units into fragmented MP4 and its steps and events into the sidecar.
+
+The loop side (`FrameRecorder`) is what the frame calls: `on_picture` for every picture it publishes, `on_event`
+for every event it tells its viewers, `step` around every step it applies. It only queues; one writer thread per
+recording (`_Writer`) does every write, so a slow or full disk never holds up the loop, the encoder or a viewer.
+A write that fails (a full disk) ends that recording, cut to its last whole fragment; the stream goes on.
+
+One recording per live stretch: it starts at the first keyframe once the frame is live, and ends when the frame
+pauses, closes, relaunches or stops. Nothing is encoded for it, with two exceptions the frame's worker makes while
+`gate.open` (media/pipeline.py): an H.264 picture of what went out only as patches, within 1 s of the patch (0.4 s
+after a still page's first change, at most one a second), and a keyframe asked for once the deltas since the last
+one pass `KEYFRAME_AFTER_BYTES_FACTOR` times its size (at most one every `KEYFRAME_MIN_S`), so seeking never
+decodes far.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from framestream.config import FrameSize
+from framestream.core.lifecycle import FrameState
+from framestream.core.tokens import Claims
+from framestream.core.wire import InputEvent
+from framestream.frames.events import StateChanged
+from framestream.media.picture import PatchGate, Picture
+from framestream.recording import mp4
+from framestream.recording.sidecar import EventLines, Line, action_fields, dumps, event_fields, step_line, types_text
+from framestream.recording.store import RecordingInfo, RecordingStore
+
+if TYPE_CHECKING:
+    from framestream.browser.tabs import Tabs
+
+log = logging.getLogger("framestream.recording")
+
+FRAGMENT_S = 1.0  # a fragment reaches the file at most this long after its first picture
+KEYFRAME_MIN_S = 10.0
+KEYFRAME_AFTER_BYTES_FACTOR = 8
+QUEUE_MAX_BYTES = 64 * 1024 * 1024  # a disk this far behind ends the recording
+LAST_PICTURE_TICKS = mp4.TIMESCALE // 30  # how long a fragment's last picture lasts when none follows yet
+PRE_LINES = 256  # lines kept for the next recording while none runs (a step that resumes the frame)
+_RECORDING_STATES = (FrameState.LIVE, FrameState.ERROR)
+
+# Whether the focused element (through shadow roots and same-origin frames) is a password field; a frame of
+# another origin cannot be looked into, and counts as one.
+_SECRET_FOCUS_JS = """(() => { let e = document.activeElement;
+  try { for (let i = 0; e && i < 32; i++) {
+    if (e.shadowRoot && e.shadowRoot.activeElement) e = e.shadowRoot.activeElement;
+    else if (e.tagName === 'IFRAME' || e.tagName === 'FRAME') {
+      const d = e.contentDocument; if (!d) return true; if (!d.activeElement || d.activeElement === d.body) break;
+      e = d.activeElement; }
+    else break; } } catch (x) { return true; }
+  return !!e && ((e.tagName === 'INPUT' && e.type === 'password') || e.tagName === 'IFRAME'); })()"""
+
+
+class RecordGate(PatchGate):
+    """Open while the frame is being recorded: its worker (a plain bool, read before each picture) then covers
+    what went out only as patches with a picture in the H.264 stream (media/pipeline.py)."""
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+class FrameRecorder:
+    def __init__(self, store: RecordingStore, frame_id: str, size: FrameSize, *, enabled: bool,
+                 asked: bool | None = None, request_keyframe: Callable[[], None],
+                 tabs: Callable[[], Tabs | None]) -> None:
+        self.store = store
+        self.frame_id = frame_id
+        self.size = size
+        self.enabled = enabled
+        self.asked = asked  # what the frame's creator asked for (None: the service's default), kept in frames.json
+        self.gate = RecordGate()
+        self._request_keyframe = request_keyframe
+        self._tabs = tabs
+        self._live = False
+        self._writer: _Writer | None = None
+        self._events = EventLines()
+        self._pre: collections.deque[Line] = collections.deque(maxlen=PRE_LINES)
+        self._sets: tuple[bytes, bytes] | None = None
+        self._since_key_bytes = 0
+        self._key_bytes = 0
+        self._key_at = 0.0
+        self._keyframe_asked = False
+        self._closing: list[_Writer] = []  # ended recordings whose writers may still be finishing
+
+    def join(self, timeout: float) -> None:
+        """Wait (off the loop) until every ended recording's files are closed."""
+        for writer in self._closing:
+            writer.join(timeout)
+
+    @property
+    def recording(self) -> RecordingInfo | None:
+        return self._writer.info if self._writer is not None else None
+
+    # -- pictures ------------------------------------------------------------------------------------------
+
+    def on_picture(self, picture: Picture) -> None:
+        if not self.enabled or picture.light or picture.patch:
+            return  # (patches are not in the H.264 stream: the worker covers them with a picture of it)
+        writer = self._writer
+        if writer is not None and writer.done:
+            self._end(writer.reason or "stopped", keep_live=False)
+            return
+        if picture.keyframe:
+            sets = mp4.parameter_sets(picture.data)
+            if writer is not None and sets is not None and sets != self._sets:
+                self._end("new-stream")  # another encoder's stream (its size or settings changed)
+                writer = None
+            if writer is None and self._live and sets is not None:
+                try:
+                    writer = self._start(picture, sets)
+                except OSError as exc:  # the state dir cannot take a recording: the frame streams on
+                    log.warning("recording not started: %s", exc, extra={"frame": self.frame_id})
+                    self._live = False  # (tried again at the next live stretch)
+                    return
+            if writer is not None:
+                self._key_bytes, self._since_key_bytes, self._key_at = len(picture.data), 0, time.monotonic()
+                self._keyframe_asked = False
+        if writer is None:
+            return
+        writer.picture(picture.capture_us, picture.keyframe, picture.data)
+        if not picture.keyframe:
+            self._since_key_bytes += len(picture.data)
+            if (not self._keyframe_asked and self._since_key_bytes > KEYFRAME_AFTER_BYTES_FACTOR * self._key_bytes
+                    and time.monotonic() - self._key_at >= KEYFRAME_MIN_S):
+                self._keyframe_asked = True
+                self._request_keyframe()
+
+    def _start(self, picture: Picture, sets: tuple[bytes, bytes]) -> _Writer:
+        size = self.size
+        info = self.store.begin(self.frame_id, start_us=picture.capture_us, width=size.width, height=size.height,
+                                css_width=size.css_width, css_height=size.css_height, dpr=size.dpr)
+        writer = self._writer = _Writer(self.store, info, mp4.header(size.width, size.height, *sets))
+        self._sets = sets
+        writer.lines([{"t_us": info.start_us, "type": "recording", "frame": self.frame_id, "id": info.id,
+                       "width": size.width, "height": size.height, "css_width": size.css_width,
+                       "css_height": size.css_height, "dpr": size.dpr}, *self._pre])
+        self._pre.clear()
+        writer.start()
+        self.gate.open = True
+        log.info("recording %s started", info.id, extra={"frame": self.frame_id})
+        return writer
+
+    def _end(self, reason: str, *, keep_live: bool = True) -> None:
+        writer, self._writer = self._writer, None
+        self.gate.open = False
+        if writer is not None:
+            writer.close(reason)
+            self._closing = [w for w in self._closing if w.is_alive()] + [writer]
+            log.info("recording %s ended (%s)", writer.info.id, reason, extra={"frame": self.frame_id})
+        if not keep_live:
+            self._live = False  # (a failed recording is not restarted within the same live stretch)
+
+    def close(self, reason: str = "shutdown") -> None:
+        self._end(reason)
+        self._live = False
+
+    # -- events and steps ----------------------------------------------------------------------------------
+
+    def on_event(self, event: object) -> None:
+        if not self.enabled:
+            return
+        now = _now_us()
+        if isinstance(event, StateChanged):
+            live = event.state in _RECORDING_STATES
+            if not live and self._writer is not None:
+                self._emit(self._events.lines(now, event))
+                self._end(event.message if event.message == "deleted" else event.state.value)
+                self._live = False
+                return
+            self._live = live  # (the recording starts at the fresh keyframe a launch or a resume makes)
+        self._emit(self._events.lines(now, event))
+
+    def _emit(self, lines: Sequence[Line]) -> None:
+        if not lines:
+            return
+        if self._writer is not None:
+            self._writer.lines(lines)
+        else:
+            self._pre.extend(lines)
+
+    async def step(self, claims: Claims, seq: int, events: Sequence[InputEvent] | None, action: object | None,
+                   run: Awaitable[int]) -> int:
+        """Apply the step (`run`) and write what it was and how it ended. Typed text is left out when the focus
+        was in a password field before or after it."""
+        if not self.enabled:
+            return await run
+        typing = events is not None and types_text(events)
+        secret = typing and await self._secret_focus()
+        began = _now_us()
+        try:
+            started = await run
+        except Exception as exc:
+            self._step_line(began, claims, seq, events, action, secret=secret, error=exc)
+            with contextlib.suppress(AttributeError, TypeError):
+                exc._framestream_recorded = True  # type: ignore[attr-defined]  # (not again by `refused`)
+            raise
+        if typing and not secret:
+            secret = await self._secret_focus()
+        self._step_line(started, claims, seq, events, action, secret=secret, error=None)
+        return started
+
+    def refused(self, claims: Claims | None, seq: int, what: object, error: Exception) -> None:
+        """A step refused before the frame applied it (its role or frame, its bounds, a replay), its events without
+        any typed text. Only under a grant that verified: a forged or expired one names nobody, and anyone could
+        send those."""
+        if not self.enabled or claims is None or getattr(error, "_framestream_recorded", False):
+            return
+        events = list(what) if isinstance(what, (list, tuple)) else None
+        body: dict[str, Any]
+        if events is not None:
+            body = {"kind": "input", "events": [event_fields(e, secret=True) for e in events]}
+        else:
+            body = action_fields(what)
+        now = _now_us()
+        line: Line = {"t_us": now, "type": "step", "end_us": now, "subject": claims.sub, "role": claims.role,
+                      "step": bool(claims.step), "seq": seq, **body, "ok": False,
+                      "error": str(getattr(error, "code", "internal")),
+                      "message": str(getattr(error, "message", error))[:500]}
+        if self._writer is not None:
+            self._writer.info.steps += 1
+        self._emit([line])
+
+    def _step_line(self, t_us: int, claims: Claims, seq: int, events: Sequence[InputEvent] | None,
+                   action: object | None, *, secret: bool, error: Exception | None) -> None:
+        body: dict[str, Any]
+        if events is not None:
+            body = {"kind": "input", "events": [event_fields(e, secret=secret) for e in events]}
+        else:
+            body = action_fields(action)
+        code = message = None
+        if error is not None:
+            code = str(getattr(error, "code", None) or "internal")
+            message = str(getattr(error, "message", None) or error)[:500]
+        line = step_line(t_us, _now_us(), claims, seq, body, error=code, message=message)
+        if self._writer is not None:
+            self._writer.info.steps += 1
+        self._emit([line])
+
+    async def _secret_focus(self) -> bool:
+        tabs = self._tabs()
+        if tabs is None:
+            return True  # nothing to ask: leave the text out
+        try:
+            result = await tabs.call("Runtime.evaluate", {"expression": _SECRET_FOCUS_JS, "returnByValue": True},
+                                     timeout=0.5)
+        except Exception:
+            return True
+        return result.get("result", {}).get("value") is not False
+
+
+class _Writer(threading.Thread):
+    """One recording's files, written in its own thread from a queue; ends on `close` or a failed write."""
+
+    def __init__(self, store: RecordingStore, info: RecordingInfo, head: mp4.Header) -> None:
+        super().__init__(name=f"record-{info.frame}", daemon=True)
+        self.store = store
+        self.info = info
+        self._head = head
+        self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._queued = 0
+        self._queued_lock = threading.Lock()
+        self.done = False  # it stopped writing (closed, or a write failed)
+        self.reason: str | None = None
+        # writer-thread state
+        self._pending: list[tuple[int, bool, bytes]] = []  # (dts, keyframe, data) not yet in a fragment
+        self._pending_since = 0.0
+        self._last_dts = -1
+        self._written_end = 0  # where the last fragment ended (ticks)
+        self._sequence = 0
+        self._video_fd = -1
+        self._sidecar_fd = -1
+        self._fragments = 0
+        self._full = False
+
+    # -- loop side -----------------------------------------------------------------------------------------
+
+    def picture(self, capture_us: int, keyframe: bool, data: bytes) -> None:
+        with self._queued_lock:
+            if self.done:
+                return
+            if self._queued + len(data) > QUEUE_MAX_BYTES:
+                self.done, self.reason = True, "disk-too-slow"
+                self._queue.put(("end", "disk-too-slow"))
+                return
+            self._queued += len(data)
+        self._queue.put(("picture", (capture_us, keyframe, data)))
+
+    def lines(self, lines: Sequence[Line]) -> None:
+        if not self.done:
+            self._queue.put(("lines", list(lines)))
+
+    def close(self, reason: str) -> None:
+        self._queue.put(("end", reason))
+
+    # -- the thread ----------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        reason = "stopped"
+        try:
+            self._open()
+            while True:
+                timeout = None
+                if self._pending:
+                    timeout = max(0.0, self._pending_since + FRAGMENT_S - time.monotonic())
+                try:
+                    kind, item = self._queue.get(timeout=timeout)
+                except queue.Empty:
+                    self._flush()
+                    continue
+                if kind == "picture":
+                    with self._queued_lock:
+                        self._queued -= len(item[2])
+                    self._add(*item)
+                elif kind == "lines":
+                    self._write_lines(item)
+                else:
+                    reason = str(item)
+                    if self._pending:  # the last picture shows until the recording ends
+                        self._flush(until=max(mp4.ticks(_now_us() - self.info.start_us), self._pending[-1][0] + 1))
+                    break
+                if self._pending and time.monotonic() - self._pending_since >= FRAGMENT_S:
+                    self._flush()
+                if self._full:
+                    reason = "max-bytes"
+                    break
+        except OSError as exc:
+            reason = "disk"
+            self.store.write_errors += 1
+            log.warning("recording %s stopped: %s (the frame goes on streaming)", self.info.id, exc,
+                        extra={"frame": self.info.frame})
+            self._cut_to_whole()
+        finally:
+            with self._queued_lock:
+                self.done = True
+                self.reason = self.reason or reason
+            self._finish(self.reason or reason)
+
+    def _open(self) -> None:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        self._video_fd = os.open(self.store.video_path(self.info), flags, 0o600)
+        self._sidecar_fd = os.open(self.store.sidecar_path(self.info), flags | os.O_APPEND, 0o600)
+        self._write_all(self._video_fd, self._head.data)
+        self.info.bytes = len(self._head.data)
+
+    def _add(self, capture_us: int, keyframe: bool, data: bytes) -> None:
+        dts = max(mp4.ticks(capture_us - self.info.start_us), self._last_dts + 1, self._written_end)
+        if keyframe and self._pending:
+            self._flush(until=dts)  # every keyframe starts a fragment: a seek's way in
+        if not self._pending:
+            self._pending_since = time.monotonic()
+        self._pending.append((dts, keyframe, mp4.to_length_prefixed(data)))
+        self._last_dts = dts
+
+    def _flush(self, until: int | None = None) -> None:
+        """Write what is pending as one fragment; the last picture lasts until `until`, or one picture's time: a
+        still stretch after it is a gap before the next fragment's start time (its `tfdt`), and a picture that
+        shows a change made before the fragment was cut (patches covered late) still goes at its own time."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        end = until if until is not None else pending[-1][0] + LAST_PICTURE_TICKS
+        samples = [mp4.Sample(dts, (pending[i + 1][0] if i + 1 < len(pending) else end) - dts, key, data)
+                   for i, (dts, key, data) in enumerate(pending)]
+        data = mp4.fragment(self._sequence + 1, samples)
+        if self.info.bytes + self.info.sidecar_bytes + len(data) > self.store.max_bytes:
+            self._full = True  # this recording alone would pass FRAMESTREAM_RECORD_MAX_BYTES: it ends before
+            return
+        self._sequence += 1
+        self._write_all(self._video_fd, data)  # one write: a kill leaves whole fragments and perhaps a cut tail
+        self.info.bytes += len(data)
+        self._written_end = end
+        mvhd, mehd = mp4.duration_fields(end)
+        os.pwrite(self._video_fd, mvhd, self._head.mvhd_duration_at)
+        os.pwrite(self._video_fd, mehd, self._head.mehd_duration_at)
+        self._fragments += 1
+        if self._fragments % 8 == 0:
+            self.store.enforce()
+
+    def _write_lines(self, lines: Sequence[Line]) -> None:
+        data = b"".join(dumps(line) for line in lines)
+        self._write_all(self._sidecar_fd, data)
+        self.info.sidecar_bytes += len(data)
+
+    @staticmethod
+    def _write_all(fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+
+    def _cut_to_whole(self) -> None:
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._video_fd, self.info.bytes)  # (bytes counts whole fragments only)
+
+    def _finish(self, reason: str) -> None:
+        self._pending = []
+        for fd in (self._video_fd, self._sidecar_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.fsync(fd)
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        info = self.info
+        info.end_us = max(info.start_us + mp4.microseconds(self._written_end), info.start_us)
+        info.reason = reason
+        self.store.save_meta(info)
+        with contextlib.suppress(OSError):
+            self.store.enforce()

@@ -1,0 +1,75 @@
+"""The replay view (web/replay.html) in real headless Chromium: it plays a real recording in a <video>, lists the
+steps, and clicking a step seeks to it, marks where it acted and shows its picture."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.parse
+from typing import Any
+
+from tests.fixtures import service_fixture
+from tests.recording.recorded import recordings
+from tests.support import Service, StreamClient, colour_near, until
+from tests.web.browser import Browser
+
+service = service_fixture(env={"FRAMESTREAM_RECORD": "on", "FRAME_IDLE_PAUSE_S": "1.0"})
+
+RED, GREEN, YELLOW = (220, 30, 30), (30, 180, 60), (250, 220, 60)
+
+
+def click(x: int, y: int) -> list[dict[str, Any]]:
+    return [{"kind": "mouse", "action": "down", "x": x, "y": y}, {"kind": "mouse", "action": "up", "x": x, "y": y}]
+
+
+async def test_the_replay_view_seeks_to_a_step_and_shows_its_picture(service: Service) -> None:
+    frame = await asyncio.to_thread(service.create_frame, f"{service.pages}/replay.html", width=640, height=400,
+                                    dpr=1)
+    await service.wait_state_async(frame, "live")
+    drive = service.token("drive", frame, subject="agent")
+    viewer = await StreamClient.connect(service, drive)
+    await viewer.watch(frame)
+    status, body = await asyncio.to_thread(service.request, "POST", f"/frames/{frame}/input",
+                                           {"seq": 1, "events": click(100, 60)}, drive)
+    assert status == 200, body
+    await asyncio.sleep(0.7)  # the picture 0.5 s after the step comes before the next step (the clock is awaited)
+    status, body = await asyncio.to_thread(service.request, "POST", f"/frames/{frame}/navigate",
+                                           {"seq": 2, "url": f"{service.pages}/replay.html?page=2"}, drive)
+    assert status == 200, body
+    await asyncio.sleep(0.7)
+    await viewer.close()
+    await service.wait_state_async(frame, "paused")
+    await until("the ended recording", lambda: _ended(service, frame), 30.0)
+
+    fragment = urllib.parse.urlencode({"token": service.token("control"), "frame": frame})
+    async with Browser() as browser:
+        page = await browser.page()
+        await page.navigate(f"{service.base}/web/replay.html#{fragment}")
+        await page.wait_for("window.framestreamReplay && window.framestreamReplay.ready", within=30)
+        labels = await page.eval("[...document.querySelectorAll('#steps li[data-step] button')]"
+                                 ".map(b => b.textContent)")
+        assert len(labels) == 2 and labels[0].startswith("agent: down 100,60") and "navigate" in labels[1], labels
+        # A click on the first step seeks to it: the button is still red then, and the mark is on it.
+        await page.eval("document.querySelector('#steps li[data-step=\"0\"] button').click()")
+        await page.wait_for("framestreamReplay.current === 0 && !framestreamReplay.video.seeking")
+        before = await page.eval("framestreamReplay.pixel(100, 60)")
+        assert colour_near(_np(before), RED, 40), before
+        mark = await page.eval("(() => { const m = document.getElementById('mark'), v = framestreamReplay.video;"
+                               " return [m.hidden, parseFloat(m.style.left) / v.clientWidth * 640,"
+                               " parseFloat(m.style.top) / v.clientWidth * 640]; })()")
+        assert mark[0] is False and abs(mark[1] - 100) < 2 and abs(mark[2] - 60) < 2, mark
+        after = await page.eval("framestreamReplay.seekToStep(0, 0.5).then(() => framestreamReplay.pixel(100, 60))")
+        assert colour_near(_np(after), GREEN, 40), after
+        later = await page.eval("framestreamReplay.seekToStep(1, 0.5).then(() => framestreamReplay.pixel(320, 200))")
+        assert colour_near(_np(later), YELLOW, 40), later
+        assert not page.exceptions, page.exceptions
+
+
+def _np(rgb: list[int]) -> Any:
+    import numpy as np
+
+    return np.array(rgb)
+
+
+async def _ended(service: Service, frame: str) -> dict[str, Any] | None:
+    found = [r for r in await asyncio.to_thread(recordings, service, frame) if not r["active"] and r["steps"]]
+    return found[-1] if found else None
