@@ -725,7 +725,8 @@ async def test_newer_person_grant_takes_over_mid_drag(service: Service, frame: s
     assert (state["clicks"], state["mousedowns"], state["mouseups"]) == (1, 2, 2)
     await watcher.sees_colour(BTN, GREEN)
     controls = [(m["driver"], m["you"]) for m in watcher.seen if m["type"] == "control"]
-    assert controls[0] == ("agent", False) and controls[-1] == ("alice", False), controls
+    # (a watcher is told who drives when it starts watching: nobody yet)
+    assert controls[:2] == [(None, False), ("agent", False)] and controls[-1] == ("alice", False), controls
     assert all(you is False for _, you in controls), controls
     for conn in (watcher, agent, person):
         await conn.close()

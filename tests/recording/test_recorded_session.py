@@ -68,6 +68,9 @@ async def test_a_driven_session_is_recorded_with_its_steps(service: Service, tmp
     last = [time.monotonic()]
 
     try:
+        # The page as it was before the first step is in the recording (its first keyframe written).
+        await until("the recording's first picture", lambda: _started(service, frame_id), 30.0)
+        await past(0.1)
         await step(click(100, 60))  # the button turns green
         await step([*click(200, 160), {"kind": "text", "text": "WM"}])  # two big letters, as patches
         await step([*click(150, 260), {"kind": "text", "text": "hunter2"}])  # a password
@@ -156,6 +159,12 @@ async def _yellow_in_screenshot(service: Service, frame_id: str) -> bool | None:
     with av.open(io.BytesIO(png), "r") as container:
         picture = next(container.decode(video=0)).to_ndarray(format="rgb24")
     return True if colour_near(picture[200, 320], YELLOW, 10) else None
+
+
+async def _started(service: Service, frame_id: str) -> dict[str, Any] | None:
+    found = await asyncio.to_thread(recordings, service, frame_id)
+    active = [r for r in found if r["active"] and r["bytes"] > 0]
+    return active[-1] if active else None
 
 
 async def _ended(service: Service, frame_id: str) -> dict[str, Any] | None:

@@ -31,6 +31,8 @@ ERROR_CODES: Final = (
     "unresponsive",
     "navigation-failed",
     "unknown-download",
+    "unknown-recording",
+    "recording-active",
 )
 FRAME_STATES: Final = ("launching", "live", "paused", "closed", "error")
 DIALOG_KINDS: Final = ("alert", "confirm", "prompt", "beforeunload")
