@@ -522,7 +522,7 @@ export class AgentClient {
   /**
    * Ask a person to take the frame over (a login, a CAPTCHA): `request-help` under a fresh one-step grant, then
    * wait for its `help-ended`. Resolves to the person's note (`''` when they left none) once they answered, or
-   * null when nobody did before `timeoutS` (or the request was cancelled).
+   * null when nobody did before `timeoutS`; ClientError when it was cancelled (a newer request, the frame deleted).
    */
   async requestHelp(frameId, reason, { timeoutS = 300, grant } = {}) {
     await this.watch(frameId); // help-requested and help-ended go to the frame's watchers
@@ -552,6 +552,7 @@ export class AgentClient {
       throw err;
     }
     const msg = await outcome;
+    if (msg.outcome === 'cancelled') throw new ClientError(`the request for help on ${frameId} was cancelled`);
     return msg.outcome === 'answered' ? String(msg.note ?? '') : null;
   }
 
