@@ -1,0 +1,187 @@
+// AgentClient with a scripted socket and fetch (the real service is in test_agent_service.py): what it sends,
+// how answers, refusals and the handoff messages come back.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  AgentClient, sandboxKey, verifyToken, Superseded, TakenOver, ServiceError, ConnectionLost, Unauthorized, UnknownFrame,
+} from '../../web/node/index.js';
+
+const key = sandboxKey('unit-secret', 'unit');
+
+class ScriptedSocket {
+  static last = null;
+
+  constructor(url) {
+    this.url = url;
+    this.sent = [];
+    this.readyState = 0;
+    this.listeners = {};
+    ScriptedSocket.last = this;
+    queueMicrotask(() => { this.readyState = 1; this.fire('open', {}); });
+  }
+
+  addEventListener(type, fn) { (this.listeners[type] ??= []).push(fn); }
+
+  fire(type, event) { for (const fn of this.listeners[type] ?? []) fn(event); }
+
+  send(text) { this.sent.push(JSON.parse(text)); }
+
+  close(code = 1000, reason = '') { this.serverClose(code, reason); }
+
+  // --- the service's side ---
+  reply(msg) { this.fire('message', { data: JSON.stringify(msg) }); }
+
+  picture(slot, captureUs, flags = 0) {
+    const bytes = new Uint8Array(20);
+    const view = new DataView(bytes.buffer);
+    view.setUint8(0, 1);
+    view.setUint8(1, flags);
+    view.setUint16(2, slot);
+    view.setUint32(4, 7);
+    view.setBigUint64(8, BigInt(captureUs));
+    this.fire('message', { data: bytes.buffer });
+  }
+
+  serverClose(code, reason = '') {
+    if (this.readyState === 3) return;
+    this.readyState = 3;
+    this.fire('close', { code, reason });
+  }
+
+  async next(type) {
+    for (;;) {
+      const msg = this.sent.find((m) => m.type === type && !m.seen);
+      if (msg) { msg.seen = true; return msg; }
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+}
+
+async function connected(options = {}) {
+  const pending = AgentClient.connect('http://127.0.0.1:1', { key, WebSocket: ScriptedSocket, ...options });
+  await new Promise((r) => setImmediate(r));
+  const ws = ScriptedSocket.last;
+  const hello = await ws.next('hello');
+  ws.reply({ type: 'welcome', protocol: 1, sandbox: 'unit', shared_frames: true });
+  return { agent: await pending, ws, hello };
+}
+
+test('hello with a minted view token; each step under its own fresh one-step grant', async () => {
+  const { agent, ws, hello } = await connected();
+  assert.equal(ws.url, 'ws://127.0.0.1:1/ws');
+  assert.equal(verifyToken(key, hello.token).role, 'view');
+  const first = agent.click('f1', 10, 20);
+  const msg1 = await ws.next('input');
+  ws.reply({ type: 'input-ack', frame: 'f1', seq: msg1.seq });
+  const step = await first;
+  assert.equal(step.seq, msg1.seq);
+  assert.ok(step.ackedUs >= step.sentUs);
+  assert.deepEqual(msg1.events.map((e) => e.action), ['down', 'up']);
+  const second = agent.press('f1', 'Control+A');
+  const msg2 = await ws.next('input');
+  ws.reply({ type: 'input-ack', frame: 'f1', seq: msg2.seq });
+  await second;
+  const [g1, g2] = [verifyToken(key, msg1.grant), verifyToken(key, msg2.grant)];
+  assert.ok(g1.step && g2.step && g1.frm === 'f1' && g1.sub === 'agent');
+  assert.notEqual(g1.jti, g2.jti);
+  assert.ok(msg2.seq > msg1.seq);
+  await agent.close();
+});
+
+test('refusals are typed errors carrying code, frame and seq', async () => {
+  const { agent, ws } = await connected();
+  const superseded = agent.type('f1', 'hi');
+  const m1 = await ws.next('input');
+  ws.reply({ type: 'error', code: 'superseded', message: 'newer grant', frame: 'f1', seq: m1.seq });
+  await assert.rejects(superseded, (e) => e instanceof Superseded && e instanceof ServiceError
+    && e.code === 'superseded' && e.frame === 'f1' && e.seq === m1.seq);
+  const taken = agent.scroll('f1', 5, 5, { dy: 100 });
+  const m2 = await ws.next('input');
+  ws.reply({ type: 'error', code: 'taken-over', message: 'a person holds the frame', frame: 'f1', seq: m2.seq });
+  await assert.rejects(taken, (e) => e instanceof TakenOver && e.code === 'taken-over');
+  const watch = agent.watch('nope');
+  ws.reply({ type: 'error', code: 'unknown-frame', message: 'no such frame', frame: 'nope' });
+  await assert.rejects(watch, UnknownFrame);
+  const odd = agent.drag('f1', 0, 0, 5, 5);
+  const m3 = await ws.next('input');
+  ws.reply({ type: 'error', code: 'some-new-code', message: '?', frame: 'f1', seq: m3.seq });
+  await assert.rejects(odd, (e) => e.constructor === ServiceError && e.code === 'some-new-code');
+  await agent.close();
+});
+
+test('requestHelp: request-help under a fresh step grant, the note of the help-ended that answers it', async () => {
+  const { agent, ws } = await connected();
+  const watching = ws.next('watch');
+  const help = agent.requestHelp('f1', 'log in, please', { timeoutS: 60 });
+  await watching;
+  ws.reply({ type: 'video-config', frame: 'f1', slot: 0, codec: 'avc1.42C01F', width: 8, height: 8, css_width: 8, css_height: 8 });
+  const req = await ws.next('request-help');
+  assert.equal(req.reason, 'log in, please');
+  assert.equal(req.timeout_s, 60);
+  assert.ok(verifyToken(key, req.grant).step);
+  ws.reply({ type: 'input-ack', frame: 'f1', seq: req.seq });
+  ws.reply({ type: 'help-ended', frame: 'other', id: 'h9', outcome: 'answered', note: 'not this one' });
+  ws.reply({ type: 'help-requested', frame: 'f1', id: 'h1', reason: 'log in, please', subject: 'agent', until_us: 1 });
+  ws.reply({ type: 'help-ended', frame: 'f1', id: 'h1', outcome: 'answered', note: 'logged in as ana', by: 'ana' });
+  assert.equal(await help, 'logged in as ana');
+
+  const unanswered = agent.requestHelp('f1', 'captcha', { timeoutS: 1 });
+  const req2 = await ws.next('request-help');
+  ws.reply({ type: 'input-ack', frame: 'f1', seq: req2.seq });
+  ws.reply({ type: 'help-requested', frame: 'f1', id: 'h2', reason: 'captcha', subject: 'agent', until_us: 1 });
+  ws.reply({ type: 'help-ended', frame: 'f1', id: 'h2', outcome: 'timeout' });
+  assert.equal(await unanswered, null);
+
+  const refused = agent.requestHelp('f1', 'again');
+  const req3 = await ws.next('request-help');
+  ws.reply({ type: 'error', code: 'taken-over', message: 'a person holds it', frame: 'f1', seq: req3.seq });
+  await assert.rejects(refused, TakenOver);
+
+  const release = agent.release('f1', 'done: the form is sent');
+  const rel = await ws.next('release');
+  assert.equal(rel.note, 'done: the form is sent');
+  assert.ok(verifyToken(key, rel.grant).step);
+  ws.reply({ type: 'input-ack', frame: 'f1', seq: rel.seq });
+  assert.equal((await release).seq, rel.seq);
+  await agent.close();
+});
+
+test('pictureAfter waits for a picture captured after the time, then takes the screenshot', async () => {
+  const png = Buffer.alloc(24);
+  png.writeUInt32BE(0x89504e47, 0);
+  png.writeUInt32BE(640, 16);
+  png.writeUInt32BE(400, 20);
+  const asked = [];
+  const fetch = async (url, init) => {
+    asked.push([url, init.headers.Authorization]);
+    return new Response(png, { status: 200, headers: { 'X-Capture-Time-Us': '2000' } });
+  };
+  const { agent, ws } = await connected({ fetch });
+  const shot = agent.pictureAfter('f1', 1500);
+  await ws.next('watch');
+  ws.reply({ type: 'video-config', frame: 'f1', slot: 3, codec: 'avc1.42C01F', width: 640, height: 400, css_width: 640, css_height: 400 });
+  ws.picture(3, 1000, 1);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(asked.length, 0, 'no screenshot before a picture after 1500');
+  ws.picture(3, 2000);
+  const got = await shot;
+  assert.deepEqual([got.width, got.height, got.captureUs], [640, 400, 2000]);
+  assert.equal(asked[0][0], 'http://127.0.0.1:1/frames/f1/screenshot');
+  assert.equal(verifyToken(key, asked[0][1].slice('Bearer '.length)).role, 'view');
+  await agent.close();
+});
+
+test('a lost socket fails what waits with ConnectionLost; a refused hello is Unauthorized', async () => {
+  const { agent, ws } = await connected();
+  const step = agent.click('f1', 1, 1);
+  await ws.next('input');
+  ws.serverClose(1006);
+  await assert.rejects(step, ConnectionLost);
+  await assert.rejects(agent.click('f1', 1, 1), ConnectionLost);
+
+  const refused = AgentClient.connect('http://127.0.0.1:1', { token: 'forged.token', WebSocket: ScriptedSocket });
+  await new Promise((r) => setImmediate(r));
+  await ScriptedSocket.last.next('hello');
+  ScriptedSocket.last.serverClose(4401, 'bad token');
+  await assert.rejects(refused, Unauthorized);
+});

@@ -1,0 +1,111 @@
+// A typed consumer of the installed package: every public name of `framestream`, `framestream/node` and
+// `framestream/react`, checked by `tsc --noEmit` (strict). The @ts-expect-error lines prove the types are not
+// `any`: each must be an error, or tsc fails.
+import {
+  connect, FramestreamClient, defaultUrl, webCodecsAvailable, mountFrame, attachInput, mountTabUi, decodeClaims,
+  roleOf,
+} from 'framestream';
+import type {
+  ConnectOptions, ClientEventMap, FrameInfo, FrameView, InputHandle, TabUi, TabState, TokenClaims, InputEvent,
+  FrameStateMessage, VideoConfigMessage, ControlMessage, ErrorMessage, ServerMessage, ClientMessage, ErrorCode,
+  HelpEndedMessage, FrameObject, WatchedFrame,
+} from 'framestream';
+import {
+  sandboxKey, mintToken, verifyToken, SandboxKey, TokenError, ROLES, MAX_TTL, STEP_MAX_TTL, AgentClient, nowUs,
+  pngSize, ClientError, ConnectionLost, ServiceError, Superseded, TakenOver, Forbidden, Unauthorized, Expired,
+  RateLimited, UnknownFrame, Replayed, BadInput, BadMessage, Capacity, SharedFramesOff, UnknownPage, UnknownDialog,
+  DialogOpen, Unresponsive, NavigationFailed, errorFor, steps,
+} from 'framestream/node';
+import type { Step, Screenshot, AgentClientOptions, GrantSource, WatchInfo } from 'framestream/node';
+import { Frame, useFramestreamClient } from 'framestream/react';
+import type { FrameProps } from 'framestream/react';
+import { createElement, type ReactElement } from 'react';
+
+// --- the browser viewer ---
+const options: ConnectOptions = { token: async () => 'token', url: defaultUrl(new URL('https://app.test/x/')) };
+const client: FramestreamClient = connect(options);
+const off: () => void = client.on('frame-state', (s: FrameStateMessage) => console.log(s.state, s.driver, s.pages?.[0]?.title));
+client.on('video-config', (c: VideoConfigMessage) => console.log(c.css_width * 2, c.codec));
+client.on('control', (c: ControlMessage) => console.log(c.you, c.held));
+client.on('error', (e: ErrorMessage) => console.log(e.code === 'superseded', e.seq));
+client.on('close', (d) => console.log(d.reconnectInMs ?? 'for good'));
+client.addEventListener('open', (e) => console.log(e.detail.welcome.sandbox));
+// @ts-expect-error: a frame-state has no `nope`
+client.on('frame-state', (s) => s.nope);
+const detail: ClientEventMap['decoder-error'] = { frame: 'f1', error: 'x' };
+const canvas = document.createElement('canvas');
+const watched: WatchedFrame = client.watch('f1', canvas);
+const seq: number | null = client.sendInput('f1', [{ kind: 'mouse', action: 'down', x: 1, y: 2 }], { grant: 'g' });
+client.sendStep('f1', 'navigate', { action: 'back' });
+// @ts-expect-error: not an input event
+client.sendInput('f1', { kind: 'hover', x: 1, y: 2 });
+const info: FrameInfo | null = client.info('f1');
+const tab: TabState | null = client.tab('f1');
+const view: FrameView = mountFrame(client, 'f1', document.body, { showStats: true, title: 'F1' });
+const tabUi: TabUi = mountTabUi(client, view, { drive: false });
+const input: InputHandle = attachInput(canvas, { send: (events: InputEvent[]) => client.sendInput('f1', events),
+  frameSize: () => ({ width: 640, height: 400 }), busy: () => client.inputInFlight > 16 });
+const claims: TokenClaims | null = decodeClaims(client.token);
+const role: 'view' | 'drive' | 'control' | null = roleOf(client.token);
+const ok: boolean = webCodecsAvailable();
+const constructed = new FramestreamClient({ token: 't' });
+const code: ErrorCode = 'taken-over';
+const help: HelpEndedMessage = { type: 'help-ended', frame: 'f1', id: 'h1', outcome: 'answered', note: 'done' };
+const message: ServerMessage = help;
+const sent: ClientMessage = { type: 'request-help', frame: 'f1', grant: 'g', seq: 1, reason: 'log in' };
+console.log(off, detail, watched.tab.pages, seq, info?.decoderState, tab?.activePage, input.sink, claims?.exp, role,
+  ok, constructed.state, code, message.type, sent.type, tabUi.destroy);
+
+// --- the app's server ---
+async function server(): Promise<void> {
+  const key: SandboxKey = sandboxKey('secret', 'sbx1');
+  const viewer: string = mintToken(key, { role: 'view', frame: 'f1', sub: 'alice', ttl: 300 });
+  // @ts-expect-error: no such role
+  mintToken(key, { role: 'admin' });
+  const checked = verifyToken(key, viewer);
+  const step: boolean = checked.step;
+  const grants: GrantSource = (frame: string) => mintToken(key, { role: 'drive', frame, sub: 'agent', step: true });
+  const opts: AgentClientOptions = { key, subject: 'agent', grants };
+  const agent: AgentClient = await AgentClient.connect('http://127.0.0.1:7682', opts);
+  const frames: FrameObject[] = await agent.frames();
+  const opened: FrameObject = await agent.openFrame('http://127.0.0.1:3000/', { width: 1280, height: 800 });
+  const clicked: Step = await agent.click(opened.id, 10, 20, { button: 'left' });
+  await agent.type(opened.id, 'hello');
+  await agent.press(opened.id, 'Control+A');
+  await agent.scroll(opened.id, 10, 10, { dy: 120 });
+  await agent.drag(opened.id, 0, 0, 100, 100, { moves: 5 });
+  await agent.navigate(opened.id, 'back');
+  await agent.send(opened.id, steps.chord('Enter'));
+  const shot: Screenshot = await agent.pictureAfter(opened.id, clicked.sentUs);
+  const still: Screenshot = await agent.settle(opened.id, { quietS: 0.5 });
+  const png: Uint8Array = (await agent.screenshot(opened.id)).png;
+  const watchInfo: WatchInfo | null = agent.info(opened.id);
+  agent.on('help-ended', (m) => console.log(m.outcome, m.note));
+  agent.on('close', (d) => console.log(d.code));
+  try {
+    const note: string | null = await agent.requestHelp(opened.id, 'please log in', { timeoutS: 120 });
+    await agent.release(opened.id, note ?? 'nobody came');
+  } catch (err) {
+    if (err instanceof TakenOver || err instanceof Superseded) console.log(err.code, err.frame, err.seq);
+    else if (err instanceof ServiceError) console.log(err.status);
+    else if (err instanceof ConnectionLost || err instanceof ClientError || err instanceof TokenError) throw err;
+  }
+  const typed: ServiceError[] = [new Forbidden('x'), new Unauthorized('x'), new Expired('x'), new RateLimited('x'),
+    new UnknownFrame('x'), new Replayed('x'), new BadInput('x'), new BadMessage('x'), new Capacity('x'),
+    new SharedFramesOff('x'), new UnknownPage('x'), new UnknownDialog('x'), new DialogOpen('x'),
+    new Unresponsive('x'), new NavigationFailed('x'), errorFor('taken-over', 'held')];
+  console.log(frames.length, still.captureUs, shot.width, png.byteLength, pngSize(png).height, watchInfo?.pictures,
+    step, typed, ROLES, MAX_TTL.drive, STEP_MAX_TTL, nowUs(), steps.MODIFIER_BITS.Shift);
+  await agent.deleteFrame(opened.id, { purge: true });
+  await agent.close();
+}
+
+// --- React ---
+function App({ token }: { token: string }): ReactElement {
+  const c = useFramestreamClient({ token, url: 'ws://127.0.0.1:7682/ws' });
+  const props: FrameProps = { client: c, frame: 'f1', drive: false, onView: (v) => v?.toggleStats(true) };
+  return <div><Frame {...props} /><Frame client={c} frame="f2" tabs={false} style={{ width: 320 }} /></div>;
+}
+// @ts-expect-error: `frame` is required
+const missing = <Frame client={null} />;
+console.log(server, createElement(App, { token: 't' }), missing);

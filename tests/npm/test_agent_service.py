@@ -1,0 +1,66 @@
+"""framestream/node from the packed tarball against the real service: Node code mints the grants, opens a frame,
+clicks its button and reads a screenshot whose pixels show the click; its tokens verify in Python and the Python
+client's tokens work in it; a handoff (request-help, a person's take-over, release with a note) end to end."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from framestream.client.pictures import png_to_rgb
+from framestream.tokens import mint_token, verify_token
+from tests.fixtures import service_fixture
+from tests.npm.conftest import HERE, node
+from tests.support import TEST_SECRET, Service
+
+pytestmark = pytest.mark.integration
+
+service = service_fixture(timeout=60)
+
+RED = np.array([220, 30, 30])
+GREEN = np.array([30, 180, 60])
+
+
+def colour_at(png: Path, x: int, y: int) -> np.ndarray:
+    return png_to_rgb(png.read_bytes())[y, x].astype(int)
+
+
+def test_node_agent_from_the_tarball_drives_the_real_service(service: Service, scratch: Path,
+                                                             tmp_path: Path) -> None:
+    shutil.copy(HERE / "consumer" / "agent_flow.mjs", scratch)
+    frame_grant = mint_token(TEST_SECRET, role="drive", sandbox_id="test", frame="*", subject="py-agent",
+                             step=True)
+    cfg = {"base": service.base, "secret": TEST_SECRET, "sandbox": "test", "dir": str(tmp_path),
+           "page": f"{service.pages}/clicker.html",
+           "pythonView": mint_token(TEST_SECRET, role="view", sandbox_id="test", subject="py"),
+           "pythonGrant": frame_grant}
+    proc = node("--experimental-websocket", "agent_flow.mjs", json.dumps(cfg), cwd=scratch, timeout=150)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+
+    # The clicks show in the screenshots' pixels: the button was red, the Python grant's click made it green, the
+    # Node agent's own grant's click red again.
+    assert np.abs(colour_at(tmp_path / "before.png", 140, 100) - RED).max() < 30
+    assert np.abs(colour_at(tmp_path / "again.png", 140, 100) - GREEN).max() < 30
+    assert np.abs(colour_at(tmp_path / "after.png", 140, 100) - RED).max() < 30
+    assert (out["first"]["width"], out["first"]["height"]) == (320, 200)
+    assert out["first"]["captureUs"] >= out["first"]["sentUs"]
+    assert out["frame"]["state"] == "live"
+
+    # Both ways: the tokens Node minted verify with the service's code, and Node verified the Python one.
+    minted = out["minted"]
+    assert verify_token(TEST_SECRET, minted["view"], sandbox_id="test").sub == "alice"
+    step = verify_token(TEST_SECRET, minted["step"], sandbox_id="test")
+    assert step.step and step.role == "drive" and step.frm == out["frame"]["id"]
+    assert verify_token(TEST_SECRET, minted["control"], sandbox_id="test").role == "control"
+    assert out["pythonClaims"]["sub"] == "py" and out["again"] >= 1
+
+    # Handoff: asked, refused while a person holds the frame (TakenOver), answered with the person's note.
+    assert out["asked"] == {"reason": "please log in", "subject": "agent"}
+    assert out["refused"] == {"typed": True, "code": "taken-over", "frame": out["frame"]["id"]}
+    assert out["note"] == "logged in as ana"
+    assert out["unanswered"] is None
+    assert out["closed"] is True

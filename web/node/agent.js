@@ -1,0 +1,564 @@
+// AgentClient: the app's server (or an agent) driving frames, with the Python client's verbs
+// (framestream/client/client.py): frames over HTTP, one WebSocket for steps and for watching, each step under
+// its own grant (with a key: a fresh one-step grant per step), answers matched by `seq`, refusals as typed errors.
+// It decodes no video: it reads the binary messages' headers (capture time, refinement flag) to know when a
+// picture came, and takes the picture itself as PNG from `GET /frames/{id}/screenshot`.
+// No dependency: Node's global WebSocket and fetch, or a `ws`-compatible constructor passed in.
+
+import { mintToken, SandboxKey } from './tokens.js';
+import * as steps from './steps.js';
+import { ClientError, ConnectionLost, FATAL_CLOSE, errorFor } from './errors.js';
+
+const HEADER_BYTES = 16;
+const KIND_VIDEO = 1;
+const KIND_PATCH = 2;
+const FLAG_REFINEMENT = 2;
+const HELP_GRACE_S = 30; // how long past its own timeout a help request may take to be told ended
+
+/** This machine's wall clock in µs since the epoch (the service's capture clock). */
+export const nowUs = () => Date.now() * 1000;
+
+async function tokenOf(source, ...args) {
+  return typeof source === 'function' ? source(...args) : source;
+}
+
+/** A token's `exp` as it says (unverified: the service checks it), or null. */
+export function expiresAt(token) {
+  try {
+    const claims = JSON.parse(Buffer.from(String(token).split('.')[0], 'base64url').toString('utf8'));
+    return typeof claims.exp === 'number' ? claims.exp : null;
+  } catch {
+    return null;
+  }
+}
+
+function claimsOf(token) {
+  try {
+    return JSON.parse(Buffer.from(String(token).split('.')[0], 'base64url').toString('utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** Width and height of a PNG, from its IHDR. */
+export function pngSize(png) {
+  const view = new DataView(png.buffer, png.byteOffset, png.byteLength);
+  if (png.byteLength < 24 || view.getUint32(0) !== 0x89504e47) throw new ClientError('not a PNG');
+  return { width: view.getUint32(16), height: view.getUint32(20) };
+}
+
+function frameInfo(obj) {
+  return {
+    id: String(obj.id), url: String(obj.url ?? ''), state: String(obj.state ?? ''), width: Number(obj.width),
+    height: Number(obj.height), dpr: Number(obj.dpr ?? 1), viewers: Number(obj.viewers ?? 0),
+    driver: obj.driver ?? null,
+  };
+}
+
+/** One watched frame: its config and state, and when its pictures came (headers only). */
+class Watched {
+  constructor(id) {
+    this.id = id;
+    this.config = null; // the last video-config
+    this.state = null; // the last frame-state
+    this.control = null; // the last control
+    this.pictures = 0;
+    this.lastCaptureUs = 0; // capture time of the newest picture (or patch)
+    this.lastChangeAt = 0; // performance.now() of the last picture that was not a refinement
+  }
+}
+
+export class AgentClient {
+  /**
+   * Connect to the service at `url` (its HTTP base, `http://127.0.0.1:7682`) and say hello.
+   * With `key` (sandboxKey(secret, id)) every token is minted when needed: view for the connection and reads,
+   * control for making frames live, and a one-step drive grant per step. Or give `token` (view/drive/control, or
+   * a function returning one), `grants` (a drive token, or `frame => token`) and `control`.
+   */
+  static async connect(url = 'http://127.0.0.1:7682', options = {}) {
+    const client = new AgentClient(url, options);
+    await client._open();
+    return client;
+  }
+
+  constructor(url, { key, token, grants, control, subject = 'agent', WebSocket: WS, fetch: fetchImpl,
+    helloTimeoutMs = 10_000 } = {}) {
+    if (key !== undefined && !(key instanceof SandboxKey)) throw new TypeError('key must be a SandboxKey');
+    if (key) {
+      token ??= () => mintToken(key, { role: 'view', sub: subject });
+      grants ??= (frame) => mintToken(key, { role: 'drive', frame, sub: subject, step: true });
+      control ??= () => mintToken(key, { role: 'control', sub: subject });
+    }
+    if (!token) throw new TypeError('AgentClient needs a token (or a key)');
+    this.base = String(url).replace(/\/+$/, '');
+    this.wsUrl = `${this.base.replace(/^http/, 'ws')}/ws`;
+    this._token = token;
+    this._grants = grants ?? null;
+    this._control = control ?? null;
+    this._WS = WS ?? globalThis.WebSocket;
+    if (typeof this._WS !== 'function') {
+      throw new TypeError('no WebSocket: run Node 20 with --experimental-websocket (Node 22 has it), or pass '
+        + "{WebSocket} (the `ws` package's constructor works)");
+    }
+    this._fetch = fetchImpl ?? globalThis.fetch;
+    this._helloTimeoutMs = helloTimeoutMs;
+    this._ws = null;
+    this._seq = 0;
+    this._pending = new Map(); // seq -> {resolve, reject, frame}
+    this._watched = new Map(); // frame id -> Watched
+    this._slots = new Map(); // slot -> Watched
+    this._waiters = new Set(); // {check(), reject(err)}: re-checked on every message
+    this._listeners = new Map(); // type -> Set(fn)
+    this._refreshTimer = null;
+    this._closed = false;
+    this._closedWith = null; // the error the connection ended with
+    this.welcome = null;
+  }
+
+  // -- the connection ---------------------------------------------------------------------------------------------
+
+  async _open() {
+    const token = await tokenOf(this._token);
+    const ws = new this._WS(this.wsUrl);
+    ws.binaryType = 'arraybuffer';
+    this._ws = ws;
+    await new Promise((resolve, reject) => {
+      let welcomed = false;
+      const timer = setTimeout(() => {
+        reject(new ClientError(`no welcome from ${this.wsUrl} within ${this._helloTimeoutMs} ms`));
+        try { ws.close(); } catch { /* not open */ }
+      }, this._helloTimeoutMs);
+      ws.addEventListener('open', () => ws.send(JSON.stringify({ type: 'hello', token })));
+      ws.addEventListener('message', (event) => {
+        if (!welcomed) {
+          const msg = typeof event.data === 'string' ? JSON.parse(event.data) : null;
+          if (msg?.type !== 'welcome') return;
+          welcomed = true;
+          clearTimeout(timer);
+          this.welcome = msg;
+          resolve();
+          return;
+        }
+        this._onData(event.data);
+      });
+      ws.addEventListener('close', (event) => {
+        clearTimeout(timer);
+        const code = event.code ?? 0;
+        const error = errorFor(FATAL_CLOSE[code] ?? 'internal',
+          `the service closed the socket (${code}${event.reason ? ` ${event.reason}` : ''})`);
+        if (!welcomed) reject(error);
+        else this._lost(code, event.reason ?? '', error);
+      });
+      ws.addEventListener('error', () => { /* a close follows */ });
+    });
+    this._keepFresh(token);
+  }
+
+  /** With a minting token source, send `refresh` before the connection's token expires. */
+  _keepFresh(token) {
+    clearTimeout(this._refreshTimer);
+    const exp = expiresAt(token);
+    if (typeof this._token !== 'function' || exp === null || this._closed) return;
+    const left = exp - Date.now() / 1000;
+    const early = Math.min(30, Math.max(1, left / 3));
+    this._refreshTimer = setTimeout(async () => {
+      try {
+        const fresh = await tokenOf(this._token);
+        if (this._send({ type: 'refresh', token: fresh })) this._keepFresh(fresh);
+      } catch (err) {
+        this._emit('refresh-error', { error: err });
+      }
+    }, Math.max(500, (left - early) * 1000));
+    this._refreshTimer.unref?.();
+  }
+
+  _send(msg) {
+    if (!this._ws || this._ws.readyState !== 1) return false;
+    this._ws.send(JSON.stringify(msg));
+    return true;
+  }
+
+  _lost(code, reason, error) {
+    clearTimeout(this._refreshTimer);
+    this._ws = null;
+    const lost = this._closed ? new ConnectionLost('the client was closed') : new ConnectionLost(
+      `the socket closed (${code})`);
+    this._closedWith = FATAL_CLOSE[code] ? error : lost;
+    for (const { reject } of this._pending.values()) reject(lost);
+    this._pending.clear();
+    for (const w of [...this._waiters]) w.reject(lost);
+    this._emit('close', { code, reason });
+  }
+
+  get connected() {
+    return this._ws !== null && this._ws.readyState === 1;
+  }
+
+  /** Close the socket: every waiting call fails with ConnectionLost; resolves once the socket has closed. */
+  async close() {
+    this._closed = true;
+    clearTimeout(this._refreshTimer);
+    const ws = this._ws;
+    if (!ws) return;
+    const closed = new Promise((resolve) => ws.addEventListener('close', resolve));
+    ws.close(1000, 'done');
+    await closed;
+  }
+
+  // -- messages ---------------------------------------------------------------------------------------------------
+
+  /** Call `fn` with every JSON message of `type` the service sends (`*`: all), and with `close`; returns the
+   * function that stops it. */
+  on(type, fn) {
+    if (!this._listeners.has(type)) this._listeners.set(type, new Set());
+    this._listeners.get(type).add(fn);
+    return () => this._listeners.get(type)?.delete(fn);
+  }
+
+  _emit(type, detail) {
+    for (const key of [type, '*']) {
+      for (const fn of this._listeners.get(key) ?? []) {
+        try { fn(detail); } catch { /* a listener's failure is its own */ }
+      }
+    }
+  }
+
+  _onData(data) {
+    if (typeof data === 'string') this._onMessage(JSON.parse(data));
+    else if (data instanceof ArrayBuffer) this._onBinary(new Uint8Array(data));
+    else if (ArrayBuffer.isView(data)) this._onBinary(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    else if (Array.isArray(data)) this._onBinary(new Uint8Array(Buffer.concat(data))); // ws's 'fragments'
+    this._check();
+  }
+
+  _onMessage(msg) {
+    const f = typeof msg.frame === 'string' ? this._watched.get(msg.frame) : undefined;
+    if (msg.type === 'input-ack' || (msg.type === 'error' && msg.seq !== undefined)) {
+      const pending = this._pending.get(msg.seq);
+      if (pending) {
+        this._pending.delete(msg.seq);
+        if (msg.type === 'input-ack') pending.resolve(msg);
+        else pending.reject(errorFor(msg.code, msg.message ?? '', { frame: msg.frame ?? null, seq: msg.seq }));
+      }
+    } else if (f && msg.type === 'video-config') {
+      if (f.config) this._slots.delete(f.config.slot);
+      f.config = msg;
+      this._slots.set(msg.slot, f);
+    } else if (f && msg.type === 'frame-state') {
+      f.state = msg;
+    } else if (f && msg.type === 'control') {
+      f.control = msg;
+    }
+    this._emit(msg.type, msg);
+    for (const w of [...this._waiters]) w.message?.(msg);
+  }
+
+  _onBinary(bytes) {
+    if (bytes.byteLength < HEADER_BYTES) return;
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const kind = view.getUint8(0);
+    if (kind !== KIND_VIDEO && kind !== KIND_PATCH) return; // padding (3) and kinds to come
+    const f = this._slots.get(view.getUint16(2));
+    if (!f) return;
+    const flags = view.getUint8(1);
+    f.pictures += 1;
+    f.lastCaptureUs = Number(view.getBigUint64(8));
+    if (!(flags & FLAG_REFINEMENT)) f.lastChangeAt = performance.now();
+  }
+
+  /**
+   * Until `check()` returns a value other than undefined (checked now, on every message and picture, and every
+   * `everyMs` when given); rejects after `timeoutS`, and with ConnectionLost when the socket goes.
+   */
+  _until(what, check, { timeoutS = 30, everyMs, message } = {}) {
+    return new Promise((resolve, reject) => {
+      if (this._closedWith) {
+        reject(this._closedWith);
+        return;
+      }
+      const w = {};
+      const done = () => {
+        this._waiters.delete(w);
+        clearTimeout(w.timer);
+        clearInterval(w.tick);
+      };
+      w.check = () => {
+        let value;
+        try { value = check(); } catch (err) { done(); reject(err); return; }
+        if (value !== undefined) { done(); resolve(value); }
+      };
+      w.reject = (err) => { done(); reject(err); };
+      w.message = message;
+      w.timer = setTimeout(() => w.reject(new ClientError(`${what}: not within ${timeoutS} s`)), timeoutS * 1000);
+      if (everyMs) w.tick = setInterval(w.check, everyMs);
+      this._waiters.add(w);
+      w.check();
+    });
+  }
+
+  _check() {
+    for (const w of [...this._waiters]) w.check();
+  }
+
+  // -- frames (HTTP) ----------------------------------------------------------------------------------------------
+
+  async _http(method, path, token, body) {
+    const headers = { Authorization: `Bearer ${token}` };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const resp = await this._fetch(this.base + path, {
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (resp.status >= 400) {
+      let data = {};
+      try { data = await resp.json(); } catch { /* not JSON */ }
+      const frame = path.startsWith('/frames/') ? decodeURIComponent(path.split('/')[2].split('?')[0]) : null;
+      throw errorFor(String(data.error ?? 'internal'), String(data.message ?? resp.statusText),
+        { frame, status: resp.status });
+    }
+    return resp;
+  }
+
+  async _controlToken() {
+    if (!this._control) throw errorFor('forbidden', 'this client has no control token: connect with key or control');
+    return tokenOf(this._control);
+  }
+
+  /** `GET /frames`: every frame the token may see. */
+  async frames() {
+    const resp = await this._http('GET', '/frames', await tokenOf(this._token));
+    return (await resp.json()).frames.map(frameInfo);
+  }
+
+  /** `GET /frames/{id}`. */
+  async frame(frameId) {
+    const resp = await this._http('GET', `/frames/${encodeURIComponent(frameId)}`, await tokenOf(this._token));
+    return frameInfo(await resp.json());
+  }
+
+  /**
+   * Make a frame live (`POST /frames`, control token) and, unless `watch` is false, watch it: resolves once its
+   * first picture's `video-config` came (the page has loaded), with the frame as it is then.
+   */
+  async openFrame(url, { width = 1280, height = 800, dpr, watch = true, timeoutS = 60 } = {}) {
+    const body = { url, width, height, ...(dpr === undefined ? {} : { dpr }) };
+    const resp = await this._http('POST', '/frames', await this._controlToken(), body);
+    const info = frameInfo(await resp.json());
+    if (!watch) return info;
+    await this.watch(info.id, { timeoutS });
+    return this.frame(info.id);
+  }
+
+  /** `DELETE /frames/{id}` (control token); `purge` removes its profile too. */
+  async deleteFrame(frameId, { purge = false } = {}) {
+    this._watched.delete(frameId);
+    await this._http('DELETE', `/frames/${encodeURIComponent(frameId)}${purge ? '?purge=1' : ''}`,
+      await this._controlToken());
+  }
+
+  /** The frame's newest picture as PNG (lossless, at its encoded size), with its capture time. */
+  async screenshot(frameId) {
+    const resp = await this._http('GET', `/frames/${encodeURIComponent(frameId)}/screenshot`,
+      await tokenOf(this._token));
+    const png = new Uint8Array(await resp.arrayBuffer());
+    const header = resp.headers.get('X-Capture-Time-Us');
+    return { png, ...pngSize(png), captureUs: header && /^\d+$/.test(header) ? Number(header) : null };
+  }
+
+  // -- watching ---------------------------------------------------------------------------------------------------
+
+  /** Watch `frameId` (resuming or reopening it); resolves with its `video-config` once its pictures start. */
+  async watch(frameId, { timeoutS = 60 } = {}) {
+    let f = this._watched.get(frameId);
+    if (f?.config) return f.config;
+    if (!f) {
+      f = new Watched(frameId);
+      this._watched.set(frameId, f);
+      if (!this._send({ type: 'watch', frame: frameId })) throw this._closedWith ?? new ConnectionLost('not connected');
+    }
+    let refused = null;
+    return this._until(`video-config of ${frameId}`, () => {
+      if (refused) throw refused;
+      return f.config ?? undefined;
+    }, {
+      timeoutS,
+      message: (msg) => {
+        if (msg.type === 'error' && msg.frame === frameId && msg.seq === undefined) {
+          this._watched.delete(frameId);
+          refused = errorFor(msg.code, msg.message ?? '', { frame: frameId });
+        }
+      },
+    });
+  }
+
+  unwatch(frameId) {
+    const f = this._watched.get(frameId);
+    if (!f) return;
+    this._watched.delete(frameId);
+    if (f.config) this._slots.delete(f.config.slot);
+    this._send({ type: 'unwatch', frame: frameId });
+  }
+
+  /** What this client knows of a watched frame: `config`, `state`, `control`, pictures and the newest capture. */
+  info(frameId) {
+    const f = this._watched.get(frameId);
+    return f ? {
+      config: f.config, state: f.state, control: f.control, pictures: f.pictures, lastCaptureUs: f.lastCaptureUs,
+    } : null;
+  }
+
+  /**
+   * A PNG of the frame captured at or after `afterUs` (µs since the epoch; a step's `sentUs`): waits until a
+   * picture captured then has come over the socket, then takes the screenshot (the service's newest picture).
+   */
+  async pictureAfter(frameId, afterUs, { timeoutS = 10 } = {}) {
+    const deadline = performance.now() + timeoutS * 1000;
+    await this.watch(frameId, { timeoutS });
+    const f = this._watched.get(frameId);
+    for (;;) {
+      const left = (deadline - performance.now()) / 1000;
+      await this._until(`a picture of ${frameId} after ${afterUs}`,
+        () => (f.lastCaptureUs >= afterUs ? true : undefined), { timeoutS: Math.max(0.001, left) });
+      const shot = await this.screenshot(frameId);
+      if (shot.captureUs === null || shot.captureUs >= afterUs) return shot;
+      afterUs = shot.captureUs + 1; // (not expected: the screenshot is the newest picture)
+    }
+  }
+
+  /**
+   * Wait until the page has not changed for `quietS` seconds (no picture but refinements), counted from the call
+   * at the earliest; the newest picture then, as PNG.
+   */
+  async settle(frameId, { quietS = 0.3, timeoutS = 10 } = {}) {
+    const start = performance.now();
+    await this.watch(frameId, { timeoutS });
+    const f = this._watched.get(frameId);
+    const quietMs = quietS * 1000;
+    await this._until(`${frameId} still for ${quietS} s`, () => {
+      const since = performance.now() - Math.max(start, f.lastChangeAt);
+      return since >= quietMs && f.pictures > 0 ? true : undefined;
+    }, { timeoutS: Math.max(0.001, timeoutS - (performance.now() - start) / 1000), everyMs: 25 });
+    return this.screenshot(frameId);
+  }
+
+  // -- steps ------------------------------------------------------------------------------------------------------
+
+  async _grant(frameId, grant) {
+    if (grant) return grant;
+    if (!this._grants) throw new ClientError('this client has no grants: connect with grants or key');
+    return tokenOf(this._grants, frameId);
+  }
+
+  /**
+   * One driver step (`input`, `navigate`, `page`, `dialog-answer`, `release`, `request-help`) under `grant`
+   * (default: a fresh grant from the client's source), answered `input-ack` or a typed error.
+   */
+  async step(frameId, type, fields, { grant, timeoutS = 30 } = {}) {
+    const token = await this._grant(frameId, grant);
+    const seq = ++this._seq;
+    const sentUs = nowUs();
+    const acked = new Promise((resolve, reject) => {
+      this._pending.set(seq, { resolve, reject, frame: frameId });
+    });
+    if (!this._send({ type, frame: frameId, grant: token, seq, ...fields })) {
+      this._pending.delete(seq);
+      throw this._closedWith ?? new ConnectionLost('not connected');
+    }
+    let timer;
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(() => {
+        this._pending.delete(seq);
+        reject(new ClientError(`no answer to ${type} ${seq} on ${frameId} within ${timeoutS} s`));
+      }, timeoutS * 1000);
+    });
+    try {
+      await Promise.race([acked, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+    return { frame: frameId, seq, sentUs, ackedUs: nowUs() };
+  }
+
+  /** Apply wire events (docs/protocol.md, "Input events") as one step; resolves once acknowledged. */
+  async send(frameId, events, options = {}) {
+    const list = Array.isArray(events) ? events : [events];
+    if (list.length < 1 || list.length > 256) throw new RangeError('a step has 1 to 256 events');
+    return this.step(frameId, 'input', list.length === 1 ? { event: list[0] } : { events: list }, options);
+  }
+
+  click(frameId, x, y, { button, modifiers, count, grant } = {}) {
+    return this.send(frameId, steps.click(x, y, { button, modifiers, count }), { grant });
+  }
+
+  move(frameId, x, y, { grant } = {}) {
+    return this.send(frameId, steps.move(x, y), { grant });
+  }
+
+  drag(frameId, x0, y0, x1, y1, { moves, button, grant } = {}) {
+    return this.send(frameId, steps.drag(x0, y0, x1, y1, { moves, button }), { grant });
+  }
+
+  scroll(frameId, x, y, { dx, dy, modifiers, grant } = {}) {
+    return this.send(frameId, steps.scroll(x, y, { dx, dy, modifiers }), { grant });
+  }
+
+  /** Typed text (as IME text). */
+  type(frameId, text, { grant } = {}) {
+    return this.send(frameId, steps.text(text), { grant });
+  }
+
+  /** A key or chord: "Enter", "Control+A", "Shift+Tab". */
+  press(frameId, keys, { grant } = {}) {
+    return this.send(frameId, steps.chord(keys), { grant });
+  }
+
+  /** Load `url` in the active page, or go `back`, `forward`, `reload`; resolves once committed. */
+  navigate(frameId, target, { grant, timeoutS = 40 } = {}) {
+    const fields = ['back', 'forward', 'reload'].includes(target) ? { action: target } : { url: target };
+    return this.step(frameId, 'navigate', fields, { grant, timeoutS });
+  }
+
+  // -- handoff (issue 27) -----------------------------------------------------------------------------------------
+
+  /**
+   * Ask a person to take the frame over (a login, a CAPTCHA): `request-help` under a fresh one-step grant, then
+   * wait for its `help-ended`. Resolves to the person's note (`''` when they left none) once they answered, or
+   * null when nobody did before `timeoutS`; ClientError when it was cancelled (a newer request, the frame deleted).
+   */
+  async requestHelp(frameId, reason, { timeoutS = 300, grant } = {}) {
+    await this.watch(frameId); // help-requested and help-ended go to the frame's watchers
+    const token = await this._grant(frameId, grant);
+    const sub = claimsOf(token)?.sub;
+    let id = null;
+    let ended = null;
+    let refused = null;
+    // Listening from before the request goes, so that no answer can come before we listen.
+    const outcome = this._until(`help-ended on ${frameId}`, () => {
+      if (refused) throw refused;
+      return ended ?? undefined;
+    }, {
+      timeoutS: timeoutS + HELP_GRACE_S,
+      message: (msg) => {
+        if (msg.frame !== frameId) return;
+        if (msg.type === 'help-requested' && id === null && (sub === undefined || msg.subject === sub)) id = msg.id;
+        if (msg.type === 'help-ended' && (id === null || msg.id === id)) ended = msg;
+      },
+    });
+    try {
+      await this.step(frameId, 'request-help', { reason, timeout_s: timeoutS }, { grant: token });
+    } catch (err) {
+      refused = err;
+      this._check();
+      await outcome.catch(() => {});
+      throw err;
+    }
+    const msg = await outcome;
+    if (msg.outcome === 'cancelled') throw new ClientError(`the request for help on ${frameId} was cancelled`);
+    return msg.outcome === 'answered' ? String(msg.note ?? '') : null;
+  }
+
+  /** Hand the frame back (`release`, under a fresh one-step grant), with a note for whoever drives next. */
+  release(frameId, note, { grant } = {}) {
+    return this.step(frameId, 'release', note === undefined || note === null ? {} : { note }, { grant });
+  }
+}
+
