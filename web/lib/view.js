@@ -116,6 +116,7 @@ export function mountFrame(client, frameId, container, { showStats = false, titl
   let connected = client.state === 'open';
   let wasConnected = connected; // before the first welcome it is "connecting", afterwards "reconnecting"
   let lost = false; // control taken back from us
+  let ours = false; // our grant drove at the last `control`
   let ended = false;
   let input = null;
 
@@ -195,10 +196,14 @@ export function mountFrame(client, frameId, container, { showStats = false, titl
     render();
   });
   mine('control', (d) => {
+    // `control` also comes on joining, when a hold lapses and on a hand-back: control is "taken back" only when
+    // our grant drove and another driver has the frame now.
+    const wasOurs = ours;
+    ours = Boolean(d.you);
     if (d.you) {
       lost = false;
       if (drive) setMode('drive', 'driving');
-    } else if (drive) {
+    } else if (drive && wasOurs && d.driver !== null) {
       lost = true;
       setMode('lost', 'control taken back');
       toast(d.driver ? `Control taken back by ${d.driver}` : 'Control taken back');
