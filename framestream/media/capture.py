@@ -8,8 +8,8 @@ loop, with `last` the picture of the grab before::
         select([cap.fileno(), wake_fd], [], [], timeout)   # or simply rects = cap.wait_damage(timeout)
         rects = cap.pending_damage()
     if rects:                                 # the damage is subtracted *before* the grab, so a paint that
-        pic = cap.grab(rects)                 # races the grab is reported again next time
-        rows = changed_rows(last, pic, rects) # (media/diff.py) None: identical repaint, skip the encoder
+        pic = cap.grab(rects)                 # races the grab is reported again next time, and is read now
+        rows = changed_rows(last, pic, [every band in cap.read_bands])  # not just `rects`: media/changes.py
         last = pic
         if rows:
             encode(pic)
@@ -66,6 +66,9 @@ class DisplayCapture:
         self._front = 1
         self._behind: list[tuple[int, int]] | None = None
         self._grabbed = False  # whether the front segment holds a picture yet
+        # The row bands the last grab read (None: every row). Paint that raced that grab is in them even outside
+        # its damage, so the change check must compare all of them (media/changes.py).
+        self.read_bands: list[tuple[int, int]] | None = None
         dpy = libs.XOpenDisplay(display.encode())
         if not dpy:
             raise CaptureError(f"cannot open X display {display!r}")
@@ -231,14 +234,17 @@ class DisplayCapture:
         with self._lock:
             dpy = self._usable()
             if damage is not None and not damage:
+                self.read_bands = []
                 return self._shms[self._front].picture
             back = 1 - self._front
             shm = self._shms[back]
             if damage is None or self._behind is None:
                 shm.read_rows(dpy, self._root, 0, self._height)
+                self.read_bands = None
             else:
                 catch_up = [DamageRect(0, y0, self._width, y1 - y0) for y0, y1 in self._behind]
-                for y0, y1 in row_bands([*damage, *catch_up], self._height):
+                self.read_bands = row_bands([*damage, *catch_up], self._height)
+                for y0, y1 in self.read_bands:
                     shm.read_rows(dpy, self._root, y0, y1)
             # The front segment is now the last picture but one: it lacks what was damaged since, or anything
             # when that is not known (or it holds no picture yet).

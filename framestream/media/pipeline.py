@@ -22,7 +22,7 @@ from framestream.core.pacing import Encode, EncodePolicy, Wait
 from framestream.errors import CaptureError
 from framestream.heap import give_back_freed_memory
 from framestream.media.capture import DisplayCapture
-from framestream.media.diff import changed_boxes
+from framestream.media.changes import grab_changes
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
 from framestream.media.light import LightSink, LightWorker
 from framestream.media.light_policy import LightPlan
@@ -307,15 +307,13 @@ class FramePipeline:
             rows: tuple[int, int] | None = None
             boxes: list[tuple[int, int, int, int]] = []
             capture_us = self._last_capture_us
-            # What x264 may skip: exactly X's damage when this grab read only it; after a full grab, nothing.
-            hint = None if full_grab_needed else [(r.x, r.y, r.width, r.height) for r in damage]
+            hint: list[tuple[int, int, int, int]] | None = None
             if decision.grab and (full_grab_needed or damage):
-                # Band grabs are exact only with every damage rectangle since the last grab, which we have.
-                frame = capture.grab(None if full_grab_needed else damage)
+                # Band grabs are exact only with every damage rectangle since the last grab, which we have. A new
+                # capture's first grab is new in every row: the new encoder's own picture is blank.
+                grabbed = grab_changes(capture, kept, None if full_grab_needed else damage, fresh=fresh)
+                frame, boxes, hint = grabbed.picture, grabbed.boxes, grabbed.hint
                 capture_us = time.time_ns() // 1000
-                # A new capture's first grab is new in every row: the new encoder's own picture is blank.
-                boxes = [(0, 0, self.width, self.height)] if fresh else \
-                    changed_boxes(kept, frame, None if full_grab_needed else damage)
                 fresh = False
                 rows = (min(b[1] for b in boxes), max(b[3] for b in boxes)) if boxes else None
                 full_grab_needed = False

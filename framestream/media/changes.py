@@ -1,0 +1,55 @@
+"""One grab of a frame's display and what changed in it since the grab before: the boxes a viewer must be sent.
+
+The comparison covers every row the grab read, not only X's damage. The damage is taken from the server before
+the grab, so a paint that lands in between is read (its row band is read in full, and the catch-up bands of the
+other segment too) although its own damage is only reported next time. Compared within the damage alone, that
+paint was in the kept picture (and in screenshots) but in no box; when its damage came, the picture before already
+held it, so it compared equal and never reached the encoder: the viewer kept an older picture than the page
+(issue 26's invariant; tests/media/test_changes.py paints in that gap).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from framestream.media.capture import DisplayCapture
+from framestream.media.diff import changed_boxes
+from framestream.media.rects import DamageRect
+
+Box = tuple[int, int, int, int]  # x0, y0, x1, y1
+
+
+@dataclass(frozen=True, slots=True)
+class Grab:
+    picture: npt.NDArray[np.uint8]  # the capture's view (BGRX): intact until the grab after next
+    boxes: list[Box]  # every pixel that differs from the previous grab lies in one
+    # What x264 may restrict its analysis to, as (x, y, width, height); None: anything may have changed.
+    hint: list[tuple[int, int, int, int]] | None
+
+
+def grab_changes(capture: DisplayCapture, previous: npt.NDArray[np.uint8], damage: Sequence[DamageRect] | None,
+                 *, fresh: bool = False) -> Grab:
+    """Grab `damage` (None: the whole screen) and compare it with `previous`, the grab before. `fresh`: the
+    encoder has no picture yet, so every row is new to it."""
+    picture = capture.grab(None if damage is None else list(damage))
+    height, width = int(picture.shape[0]), int(picture.shape[1])
+    if fresh:
+        return Grab(picture, [(0, 0, width, height)], None)
+    bands = capture.read_bands
+    compared = None if bands is None else [DamageRect(0, y0, width, y1 - y0) for y0, y1 in bands]
+    boxes = changed_boxes(previous, picture, compared)
+    if damage is None:
+        return Grab(picture, boxes, None)
+    # X's damage, and whatever changed outside it (a paint that raced the grab) so x264 does not skip that.
+    hint = [(r.x, r.y, r.width, r.height) for r in damage]
+    hint += [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in boxes if not _inside_any((x0, y0, x1, y1), damage)]
+    return Grab(picture, boxes, hint)
+
+
+def _inside_any(box: Box, damage: Sequence[DamageRect]) -> bool:
+    x0, y0, x1, y1 = box
+    return any(r.x <= x0 and r.y <= y0 and x1 <= r.x + r.width and y1 <= r.y + r.height for r in damage)

@@ -1,0 +1,129 @@
+"""What a grab reports as changed, against a real Xvfb: a viewer's picture (the picture before, with every reported
+box copied from the grab) never stays older than the screen, whatever lands between the damage and the grab."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from framestream.browser.xvfb import XvfbServer
+from framestream.media.capture import DisplayCapture
+from framestream.media.changes import grab_changes
+from framestream.media.rects import DamageRect
+from tests.media.test_capture import XVFB, H, Painter, W
+
+
+@pytest.fixture
+def display() -> Iterator[str]:
+    if XVFB is None:
+        pytest.fail("the capture tests need Xvfb: run `make test`, which installs it", pytrace=False)
+    server = XvfbServer.start(W, H, xvfb_path=XVFB)
+    try:
+        yield server.name
+    finally:
+        server.kill()
+
+
+@pytest.fixture
+def cap(display: str) -> Iterator[DisplayCapture]:
+    with DisplayCapture(display, W, H) as c:
+        yield c
+
+
+@pytest.fixture
+def truth(display: str) -> Iterator[DisplayCapture]:
+    """A capture of its own for the screen as it is (a grab of `cap` would move the segments under the model)."""
+    with DisplayCapture(display, W, H) as c:
+        yield c
+
+
+@pytest.fixture
+def painter(display: str) -> Iterator[Painter]:
+    p = Painter(display)
+    yield p
+    p.close()
+
+
+class ViewerModel:
+    """What a decoder shows: the first grab whole, then only the reported boxes of each grab (x264 skips the rest:
+    the hint covers every box, and nothing outside it is sent)."""
+
+    def __init__(self, cap: DisplayCapture) -> None:
+        self.cap = cap
+        first = grab_changes(cap, np.zeros((H, W, 4), np.uint8), None, fresh=True)
+        self.kept = first.picture
+        self.shown = first.picture[:, :, :3].copy()
+
+    def grab(self, damage: list[DamageRect] | None) -> list[tuple[int, int, int, int]]:
+        result = grab_changes(self.cap, self.kept, damage)
+        for x0, y0, x1, y1 in result.boxes:
+            self.shown[y0:y1, x0:x1] = result.picture[y0:y1, x0:x1, :3]
+            if result.hint is not None:
+                assert covered(result.hint, x0, y0, x1, y1), (result.hint, (x0, y0, x1, y1))
+        self.kept = result.picture
+        return result.boxes
+
+    def settle(self) -> None:
+        """Grab until the server reports no more damage (every paint has been reported and grabbed)."""
+        while damage := self.cap.pending_damage():
+            self.grab(damage)
+
+
+def covered(hint: list[tuple[int, int, int, int]], x0: int, y0: int, x1: int, y1: int) -> bool:
+    mask = np.zeros((H, W), bool)
+    for x, y, w, h in hint:
+        mask[y : y + h, x : x + w] = True
+    return bool(mask[y0:y1, x0:x1].all())
+
+
+def screen(truth: DisplayCapture) -> np.ndarray:
+    return np.asarray(truth.grab_copy()[:, :, :3])
+
+
+def test_a_paint_between_the_damage_and_the_grab_reaches_the_viewer(cap: DisplayCapture, truth: DisplayCapture,
+                                                                     painter: Painter) -> None:
+    painter.fill(0, 0, W, H, 0x000000)
+    model = ViewerModel(cap)
+    model.settle()
+    painter.fill(10, 100, 20, 20, 0xFF0000)
+    damage = cap.pending_damage()
+    painter.fill(400, 105, 30, 10, 0x00FF00)  # the same rows, after the damage was taken: read by this grab
+    boxes = model.grab(damage)
+    assert any(x0 <= 400 and 430 <= x1 for x0, _, x1, _ in boxes), boxes
+    model.settle()
+    assert np.array_equal(model.shown, screen(truth))
+
+
+def test_the_viewer_is_never_left_older_than_the_screen(cap: DisplayCapture, truth: DisplayCapture,
+                                                        painter: Painter) -> None:
+    """Random paints, some landing between a grab's damage and the grab itself; after each settle the viewer's
+    picture equals the screen."""
+    seed = int(os.environ.get("FRAMESTREAM_TEST_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    painter.fill(0, 0, W, H, 0x000000)
+    model = ViewerModel(cap)
+    model.settle()
+
+    def paint() -> None:
+        w, h = rng.randint(1, 120), rng.randint(1, 60)
+        painter.fill(rng.randrange(W - w), rng.randrange(H - h), w, h, rng.randrange(1 << 24))
+
+    raced = 0
+    for step in range(300):
+        for _ in range(rng.randint(0, 2)):
+            paint()
+        damage = cap.pending_damage()
+        if damage and rng.random() < 0.5:
+            paint()  # lands after the damage was taken, before the grab
+            raced += 1
+        if damage:
+            model.grab(damage)
+        if step % 10 == 9:
+            model.settle()
+            differ = np.argwhere((model.shown != screen(truth)).any(axis=2))
+            assert not differ.size, f"seed {seed}, step {step}: viewer older than the screen at (y, x) {differ[:5]}"
+    assert raced > 50, "the gap between damage and grab was hardly exercised"
