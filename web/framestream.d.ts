@@ -121,6 +121,29 @@ export interface TabState {
   readonly activePage: PageInfo | null;
 }
 
+/** `client.handoff(frameId)`: who drives the frame, the agent's open request for help, its last pointer. */
+export interface HandoffState {
+  /** The last `control` (null before the first, and after the connection was lost). */
+  control: {
+    driver: string | null;
+    kind: 'agent' | 'person' | null;
+    /** A person holds the frame: the agent's steps are refused `taken-over`. */
+    held: boolean;
+    /** This connection's grant drives. */
+    you: boolean;
+    sinceUs: number | null;
+    /** The note of a driver who handed the frame back. */
+    note: string | null;
+  } | null;
+  /** The open request for help (null when none). */
+  help: { id: string; reason: string; subject: string; untilUs: number } | null;
+  /** How the last request ended. */
+  ended: { id: string; outcome: HelpEndedMessage['outcome']; note: string | null; by: string | null } | null;
+  /** Where the agent's last step acted (frame CSS pixels). */
+  pointer: { x: number; y: number; action: AgentPointerMessage['action']; subject: string } | null;
+  readonly youDrive: boolean;
+}
+
 /** A watched frame, as `watch()` returns it. */
 export interface WatchedFrame {
   readonly id: string;
@@ -128,6 +151,7 @@ export interface WatchedFrame {
   state: FrameStateMessage | null;
   control: ControlMessage | null;
   tab: TabState;
+  handoff: HandoffState;
 }
 
 export class FramestreamClient extends EventTarget {
@@ -156,7 +180,17 @@ export class FramestreamClient extends EventTarget {
   sendInput(frameId: string, events: InputEvent | InputEvent[], options?: { grant?: string }): number | null;
   /** Any driver step (`page`, `navigate`, `dialog-answer`, `take-over`, `release`...) with grant and seq. */
   sendStep(frameId: string, type: string, fields: Record<string, unknown>, options?: { grant?: string }): number | null;
+  /**
+   * Take the frame over as a person (a `take-over` step): under a token fresh from the token function when there
+   * is one (it then also carries this connection's later steps), else the token. The seq, or null when not
+   * connected; answered `input-ack` or an `error` (`superseded`: a newer grant drives).
+   */
+  takeOver(frameId: string): Promise<number | null>;
+  /** Hand the frame back with an optional note (at most 2000 characters; it answers the agent's request for help). */
+  release(frameId: string, note?: string): number | null;
   tab(frameId: string): TabState | null;
+  /** Who drives, the open request for help, the agent's last pointer; null when the frame is not watched. */
+  handoff(frameId: string): HandoffState | null;
   info(frameId: string): FrameInfo | null;
   /** addEventListener(type, e => fn(e.detail)); returns the function that removes it. */
   on<K extends ClientEventType>(type: K, fn: (detail: ClientEventMap[K]) => void): () => void;
@@ -209,6 +243,9 @@ export function attachInput(canvas: HTMLCanvasElement, options: AttachInputOptio
 export interface MountFrameOptions {
   showStats?: boolean;
   title?: string;
+  /** This viewer may drive (input, Take over, Hand back). Default: the client's token is a drive grant; say it when
+   * the token comes from a function (the client knows its token only once the function answered). */
+  drive?: boolean;
 }
 
 /** The ready-made frame view of mountFrame. */

@@ -15,7 +15,8 @@ import { monotonicMs as now } from './clock.js';
  * The client. Events (CustomEvent, data in `detail`):
  *   open {welcome}; close {code, reason, reconnectInMs|null}; fatal {code, reason}
  *   frame-state, video-config, control, input-ack, error, and the tab's dialog, dialog-closed, file-chooser,
- *   file-chooser-closed, download, clipboard: the server's messages as they are
+ *   file-chooser-closed, download, clipboard, help-requested, help-ended, agent-pointer: the server's messages as
+ *   they are
  *   decoder-error {frame, error}; keyframe-request {frame, reason}; patches-off {error} (video only from now)
  *   webrtc-fallback {frame, reason}: a frame asked over WebRTC goes over the WebSocket instead
  */
@@ -230,6 +231,40 @@ export class FramestreamClient extends EventTarget {
   /** Input messages sent and not yet acknowledged. */
   get inputInFlight() {
     return this.pendingInput.size;
+  }
+
+  /**
+   * Take the frame over as a person (the view's Take over): a `take-over` step, under a token fresh from the
+   * token function when there is one (a grant older than the driving agent's last step is refused `superseded`),
+   * which then also carries this connection's later steps. While it holds, the agent's steps are refused.
+   * @param {string} frameId
+   * @returns {Promise<number|null>} the seq (answered `input-ack` or an `error`), or null when not connected
+   */
+  async takeOver(frameId) {
+    let grant = this.token;
+    try {
+      grant = await this.transport.renewToken();
+    } catch {
+      // the token function failed: try with the token we have (the service says whether it is new enough)
+    }
+    return this.sendStep(frameId, 'take-over', {}, { grant });
+  }
+
+  /**
+   * Hand the frame back (the driver only): nobody drives until a newer grant (the agent's next step), and the
+   * note (at most 2000 characters) goes to every watcher and answers the agent's open request for help.
+   * @param {string} frameId
+   * @param {string} [note]
+   * @returns {number|null} the seq, or null when not connected
+   */
+  release(frameId, note = '') {
+    return this.sendStep(frameId, 'release', note ? { note } : {});
+  }
+
+  /** Who drives the frame, its open request for help and the agent's last pointer: its HandoffState
+   * (lib/handoff.js), or null when the frame is not watched. */
+  handoff(frameId) {
+    return this.router.get(frameId)?.handoff ?? null;
   }
 
   /** What the frame's browser shows and asks (pages, dialogs, file choosers, downloads, copied text): its

@@ -62,6 +62,18 @@ export function mapToFrame(clientX, clientY, box, frameWidth, frameHeight, fit =
   };
 }
 
+/**
+ * The inverse of mapToFrame: where a point in the frame's CSS pixels lies on the page (client/viewport
+ * coordinates), through the same picture box, so an overlay drawn there sits over what the input mapping would
+ * hit. Not clamped: a point outside the frame lies outside the picture.
+ * @returns {{x:number, y:number}}
+ */
+export function frameToClient(x, y, box, frameWidth, frameHeight, fit = 'fill') {
+  const pic = pictureBox(box, frameWidth, frameHeight, fit);
+  if (!(frameWidth > 0 && frameHeight > 0)) return { x: pic.left, y: pic.top };
+  return { x: pic.left + (x / frameWidth) * pic.width, y: pic.top + (y / frameHeight) * pic.height };
+}
+
 /** Scale a wheel delta to pixels: DOM deltaMode 0 = pixels, 1 = lines, 2 = pages. */
 export function wheelPixels(delta, deltaMode, { lineHeight = 40, pageHeight = 800 } = {}) {
   if (deltaMode === 1) return delta * lineHeight;

@@ -1,9 +1,11 @@
 // Which watched frame a message is for. JSON messages name their frame; video messages carry only a slot,
 // which the service gives in each watch's `video-config` and which holds for one connection only. Each frame's
-// last `frame-state` and `control` are kept here for info(), and what its browser shows and asks (tabstate.js).
+// last `frame-state` and `control` are kept here for info(), what its browser shows and asks (tabstate.js), and
+// who drives it, an open request for help and the agent's last pointer (handoff.js).
 
 import { parseVideoMessage, KIND_VIDEO } from './header.js';
 import { TabState, TAB_MESSAGES } from './tabstate.js';
+import { HandoffState, HANDOFF_MESSAGES } from './handoff.js';
 import { KIND_PATCH } from './patches.js';
 
 /** One watched frame: its slot on this connection, its last state and control messages, and its decoder. */
@@ -19,6 +21,7 @@ export class WatchedFrame {
     this.state = null; // last frame-state message
     this.control = null; // last control message
     this.tab = new TabState(); // its pages, dialogs, file choosers, downloads, copied text
+    this.handoff = new HandoffState(); // who drives, the open request for help, the agent's last pointer
   }
 
   info() {
@@ -73,10 +76,14 @@ export class Router {
         }
         return true;
       case 'control':
-        if (frame) frame.control = msg;
+        if (frame) {
+          frame.control = msg;
+          frame.handoff.apply(msg);
+        }
         return true;
       default:
         if (frame && TAB_MESSAGES.has(msg.type)) frame.tab.apply(msg);
+        if (frame && HANDOFF_MESSAGES.has(msg.type)) frame.handoff.apply(msg);
         return true;
     }
   }
@@ -103,6 +110,7 @@ export class Router {
       frame.slot = null;
       frame.video.reset();
       frame.tab.connectionLost();
+      frame.handoff.connectionLost();
     }
   }
 

@@ -149,6 +149,23 @@ export class Transport {
     this._scheduleRefresh();
   }
 
+  /**
+   * A token minted now, for a step that must carry a grant newer than whoever drives (take-over: an agent mints a
+   * grant per step, so the connection's token is older than its last one). With a token function, a fresh token
+   * that also becomes the connection's (sent as `refresh`, so later steps carry it); with a fixed token, that token.
+   */
+  async renewToken() {
+    if (typeof this.tokenSource !== 'function') return this.token;
+    const ws = this.ws;
+    const token = await this.tokenSource();
+    if (ws === this.ws && this.state === 'open' && token && token !== this.token) {
+      this.token = token;
+      this.send({ type: 'refresh', token });
+      this._scheduleRefresh();
+    }
+    return token;
+  }
+
   _lost(code, reason) {
     clearTimeout(this.refreshTimer);
     this.refreshTimer = null;
