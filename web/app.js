@@ -4,7 +4,7 @@
 // transport=webrtc (pictures over WebRTC, back to the WebSocket when ICE does not connect).
 
 import { connect, mountFrame, mountTabUi, webCodecsAvailable } from './framestream.js';
-import { decodeClaims, roleOf } from './lib/token.js';
+import { canDrive, decodeClaims, roleOf } from './lib/token.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.hash.slice(1));
@@ -38,8 +38,12 @@ async function api(path, { method = 'GET', bearer = token, body } = {}) {
 
 function addView(frameId) {
   if (views.has(frameId)) return views.get(frameId);
-  const view = mountFrame(client, frameId, $('frames'), { showStats: startWithStats });
-  view.tabUi = mountTabUi(client, view); // pages, navigation, dialogs, file choosers, downloads, copied text
+  // The link's token says whether we drive (the fresh demo tokens have its role; the client knows its own token
+  // only once its token function answered).
+  const drive = canDrive(roleOf(token));
+  const view = mountFrame(client, frameId, $('frames'), { showStats: startWithStats, drive });
+  // pages, navigation, dialogs, file choosers, downloads, copied text
+  view.tabUi = mountTabUi(client, view, { drive });
   views.set(frameId, view);
   return view;
 }

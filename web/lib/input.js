@@ -12,6 +12,23 @@ import { pasteEvents } from './clipboard.js';
 const px = (v) => parseFloat(v) || 0;
 
 /**
+ * Where `canvas` shows the picture on the page: its content box (client coordinates, border and padding taken
+ * off) and its CSS object-fit. Input maps pointer positions through it (coords.js), overlays the other way.
+ * @param {HTMLCanvasElement} canvas
+ * @returns {{box: {left:number, top:number, width:number, height:number}, fit: string}}
+ */
+export function canvasPlacement(canvas) {
+  const cs = canvas.ownerDocument.defaultView.getComputedStyle(canvas);
+  const box = contentBox(canvas.getBoundingClientRect(), {
+    borderLeft: px(cs.borderLeftWidth), borderTop: px(cs.borderTopWidth),
+    borderRight: px(cs.borderRightWidth), borderBottom: px(cs.borderBottomWidth),
+    paddingLeft: px(cs.paddingLeft), paddingTop: px(cs.paddingTop),
+    paddingRight: px(cs.paddingRight), paddingBottom: px(cs.paddingBottom),
+  });
+  return { box, fit: cs.objectFit || 'fill' };
+}
+
+/**
  * Capture input on `canvas`.
  * @param {HTMLCanvasElement} canvas
  * @param {object} o
@@ -51,14 +68,8 @@ export function attachInput(canvas, { send, frameSize, busy = () => false }) {
   const map = (clientX, clientY) => {
     const size = frameSize();
     if (!size) return null;
-    const cs = win.getComputedStyle(canvas);
-    const box = contentBox(canvas.getBoundingClientRect(), {
-      borderLeft: px(cs.borderLeftWidth), borderTop: px(cs.borderTopWidth),
-      borderRight: px(cs.borderRightWidth), borderBottom: px(cs.borderBottomWidth),
-      paddingLeft: px(cs.paddingLeft), paddingTop: px(cs.paddingTop),
-      paddingRight: px(cs.paddingRight), paddingBottom: px(cs.paddingBottom),
-    });
-    return mapToFrame(clientX, clientY, box, size.width, size.height, cs.objectFit || 'fill');
+    const { box, fit } = canvasPlacement(canvas);
+    return mapToFrame(clientX, clientY, box, size.width, size.height, fit);
   };
 
   const emit = (events) => {

@@ -1,8 +1,10 @@
 // A ready-made frame view: canvas, state overlay, who drives, view-only/driving badge, stats overlay and
-// messages, plus input when the token is a drive grant. Built on the client's low-level watch() and
-// attachInput(); an embedder who wants its own chrome can use those directly.
+// messages, plus input when the token is a drive grant, and the handoff UI (handoffui.js: Take over / Hand back,
+// the agent's request for help, its pointer). Built on the client's low-level watch() and attachInput(); an
+// embedder who wants its own chrome can use those directly.
 
 import { attachInput } from './input.js';
+import { mountHandoff } from './handoffui.js';
 import { formatLink, formatStats } from './stats.js';
 import { canDrive } from './token.js';
 
@@ -66,11 +68,14 @@ const ERROR_TEXT = {
  * @param {import('../framestream.js').FramestreamClient} client
  * @param {string} frameId
  * @param {HTMLElement} container
- * @param {{showStats?: boolean, title?: string}} [opts]
+ * @param {{showStats?: boolean, title?: string, drive?: boolean}} [opts] `drive`: this viewer may drive (input, Take
+ *   over); default: the client's token is a drive grant (unknown before a token function gave the first token:
+ *   then say it)
  * @returns {{el: HTMLElement, canvas: HTMLCanvasElement, frameId: string, toggleStats(on?: boolean): boolean,
  *            destroy(): void}}
  */
-export function mountFrame(client, frameId, container, { showStats = false, title } = {}) {
+export function mountFrame(client, frameId, container, opts = {}) {
+  const { showStats = false, title, drive = canDrive(client.role) } = opts;
   const doc = container.ownerDocument;
   ensureStyle(doc);
   const el = doc.createElement('figure');
@@ -98,7 +103,6 @@ export function mountFrame(client, frameId, container, { showStats = false, titl
   $('.fs-title').textContent = title || frameId;
   container.appendChild(el);
 
-  const drive = canDrive(client.role);
   const mode = $('.fs-mode');
   const setMode = (m, text) => {
     mode.dataset.mode = m;
@@ -186,6 +190,9 @@ export function mountFrame(client, frameId, container, { showStats = false, titl
   $('.fs-stats-toggle').addEventListener('click', () => toggleStats());
   if (showStats) toggleStats(true);
 
+  // --- handing over: who drives, Take over / Hand back, the agent's request for help and pointer ---
+  const handoff = mountHandoff(client, { el, canvas, frameId, get input() { return input; } }, { drive });
+
   // --- the client's events for this frame ---
   const offs = [];
   const mine = (type, fn) => offs.push(client.on(type, (d) => {
@@ -212,13 +219,19 @@ export function mountFrame(client, frameId, container, { showStats = false, titl
     if (frameState) frameState = { ...frameState, driver: d.driver };
     render();
   });
-  mine('input-ack', () => {
+  mine('input-ack', (d) => {
+    handoff.answer(d);
     if (lost && drive) {
       lost = false;
       setMode('drive', 'driving');
     }
   });
   mine('error', (d) => {
+    if (handoff.answer(d)) return; // a refused take-over or hand-back: said beside its button
+    if (d.code === 'superseded' && client.handoff(frameId)?.control?.kind === 'agent') {
+      toast('The agent drives: press Take over to use the page');
+      return;
+    }
     if (d.code === 'superseded') {
       lost = true;
       setMode('lost', 'control taken back');
@@ -249,10 +262,11 @@ export function mountFrame(client, frameId, container, { showStats = false, titl
         const cfg = client.info(frameId)?.config;
         return cfg ? { width: cfg.css_width, height: cfg.css_height } : null;
       },
-      // While control is lost, only discrete events go (a success shows we drive again); moves would only
-      // bring a stream of `superseded` errors.
+      // While control is lost, the agent drives or we handed it back, only discrete events go (a success shows we
+      // drive again); moves would only bring a stream of `superseded` errors, or grab back a frame handed back.
       send: (events) => {
-        const list = lost ? events.filter((e) => !(e.kind === 'mouse' && e.action === 'move')) : events;
+        const quiet = lost || handoff.quiet();
+        const list = quiet ? events.filter((e) => !(e.kind === 'mouse' && e.action === 'move')) : events;
         if (list.length) client.sendInput(frameId, list);
       },
       busy: () => client.inputInFlight > 16,
@@ -275,6 +289,7 @@ export function mountFrame(client, frameId, container, { showStats = false, titl
       clearInterval(statsTimer);
       clearTimeout(toastTimer);
       input?.detach();
+      handoff.destroy();
       client.unwatch(frameId);
       el.remove();
     },
