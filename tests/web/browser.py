@@ -13,6 +13,7 @@ import shutil
 import tempfile
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,10 @@ class Page:
     def _on_exception(self, params: dict[str, Any]) -> None:
         details = params["exceptionDetails"]
         self.exceptions.append(str(details.get("exception", {}).get("description", details)))
+
+    def on(self, event: str, handler: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        """Call `handler(params)` for every DevTools `event` of this page; returns the function that stops it."""
+        return self._cdp.on(event, handler)
 
     async def send(self, method: str, params: dict[str, Any] | None = None, within: float = 30) -> Any:
         return await self._cdp.call(method, params, timeout=within)
