@@ -20,6 +20,7 @@ from framestream.recording.store import ID_PATTERN, RecordingInfo, RecordingStor
 from framestream.server.http_common import _claims, _ctx, error
 
 _FRAME_ID_MAX = 256
+_FINISH_WAIT_S = 5.0  # the most a delete waits for a just-ended recording's writer to close its files
 
 
 def _store(request: web.Request) -> RecordingStore:
@@ -156,6 +157,12 @@ async def delete(request: web.Request) -> web.Response:
     if not claims.allows("control", frame_id):
         raise ProtocolError("forbidden", "deleting a recording needs a control token for the frame")
     info = _known(request, frame_id, request.match_info["rid"])
+    frame = _ctx(request).manager.get(frame_id)
+    finishing = frame.recorder.finishing(info.id) if frame is not None and info.end_us is None else None
+    if finishing is not None:
+        # Ended by a pause or a close a moment ago, its last fragment still being written: deletable once done.
+        await asyncio.to_thread(finishing.join, _FINISH_WAIT_S)
+        info = _known(request, frame_id, info.id)
     if info.end_us is None:
         raise ProtocolError("recording-active", "the recording is still being written (it ends when the frame "
                                                 "pauses or closes)")
