@@ -8,7 +8,7 @@ import {
 import type {
   ConnectOptions, ClientEventMap, FrameInfo, FrameView, InputHandle, TabUi, TabState, TokenClaims, InputEvent,
   FrameStateMessage, VideoConfigMessage, ControlMessage, ErrorMessage, ServerMessage, ClientMessage, ErrorCode,
-  HelpEndedMessage, FrameObject, WatchedFrame,
+  HelpEndedMessage, FrameObject, WatchedFrame, HandoffState, MountFrameOptions,
 } from 'framestream';
 import {
   sandboxKey, mintToken, verifyToken, SandboxKey, TokenError, ROLES, MAX_TTL, STEP_MAX_TTL, AgentClient, nowUs,
@@ -42,6 +42,15 @@ client.sendInput('f1', { kind: 'hover', x: 1, y: 2 });
 const info: FrameInfo | null = client.info('f1');
 const tab: TabState | null = client.tab('f1');
 const view: FrameView = mountFrame(client, 'f1', document.body, { showStats: true, title: 'F1' });
+// Handing over (issue 27): take over under a fresh token, hand back with a note, who drives and the open request.
+const takeOverSeq: Promise<number | null> = client.takeOver('f1');
+const releaseSeq: number | null = client.release('f1', 'logged in, over to you');
+const handoff: HandoffState | null = client.handoff('f1');
+const driverKind: 'agent' | 'person' | null | undefined = handoff?.control?.kind;
+const helpReason: string | undefined = handoff?.help?.reason;
+const mountOptions: MountFrameOptions = { drive: true };
+// @ts-expect-error: a note is a string
+client.release('f1', 42);
 const tabUi: TabUi = mountTabUi(client, view, { drive: false });
 const input: InputHandle = attachInput(canvas, { send: (events: InputEvent[]) => client.sendInput('f1', events),
   frameSize: () => ({ width: 640, height: 400 }), busy: () => client.inputInFlight > 16 });
