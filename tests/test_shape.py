@@ -1,7 +1,8 @@
 """The package's shape (issue 31): no import cycle among framestream's modules.
 
 Pure: every module is parsed with `ast`, none is imported. Every import counts, wherever it is written: at the
-top, inside a function, under `if TYPE_CHECKING:`. A cycle there still ties the modules together (one cannot be
+top, inside a function, under `if TYPE_CHECKING:`; and importing a module inside a package runs the package's
+__init__ first, so that counts too. A cycle there still ties the modules together (one cannot be
 read, tested or moved without the other), even when Python happens to resolve it at run time.
 """
 
@@ -42,6 +43,13 @@ def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str
             target = target.rpartition(".")[0]
         if target and target != name:
             found.add(target)
+        # Importing a.b.c runs the __init__ of a.b first: an edge too, unless it is a package of this module's own
+        # (already running by the time this module is).
+        parts = target.split(".")
+        for depth in range(2, len(parts)):
+            package_name = ".".join(parts[:depth])
+            if package_name in modules and not (name + ".").startswith(package_name + "."):
+                found.add(package_name)
 
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -129,12 +137,12 @@ def test_imports_inside_functions_under_type_checking_and_relative_ones_count(tm
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from framestream.b import B\n"
         "def f():\n    from .pkg import c\n")
-    files["framestream.b"].write_text("import os\n")
+    files["framestream.b"].write_text("from framestream.pkg.c import C\n")
     files["framestream.pkg"].write_text("")
     files["framestream.pkg.c"].write_text("from .. import a\nfrom ..b import thing\nfrom . import helper\n")
     graph = {name: imported_modules(name, path, files) for name, path in files.items()}
-    assert graph == {"framestream.a": {"framestream.b", "framestream.pkg.c"}, "framestream.b": set(),
-                     "framestream.pkg": set(),
+    assert graph == {"framestream.a": {"framestream.b", "framestream.pkg.c", "framestream.pkg"},
+                     "framestream.b": {"framestream.pkg.c", "framestream.pkg"}, "framestream.pkg": set(),
                      "framestream.pkg.c": {"framestream.a", "framestream.b", "framestream.pkg"}}
     assert import_cycles(graph) == [["framestream.a", "framestream.pkg.c", "framestream.a"]]
 

@@ -17,7 +17,8 @@ from framestream.core.tokens import Claims
 from framestream.core.urls import without_query
 from framestream.core.wire import parse_input_body
 from framestream.errors import FRAME_ERRORS, ConfigError, ProtocolError, protocol_error
-from framestream.frames import Frame, check_url
+from framestream.frames.frame import Frame
+from framestream.frames.urls import check_url
 from framestream.server import recording_routes, tab_routes
 from framestream.server.context import ServiceContext
 from framestream.server.http_common import (

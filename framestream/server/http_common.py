@@ -12,7 +12,7 @@ from aiohttp import web
 
 from framestream.core.tokens import Claims
 from framestream.errors import ProtocolError, TokenError
-from framestream.frames import Frame
+from framestream.frames.frame import Frame
 from framestream.server.context import ServiceContext
 
 _STATUS = {"unauthorized": 401, "expired": 401, "forbidden": 403, "shared-frames-off": 403, "unknown-frame": 404,
