@@ -61,11 +61,13 @@ lock: venv
 	$(VENV)/bin/pip-compile $(LOCK_FLAGS) -o requirements.lock pyproject.toml
 	$(VENV)/bin/pip-compile $(LOCK_FLAGS) --extra dev -o requirements-dev.lock pyproject.toml
 
+# Runs go to benchmarks/results/local/ (ignored); RECORD=1 writes the run into benchmarks/results/, to commit with
+# docs/performance.md when the page quotes it.
 bench: system-deps venv
-	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.run $(if $(RECORD),--record)
 
 soak: system-deps venv
-	$(PY) -m benchmarks.run --only soak
+	$(PY) -m benchmarks.run --only soak $(if $(RECORD),--record)
 
 clean:
 	rm -rf $(VENV) .state .mypy_cache .ruff_cache

@@ -1,6 +1,6 @@
 """Draws docs/performance-cpu.png from a results file: CPU per watched frame, framestream beside its peers.
 
-    .venv/bin/python -m benchmarks.chart [benchmarks/results/latest.json] [docs/performance-cpu.png]
+    .venv/bin/python -m benchmarks.chart [RESULTS.json] [docs/performance-cpu.png]
 
 No new dependency: the chart is an SVG written here and rendered to PNG by the same headless Chromium the
 project already needs (`--screenshot`). The Chromium is a child of this process, in a session of its own,
@@ -19,6 +19,8 @@ import tempfile
 from html import escape
 from pathlib import Path
 from typing import Any
+
+from benchmarks.saving import latest
 
 ROOT = Path(__file__).resolve().parent.parent
 SERIES = [("framestream", "#1f6feb"), ("ffmpeg", "#d9822b"), ("selkies", "#6a737d")]
@@ -139,7 +141,7 @@ def render_png(svg_text: str, out: Path, chrome: str | None = None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    src = Path(args[0]) if args else ROOT / "benchmarks" / "results" / "latest.json"
+    src = Path(args[0]) if args else latest()
     out = Path(args[1]) if len(args) > 1 else ROOT / "docs" / "performance-cpu.png"
     results = json.loads(src.read_text())
     if not results.get("cpu"):

@@ -1,6 +1,6 @@
 """Prints a results file's tables as Markdown (what docs/performance.md quotes), or compares two runs.
 
-    .venv/bin/python -m benchmarks.markdown [benchmarks/results/latest.json]
+    .venv/bin/python -m benchmarks.markdown [RESULTS.json]   # default: the newest run (benchmarks/saving.py)
     .venv/bin/python -m benchmarks.markdown --compare BEFORE.json AFTER.json
 """
 
@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import report
-from benchmarks.run import RESULTS, render
+from benchmarks.run import render
+from benchmarks.saving import latest
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -73,7 +74,7 @@ def _latency(index: int) -> Getter:
 
 
 def compare(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """Key figures of two runs side by side (docs/performance.md's before and after)."""
+    """Key figures of two runs side by side (before and after a change)."""
     rows: list[tuple[str, Getter]] = []
     for size in ("640x400", "1280x800", "1280x800@2x"):
         rows += _cpu_figures(size)
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         before, after = (json.loads(Path(p).read_text()) for p in args[1:3])
         print(compare(before, after))
         return 0
-    path = Path(args[0]) if args else RESULTS / "latest.json"
+    path = Path(args[0]) if args else latest()
     print(markdown(json.loads(path.read_text())))
     return 0
 

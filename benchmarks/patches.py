@@ -28,12 +28,12 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import websockets
 
+from benchmarks import saving
 from benchmarks.common import (
     Bench,
     Timing,
@@ -65,7 +65,6 @@ PAGES = {
     "scroll": "scroll_fast.html",
     "video": "patch_video.html",
 }
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 @dataclass
@@ -325,14 +324,14 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=40, help="keys typed for input to picture (0: skip)")
     parser.add_argument("--window", type=float, default=6.0)
     parser.add_argument("--no-selkies", action="store_true")
+    saving.add_record_flag(parser)
     args = parser.parse_args()
     try:
         results = asyncio.run(main_async(args))
     finally:
         stop_all()
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"patches-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
-    path.write_text(json.dumps(results, indent=1))
+    path = saving.results_dir(args.record) / f"patches-{saving.stamp()}.json"
+    saving.write_json(path, results)
     print(markdown(results["rows"], results.get("typing")))
     print(f"written {path}", file=sys.stderr)
 

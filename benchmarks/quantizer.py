@@ -18,19 +18,18 @@ a 320 px box moving 20 px a picture over the text page, with the changed rectang
 from __future__ import annotations
 
 import asyncio
-import json
 import resource
 import statistics
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import av
 import cv2
 import numpy as np
 
+from benchmarks import saving
 from benchmarks.convert import page_picture
 from framestream.core.quantizer import QuantizerPolicy, QuantizerRange
 from framestream.media.x264 import ConstantQuantizer, ConstantRateFactor, X264Encoder, unchanged_map
@@ -178,17 +177,17 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(write: Callable[[str], Any] = print) -> int:
+def main(write: Callable[[str], Any] = print, record: bool = False) -> int:
     # The text page twice the display's height, to scroll through.
     text_rgb = asyncio.run(page_picture(WIDTH // 2, HEIGHT, 2))
     result = measure(text_rgb)
     result["started"] = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = Path(__file__).parent / "results" / f"quantizer-{result['started']}.json"
-    path.write_text(json.dumps(result, indent=1))
+    path = saving.results_dir(record) / f"quantizer-{result['started']}.json"
+    saving.write_json(path, result)
     write(markdown(result))
     write(f"written {path}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(record="--record" in sys.argv[1:]))  # into benchmarks/results/ (benchmarks/saving.py)

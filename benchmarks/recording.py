@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import struct
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
+from benchmarks import saving
 from benchmarks.common import (
     Bench,
     Timing,
@@ -42,7 +41,6 @@ from framestream.recording import mp4
 from tests.support import Service
 
 ALL = {**PAGES, "still": "text.html"}
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def _recorded_bytes(service: Service, frame_id: str, t0: int, t1: int) -> int:
@@ -145,14 +143,14 @@ def main() -> None:
     parser.add_argument("--dpr", type=int, default=2)
     parser.add_argument("--pages", default="", help=f"comma-separated, of {', '.join(ALL)}")
     parser.add_argument("--window", type=float, default=6.0)
+    saving.add_record_flag(parser)
     args = parser.parse_args()
     try:
         results = asyncio.run(main_async(args))
     finally:
         stop_all()
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"recording-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
-    out.write_text(json.dumps(results, indent=1))
+    out = saving.results_dir(args.record) / f"recording-{saving.stamp()}.json"
+    saving.write_json(out, results)
     sys.stdout.write(markdown(results["rows"]) + f"\n\n{out}\n")
 
 

@@ -9,7 +9,8 @@
 
 The soak runs only when asked (`--only soak` or `--soak`); `--quick` skips scale and load unless named.
 
-Prints the tables and writes benchmarks/results/<UTC timestamp>.json and benchmarks/results/latest.json.
+Prints the tables and writes benchmarks/results/local/<UTC timestamp>.json (ignored by git) and
+benchmarks/results/local/latest.json; `--record` (`make bench RECORD=1`) writes the run into benchmarks/results/.
 Every figure is measured in this run on this machine; peers run on a display of their own showing the same
 page at the same size, one after another, never at the same time as framestream. docs/performance.md says how
 to read the figures; benchmarks/chart.py draws docs/performance-cpu.png from a results file.
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import platform
@@ -45,13 +45,13 @@ from benchmarks import (
     patches,
     quality,
     report,
+    saving,
     webgl,
 )
 from benchmarks.common import Bench, Timing, pages, scratch, start_service, stop_all, stop_service
 from benchmarks.peers import selkies_available
 from benchmarks.procstat import loadavg
 
-RESULTS = Path(__file__).resolve().parent / "results"
 SECTIONS: tuple[str, ...] = ("lifecycle", "memory", "webgl", "cpu", "patches", "latency", "agent", "quality",
                              "convert", "fanout", "scale", "load", "faults")  # the default run
 SECTIONS = (*SECTIONS, "webrtc")  # issue 13: in a loopback-only network namespace of its own (needs root)
@@ -326,15 +326,11 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def save(results: dict[str, Any]) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = RESULTS / f"{stamp}{'-quick' if results['quick'] else ''}.json"
-    text = json.dumps(results, indent=1, sort_keys=False) + "\n"
-    for target in (path, RESULTS / "latest.json"):
-        tmp = target.with_suffix(".json.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, target)
+def save(results: dict[str, Any], record: bool = False) -> Path:
+    path = saving.results_dir(record) / f"{saving.stamp()}{'-quick' if results['quick'] else ''}.json"
+    # latest.json stays local even for a recorded run: the committed folder holds only the runs the docs quote.
+    for target in (path, saving.results_dir(False) / "latest.json"):
+        saving.write_json(target, results)
     return path
 
 
@@ -350,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
                              "(default 1, quick 0)")
     parser.add_argument("--window", type=float, help="CPU sampling window in seconds (default 6, quick 4)")
     parser.add_argument("--no-save", action="store_true", help="print only; write no results file")
+    saving.add_record_flag(parser)
     parser.add_argument("--chart", action="store_true", help="also draw docs/performance-cpu.png from this run")
     args = parser.parse_args(argv)
 
@@ -363,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         results = asyncio.run(main_async(args))
     finally:
         stop_all()
-    path = None if args.no_save else save(results)  # saved first: a figure is never lost to a printing bug
+    path = None if args.no_save else save(results, args.record)  # saved first: a figure is never lost to a printing bug
     print(render(results))
     if path is not None:
         print(f"\nresults: {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")

@@ -16,7 +16,7 @@ import signal
 from aiohttp import web
 
 from framestream.config import Settings
-from framestream.frames import FrameManager
+from framestream.frames.manager import FrameManager
 from framestream.logs import tell_operator
 from framestream.server.context import ServiceContext
 from framestream.server.http import build_app

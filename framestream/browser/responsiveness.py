@@ -4,19 +4,33 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from framestream.core.pages import Page
+from framestream.core.pages import Dialog, Page, PageStack
 from framestream.errors import CDPError
-
-if TYPE_CHECKING:
-    from framestream.browser.tabs import Tabs
 
 PROBE_INTERVAL_S = 2.0
 PROBE_TIMEOUT_S = 2.0
 
 
-async def probe_forever(tabs: Tabs) -> None:
+class ProbedPages(Protocol):
+    """What the probe needs of a frame's page set (browser/tabs.py `Tabs` implements it): the probe sits below the
+    page set, which runs it, so it names only this and never imports the page set."""
+
+    paused: bool
+    pages: PageStack
+
+    def open_dialog(self, page: Page | None = None) -> Dialog | None: ...
+
+    def mark_responsive(self, page: Page, responsive: bool) -> None: ...
+
+    def changed(self) -> None: ...
+
+    async def call(self, method: str, params: dict[str, Any] | None = None, *, page: Page | None = None,
+                   timeout: float = 10.0) -> dict[str, Any]: ...
+
+
+async def probe_forever(tabs: ProbedPages) -> None:
     """Run by the page set as a task it owns, until it closes."""
     while True:
         await asyncio.sleep(PROBE_INTERVAL_S)
@@ -33,7 +47,7 @@ async def probe_forever(tabs: Tabs) -> None:
             tabs.changed()
 
 
-async def answers(tabs: Tabs, page: Page) -> bool | None:
+async def answers(tabs: ProbedPages, page: Page) -> bool | None:
     """True if the page's main thread answered, False if it did not in time, None if it is gone (no verdict)."""
     try:
         await tabs.call("Runtime.evaluate", {"expression": "0"}, page=page, timeout=PROBE_TIMEOUT_S)
@@ -42,4 +56,4 @@ async def answers(tabs: Tabs, page: Page) -> bool | None:
         return False if "no answer" in str(exc) else None
 
 
-__all__ = ["PROBE_INTERVAL_S", "PROBE_TIMEOUT_S", "answers", "probe_forever"]
+__all__ = ["PROBE_INTERVAL_S", "PROBE_TIMEOUT_S", "ProbedPages", "answers", "probe_forever"]

@@ -6,28 +6,7 @@
 - `frame`: a frame's state, viewers, pause timer and input steps (`Frame.apply_step`).
 - `registry`: frames.json, saved off the loop and retried while the state dir cannot be written.
 - `manager`: every frame, the cap on running browsers, every background task, shutdown in order.
+
+Import from the modules themselves. The package imports none of them: `events` sits below the recorder and the
+feed, which `frame` imports, so a package that pulled in `frame` made importing `events` a cycle.
 """
-
-from framestream.errors import CapacityError, FrameGone
-from framestream.frames.events import ControlChanged, FrameEvent, StateChanged
-from framestream.frames.frame import Frame
-from framestream.frames.manager import FrameManager
-from framestream.frames.registry import Registry, SavedFrame
-from framestream.frames.runtime import FrameRuntime, Runtime, RuntimeHooks
-from framestream.frames.urls import check_url
-
-__all__ = [
-    "CapacityError",
-    "ControlChanged",
-    "Frame",
-    "FrameEvent",
-    "FrameGone",
-    "FrameManager",
-    "FrameRuntime",
-    "Registry",
-    "Runtime",
-    "RuntimeHooks",
-    "SavedFrame",
-    "StateChanged",
-    "check_url",
-]

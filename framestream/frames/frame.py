@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import Any, Protocol
 
 from framestream.browser.proctable import ProcessInfo
 from framestream.browser.tab_events import TabEvent
-from framestream.config import FrameSize
+from framestream.config import FrameSize, Settings
 from framestream.core.control import FrameControl
 from framestream.core.handoff import HelpRequest
 from framestream.core.lifecycle import FrameState, FrameView, pause_deadline
@@ -32,15 +33,35 @@ from framestream.frames.files import FileLimits, FrameFiles
 from framestream.frames.runtime import RestartBudget, Runtime, RuntimeHooks
 from framestream.media.picture import Picture
 from framestream.recording import recorder as recording  # (a module: recording/ imports frames.events)
-
-if TYPE_CHECKING:
-    from framestream.frames.manager import FrameManager
+from framestream.recording.store import RecordingStore
 
 log = logging.getLogger("framestream.frames")  # one logger for a frame's whole story
 
 
+class FrameOwner(Protocol):
+    """What a frame asks of whoever owns it (frames/manager.py `FrameManager` implements it): a launch slot under
+    the cap, a runtime, a save, task spawning, a restart count. The manager imports frames, so a frame names only
+    this and never imports the manager."""
+
+    settings: Settings
+    recordings: RecordingStore
+    closing: bool
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any] | None: ...
+
+    def files_dir(self, frame_id: str) -> Path: ...
+
+    def new_runtime(self, frame_id: str, size: FrameSize, hooks: RuntimeHooks) -> Runtime: ...
+
+    def note_restart(self) -> None: ...
+
+    def save_soon(self) -> None: ...
+
+    async def make_room_for(self, frame: Frame) -> None: ...
+
+
 class Frame:
-    def __init__(self, manager: FrameManager, frame_id: str, url: str, size: FrameSize, *,
+    def __init__(self, manager: FrameOwner, frame_id: str, url: str, size: FrameSize, *,
                  last_viewed: float | None = None, launching: bool = False, created_url: str | None = None,
                  record: bool | None = None) -> None:
         self.manager = manager

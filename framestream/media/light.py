@@ -29,6 +29,7 @@ from framestream.media.light_policy import (
     LIGHT_FPS,
     LIGHT_REFINE_CRF,
     LightDue,
+    LightPlan,
     needs_recap,
 )
 
@@ -135,3 +136,54 @@ class LightWorker:
                 return
             with self._cond:
                 self._busy = False
+
+
+class LightState:
+    """The frame worker's side of the light stream (media/pipeline.py holds one): its thread while someone takes
+    it, and when it sends."""
+
+    BUSY_RETRY_S = 0.005  # the light thread is still on its last picture: look again this soon
+
+    def __init__(self, size: tuple[int, int], on_encoded: LightSink, name: str) -> None:
+        self._size = size
+        self._on_encoded = on_encoded
+        self._name = name
+        self._worker: LightWorker | None = None
+        self._plan = LightPlan()
+
+    def want(self, kbps: int | None, keyframe: bool, now: float) -> None:
+        if kbps is None or (self._worker is not None and self._worker.failed):
+            self.stop()
+        if kbps is None:
+            return
+        if self._worker is None:
+            self._worker = LightWorker(*self._size, kbps, self._on_encoded, self._name)
+            self._plan = LightPlan()  # starts with a keyframe
+        else:
+            self._worker.set_kbps(kbps)
+        if keyframe:
+            self._plan.request_keyframe()
+
+    def changed(self, now: float) -> None:
+        if self._worker is not None:
+            self._plan.changed(now)
+
+    def send(self, kept: np.ndarray, now: float, capture_us: int) -> None:
+        if self._worker is None or not self._worker.idle:
+            return
+        due = self._plan.due(now)
+        if due.send:
+            self._worker.submit(kept, due, capture_us)
+
+    def deadline(self, now: float) -> float | None:
+        if self._worker is None:
+            return None
+        deadline = self._plan.next_deadline(now)
+        if deadline is not None and not self._worker.idle:
+            deadline = max(deadline, self.BUSY_RETRY_S)
+        return deadline
+
+    def stop(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None

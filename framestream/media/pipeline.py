@@ -24,8 +24,7 @@ from framestream.heap import give_back_freed_memory
 from framestream.media.capture import DisplayCapture
 from framestream.media.changes import grab_changes
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
-from framestream.media.light import LightSink, LightWorker
-from framestream.media.light_policy import LightPlan
+from framestream.media.light import LightState
 from framestream.media.picture import KIND_PATCH, PatchGate, Picture
 from framestream.media.rects import DamageRect
 from framestream.media.sender import ChangeSender
@@ -209,7 +208,7 @@ class FramePipeline:
         encoder's picture and more (about 26 MB at 2560x1600) until it was resumed."""
         with DisplayCapture(self.display, self.width, self.height) as capture:
             encoder = H264Encoder(self.width, self.height, self._settings)
-            light = _LightState(self._light_size, self._on_light, self.name)
+            light = LightState(self._light_size, self._on_light, self.name)
             try:
                 self._loop(capture, encoder, light)
             finally:
@@ -230,7 +229,7 @@ class FramePipeline:
             except OSError:
                 pass
 
-    def _loop(self, capture: DisplayCapture, encoder: H264Encoder, light: _LightState) -> None:
+    def _loop(self, capture: DisplayCapture, encoder: H264Encoder, light: LightState) -> None:
         """Capture and encode until stopping or paused."""
         policy = self._policy
         # The current picture: the last grab's view of the capture's memory (intact through the next grab, which
@@ -384,7 +383,7 @@ class FramePipeline:
         self._on_picture(Picture(data=out.data, keyframe=False, refinement=True, capture_us=shown_us,
                                  encoded_us=time.time_ns() // 1000, codec=sender.codec, changed=False))
 
-    def _send_light(self, light: _LightState, kept: np.ndarray, now: float) -> float:
+    def _send_light(self, light: LightState, kept: np.ndarray, now: float) -> float:
         """Hand the light stream a picture when one is due; seconds until the next may be (3600: none)."""
         # (nothing grabbed yet, or not since a resume: nothing that shows the page to send)
         if self._last is not None and self._last_generation >= self._want_generation:
@@ -398,56 +397,6 @@ class FramePipeline:
         self._on_picture(Picture(data=picture.data, keyframe=picture.keyframe, refinement=picture.refinement,
                                  capture_us=capture_us, encoded_us=time.time_ns() // 1000, codec=codec,
                                  changed=not picture.refinement, light=True))
-
-
-class _LightState:
-    """The worker's side of the light stream: its thread while someone takes it, and when it sends."""
-
-    BUSY_RETRY_S = 0.005  # the light thread is still on its last picture: look again this soon
-
-    def __init__(self, size: tuple[int, int], on_encoded: LightSink, name: str) -> None:
-        self._size = size
-        self._on_encoded = on_encoded
-        self._name = name
-        self._worker: LightWorker | None = None
-        self._plan = LightPlan()
-
-    def want(self, kbps: int | None, keyframe: bool, now: float) -> None:
-        if kbps is None or (self._worker is not None and self._worker.failed):
-            self.stop()
-        if kbps is None:
-            return
-        if self._worker is None:
-            self._worker = LightWorker(*self._size, kbps, self._on_encoded, self._name)
-            self._plan = LightPlan()  # starts with a keyframe
-        else:
-            self._worker.set_kbps(kbps)
-        if keyframe:
-            self._plan.request_keyframe()
-
-    def changed(self, now: float) -> None:
-        if self._worker is not None:
-            self._plan.changed(now)
-
-    def send(self, kept: np.ndarray, now: float, capture_us: int) -> None:
-        if self._worker is None or not self._worker.idle:
-            return
-        due = self._plan.due(now)
-        if due.send:
-            self._worker.submit(kept, due, capture_us)
-
-    def deadline(self, now: float) -> float | None:
-        if self._worker is None:
-            return None
-        deadline = self._plan.next_deadline(now)
-        if deadline is not None and not self._worker.idle:
-            deadline = max(deadline, self.BUSY_RETRY_S)
-        return deadline
-
-    def stop(self) -> None:
-        if self._worker is not None:
-            self._worker.stop()
-            self._worker = None
 
 
 @dataclass

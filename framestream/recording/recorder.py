@@ -2,8 +2,9 @@
 
 The loop side (`FrameRecorder`) is what the frame calls: `on_picture` for every picture it publishes, `on_event`
 for every event it tells its viewers, `step` around every step it applies. It only queues; one writer thread per
-recording (`_Writer`) does every write, so a slow or full disk never holds up the loop, the encoder or a viewer.
-A write that fails (a full disk) ends that recording, cut to its last whole fragment; the stream goes on.
+recording (`RecordingWriter`, recording/writer.py) does every write, so a slow or full disk never holds up the
+loop, the encoder or a viewer. A write that fails (a full disk) ends that recording, cut to its last whole
+fragment; the stream goes on.
 
 One recording per live stretch: it starts at the first keyframe once the frame is live, and ends when the frame
 pauses, closes, relaunches or stops. Nothing is encoded for it, with two exceptions the frame's worker makes while
@@ -18,9 +19,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
-import os
-import queue
-import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,19 +30,17 @@ from framestream.core.wire import InputEvent
 from framestream.frames.events import StateChanged
 from framestream.media.picture import PatchGate, Picture
 from framestream.recording import mp4
-from framestream.recording.sidecar import EventLines, Line, action_fields, dumps, event_fields, step_line, types_text
+from framestream.recording.sidecar import EventLines, Line, action_fields, event_fields, step_line, types_text
 from framestream.recording.store import RecordingInfo, RecordingStore
+from framestream.recording.writer import RecordingWriter, now_us
 
 if TYPE_CHECKING:
     from framestream.browser.tabs import Tabs
 
 log = logging.getLogger("framestream.recording")
 
-FRAGMENT_S = 1.0  # a fragment reaches the file at most this long after its first picture
 KEYFRAME_MIN_S = 10.0
 KEYFRAME_AFTER_BYTES_FACTOR = 8
-QUEUE_MAX_BYTES = 64 * 1024 * 1024  # a disk this far behind ends the recording
-LAST_PICTURE_TICKS = mp4.TIMESCALE // 30  # how long a fragment's last picture lasts when none follows yet
 PRE_LINES = 256  # lines kept for the next recording while none runs (a step that resumes the frame)
 _RECORDING_STATES = (FrameState.LIVE, FrameState.ERROR)
 
@@ -65,10 +61,6 @@ class RecordGate(PatchGate):
     what went out only as patches with a picture in the H.264 stream (media/pipeline.py)."""
 
 
-def _now_us() -> int:
-    return time.time_ns() // 1000
-
-
 class FrameRecorder:
     def __init__(self, store: RecordingStore, frame_id: str, size: FrameSize, *, enabled: bool,
                  asked: bool | None = None, request_keyframe: Callable[[], None],
@@ -82,7 +74,7 @@ class FrameRecorder:
         self._request_keyframe = request_keyframe
         self._tabs = tabs
         self._live = False
-        self._writer: _Writer | None = None
+        self._writer: RecordingWriter | None = None
         self._events = EventLines()
         self._pre: collections.deque[Line] = collections.deque(maxlen=PRE_LINES)
         self._sets: tuple[bytes, bytes] | None = None
@@ -90,7 +82,7 @@ class FrameRecorder:
         self._key_bytes = 0
         self._key_at = 0.0
         self._keyframe_asked = False
-        self._closing: list[_Writer] = []  # ended recordings whose writers may still be finishing
+        self._closing: list[RecordingWriter] = []  # ended recordings whose writers may still be finishing
 
     def join(self, timeout: float) -> None:
         """Wait (off the loop) until every ended recording's files are closed."""
@@ -139,11 +131,11 @@ class FrameRecorder:
                 self._keyframe_asked = True
                 self._request_keyframe()
 
-    def _start(self, picture: Picture, sets: tuple[bytes, bytes]) -> _Writer:
+    def _start(self, picture: Picture, sets: tuple[bytes, bytes]) -> RecordingWriter:
         size = self.size
         info = self.store.begin(self.frame_id, start_us=picture.capture_us, width=size.width, height=size.height,
                                 css_width=size.css_width, css_height=size.css_height, dpr=size.dpr)
-        writer = self._writer = _Writer(self.store, info, mp4.header(size.width, size.height, *sets))
+        writer = self._writer = RecordingWriter(self.store, info, mp4.header(size.width, size.height, *sets))
         self._sets = sets
         writer.lines([{"t_us": info.start_us, "type": "recording", "frame": self.frame_id, "id": info.id,
                        "width": size.width, "height": size.height, "css_width": size.css_width,
@@ -173,7 +165,7 @@ class FrameRecorder:
     def on_event(self, event: object) -> None:
         if not self.enabled:
             return
-        now = _now_us()
+        now = now_us()
         if isinstance(event, StateChanged):
             live = event.state in _RECORDING_STATES
             if not live and self._writer is not None:
@@ -200,7 +192,7 @@ class FrameRecorder:
             return await run
         typing = events is not None and types_text(events)
         secret = typing and await self._secret_focus()
-        began = _now_us()
+        began = now_us()
         try:
             started = await run
         except Exception as exc:
@@ -225,7 +217,7 @@ class FrameRecorder:
             body = {"kind": "input", "events": [event_fields(e, secret=True) for e in events]}
         else:
             body = action_fields(what)
-        now = _now_us()
+        now = now_us()
         line: Line = {"t_us": now, "type": "step", "end_us": now, "subject": claims.sub, "role": claims.role,
                       "step": bool(claims.step), "seq": seq, **body, "ok": False,
                       "error": str(getattr(error, "code", "internal")),
@@ -245,7 +237,7 @@ class FrameRecorder:
         if error is not None:
             code = str(getattr(error, "code", None) or "internal")
             message = str(getattr(error, "message", None) or error)[:500]
-        line = step_line(t_us, _now_us(), claims, seq, body, error=code, message=message)
+        line = step_line(t_us, now_us(), claims, seq, body, error=code, message=message)
         if self._writer is not None:
             self._writer.info.steps += 1
         self._emit([line])
@@ -260,163 +252,3 @@ class FrameRecorder:
         except Exception:
             return True
         return result.get("result", {}).get("value") is not False
-
-
-class _Writer(threading.Thread):
-    """One recording's files, written in its own thread from a queue; ends on `close` or a failed write."""
-
-    def __init__(self, store: RecordingStore, info: RecordingInfo, head: mp4.Header) -> None:
-        super().__init__(name=f"record-{info.frame}", daemon=True)
-        self.store = store
-        self.info = info
-        self._head = head
-        self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        self._queued = 0
-        self._queued_lock = threading.Lock()
-        self.done = False  # it stopped writing (closed, or a write failed)
-        self.reason: str | None = None
-        # writer-thread state
-        self._pending: list[tuple[int, bool, bytes]] = []  # (dts, keyframe, data) not yet in a fragment
-        self._pending_since = 0.0
-        self._last_dts = -1
-        self._written_end = 0  # where the last fragment ended (ticks)
-        self._sequence = 0
-        self._video_fd = -1
-        self._sidecar_fd = -1
-        self._fragments = 0
-        self._full = False
-
-    # -- loop side -----------------------------------------------------------------------------------------
-
-    def picture(self, capture_us: int, keyframe: bool, data: bytes) -> None:
-        with self._queued_lock:
-            if self.done:
-                return
-            if self._queued + len(data) > QUEUE_MAX_BYTES:
-                self.done, self.reason = True, "disk-too-slow"
-                self._queue.put(("end", "disk-too-slow"))
-                return
-            self._queued += len(data)
-        self._queue.put(("picture", (capture_us, keyframe, data)))
-
-    def lines(self, lines: Sequence[Line]) -> None:
-        if not self.done:
-            self._queue.put(("lines", list(lines)))
-
-    def close(self, reason: str) -> None:
-        self._queue.put(("end", reason))
-
-    # -- the thread ----------------------------------------------------------------------------------------
-
-    def run(self) -> None:
-        reason = "stopped"
-        try:
-            self._open()
-            while True:
-                timeout = None
-                if self._pending:
-                    timeout = max(0.0, self._pending_since + FRAGMENT_S - time.monotonic())
-                try:
-                    kind, item = self._queue.get(timeout=timeout)
-                except queue.Empty:
-                    self._flush()
-                    continue
-                if kind == "picture":
-                    with self._queued_lock:
-                        self._queued -= len(item[2])
-                    self._add(*item)
-                elif kind == "lines":
-                    self._write_lines(item)
-                else:
-                    reason = str(item)
-                    if self._pending:  # the last picture shows until the recording ends
-                        self._flush(until=max(mp4.ticks(_now_us() - self.info.start_us), self._pending[-1][0] + 1))
-                    break
-                if self._pending and time.monotonic() - self._pending_since >= FRAGMENT_S:
-                    self._flush()
-                if self._full:
-                    reason = "max-bytes"
-                    break
-        except OSError as exc:
-            reason = "disk"
-            self.store.write_errors += 1
-            log.warning("recording %s stopped: %s (the frame goes on streaming)", self.info.id, exc,
-                        extra={"frame": self.info.frame})
-            self._cut_to_whole()
-        finally:
-            with self._queued_lock:
-                self.done = True
-                self.reason = self.reason or reason
-            self._finish(self.reason or reason)
-
-    def _open(self) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-        self._video_fd = os.open(self.store.video_path(self.info), flags, 0o600)
-        self._sidecar_fd = os.open(self.store.sidecar_path(self.info), flags | os.O_APPEND, 0o600)
-        self._write_all(self._video_fd, self._head.data)
-        self.info.bytes = len(self._head.data)
-
-    def _add(self, capture_us: int, keyframe: bool, data: bytes) -> None:
-        dts = max(mp4.ticks(capture_us - self.info.start_us), self._last_dts + 1, self._written_end)
-        if keyframe and self._pending:
-            self._flush(until=dts)  # every keyframe starts a fragment: a seek's way in
-        if not self._pending:
-            self._pending_since = time.monotonic()
-        self._pending.append((dts, keyframe, mp4.to_length_prefixed(data)))
-        self._last_dts = dts
-
-    def _flush(self, until: int | None = None) -> None:
-        """Write what is pending as one fragment; the last picture lasts until `until`, or one picture's time: a
-        still stretch after it is a gap before the next fragment's start time (its `tfdt`), and a picture that
-        shows a change made before the fragment was cut (patches covered late) still goes at its own time."""
-        if not self._pending:
-            return
-        pending, self._pending = self._pending, []
-        end = until if until is not None else pending[-1][0] + LAST_PICTURE_TICKS
-        samples = [mp4.Sample(dts, (pending[i + 1][0] if i + 1 < len(pending) else end) - dts, key, data)
-                   for i, (dts, key, data) in enumerate(pending)]
-        data = mp4.fragment(self._sequence + 1, samples)
-        if self.info.bytes + self.info.sidecar_bytes + len(data) > self.store.max_bytes:
-            self._full = True  # this recording alone would pass FRAMESTREAM_RECORD_MAX_BYTES: it ends before
-            return
-        self._sequence += 1
-        self._write_all(self._video_fd, data)  # one write: a kill leaves whole fragments and perhaps a cut tail
-        self.info.bytes += len(data)
-        self._written_end = end
-        mvhd, mehd = mp4.duration_fields(end)
-        os.pwrite(self._video_fd, mvhd, self._head.mvhd_duration_at)
-        os.pwrite(self._video_fd, mehd, self._head.mehd_duration_at)
-        self._fragments += 1
-        if self._fragments % 8 == 0:
-            self.store.enforce()
-
-    def _write_lines(self, lines: Sequence[Line]) -> None:
-        data = b"".join(dumps(line) for line in lines)
-        self._write_all(self._sidecar_fd, data)
-        self.info.sidecar_bytes += len(data)
-
-    @staticmethod
-    def _write_all(fd: int, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-
-    def _cut_to_whole(self) -> None:
-        with contextlib.suppress(OSError):
-            os.ftruncate(self._video_fd, self.info.bytes)  # (bytes counts whole fragments only)
-
-    def _finish(self, reason: str) -> None:
-        self._pending = []
-        for fd in (self._video_fd, self._sidecar_fd):
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.fsync(fd)
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        info = self.info
-        info.end_us = max(info.start_us + mp4.microseconds(self._written_end), info.start_us)
-        info.reason = reason
-        self.store.save_meta(info)
-        with contextlib.suppress(OSError):
-            self.store.enforce()

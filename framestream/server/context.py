@@ -12,7 +12,7 @@ from framestream.core.admission import Admission
 from framestream.core.control import ReplayGuard
 from framestream.core.tokens import Claims, derive_key, verify
 from framestream.errors import ProtocolError, TokenError
-from framestream.frames import FrameManager
+from framestream.frames.manager import FrameManager
 from framestream.webrtc.registry import PeerRegistry
 
 

@@ -17,7 +17,8 @@ from framestream.core.tokens import Claims
 from framestream.core.urls import without_query
 from framestream.core.wire import parse_input_body
 from framestream.errors import FRAME_ERRORS, ConfigError, ProtocolError, protocol_error
-from framestream.frames import Frame, check_url
+from framestream.frames.frame import Frame
+from framestream.frames.urls import check_url
 from framestream.server import recording_routes, tab_routes
 from framestream.server.context import ServiceContext
 from framestream.server.http_common import (
@@ -26,6 +27,7 @@ from framestream.server.http_common import (
     _json_body,
     _require,
     bearer,
+    encode_png,
     error,
     errors_middleware,
 )
@@ -130,19 +132,6 @@ async def screenshot(request: web.Request) -> web.Response:
     picture, capture_us, _ = snap
     png = await asyncio.get_running_loop().run_in_executor(None, encode_png, picture)
     return web.Response(body=png, content_type="image/png", headers={"X-Capture-Time-Us": str(capture_us)})
-
-
-def encode_png(bgrx: Any) -> bytes:
-    """PNG of a BGRX picture, through PyAV's PNG encoder (imported here: only screenshots need it)."""
-    import av
-    import numpy as np
-
-    rgb = np.ascontiguousarray(bgrx[:, :, 2::-1])
-    ctx = av.CodecContext.create("png", "w")
-    ctx.width, ctx.height, ctx.pix_fmt = rgb.shape[1], rgb.shape[0], "rgb24"
-    ctx.options = {"compression_level": "1"}  # fast: an agent waits for this picture
-    packets = ctx.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24"))
-    return b"".join(bytes(p) for p in packets)
 
 
 async def post_input(request: web.Request) -> web.Response:

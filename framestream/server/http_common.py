@@ -12,7 +12,7 @@ from aiohttp import web
 
 from framestream.core.tokens import Claims
 from framestream.errors import ProtocolError, TokenError
-from framestream.frames import Frame
+from framestream.frames.frame import Frame
 from framestream.server.context import ServiceContext
 
 _STATUS = {"unauthorized": 401, "expired": 401, "forbidden": 403, "shared-frames-off": 403, "unknown-frame": 404,
@@ -107,6 +107,20 @@ def bearer(request: web.Request) -> str:
         ctx.inputs_refused[exc.code] = ctx.inputs_refused.get(exc.code, 0) + 1
         raise
     return grant.strip()
+
+
+def encode_png(bgrx: Any) -> bytes:
+    """PNG of a BGRX picture, through PyAV's PNG encoder (imported here: only screenshots need it, and an idle
+    service maps no media library). Here rather than in http.py so the recordings' routes can use it too."""
+    import av
+    import numpy as np
+
+    rgb = np.ascontiguousarray(bgrx[:, :, 2::-1])
+    ctx = av.CodecContext.create("png", "w")
+    ctx.width, ctx.height, ctx.pix_fmt = rgb.shape[1], rgb.shape[0], "rgb24"
+    ctx.options = {"compression_level": "1"}  # fast: an agent waits for this picture
+    packets = ctx.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24"))
+    return b"".join(bytes(p) for p in packets)
 
 
 ctx_of = _ctx

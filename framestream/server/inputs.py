@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from framestream.core.tokens import Claims
 from framestream.core.wire import InputEvent, Release, RequestHelp, TakeOver, check_bounds
 from framestream.errors import FRAME_ERRORS, ProtocolError, TokenError, protocol_error
-from framestream.frames import Frame
 from framestream.frames.browsing import FrameAction
 from framestream.frames.events import FrameEvent
+from framestream.frames.frame import Frame
 from framestream.server.context import ServiceContext
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from framestream.browser.memory import Memory, process_memory, total_memory
 from framestream.browser.proctable import list_processes
-from framestream.frames import Frame
+from framestream.frames.frame import Frame
 
 
 @dataclass(frozen=True, slots=True)

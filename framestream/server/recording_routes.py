@@ -17,7 +17,7 @@ from framestream.core.tokens import Claims
 from framestream.errors import ProtocolError
 from framestream.recording.pictures import picture_at
 from framestream.recording.store import ID_PATTERN, RecordingInfo, RecordingStore
-from framestream.server.http_common import _claims, _ctx, error
+from framestream.server.http_common import _claims, _ctx, encode_png, error
 
 _FRAME_ID_MAX = 256
 _FINISH_WAIT_S = 5.0  # the most a delete waits for a just-ended recording's writer to close its files
@@ -132,8 +132,6 @@ async def picture(request: web.Request) -> web.Response:
     limit = info.bytes if info.end_us is None else None
 
     def decode() -> tuple[bytes, int] | None:
-        from framestream.server.http import encode_png
-
         found = picture_at(path, offset, limit_bytes=limit)
         if found is None:
             return None

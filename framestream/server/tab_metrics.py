@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from framestream.frames import Frame
+from framestream.frames.frame import Frame
 
 Family = Callable[[str, str, str, list[str]], None]
 Line = Callable[[str, float, "dict[str, str] | None"], str]

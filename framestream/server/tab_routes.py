@@ -15,9 +15,9 @@ from aiohttp import web
 from framestream.core.tokens import Claims
 from framestream.core.wire import parse_navigate_body
 from framestream.errors import FRAME_ERRORS, ProtocolError, protocol_error
-from framestream.frames import Frame
 from framestream.frames.browsing import AdmitFiles, CancelFileChooser, ChooseFiles, FrameAction
 from framestream.frames.files import remove_folders
+from framestream.frames.frame import Frame
 from framestream.server.context import ServiceContext
 from framestream.server.http_common import bearer, ctx_of, error, frame_of, json_body
 from framestream.server.inputs import apply_step

@@ -21,8 +21,8 @@ from framestream.core.ratelimit import LatestEvery
 from framestream.core.wire import CLOSE_GOING_AWAY, CLOSE_TOO_MANY, IceCandidate, Input, error_message
 from framestream.errors import CapacityError, FrameGone, ProtocolError, protocol_error
 from framestream.feed import Outbox, Viewer
-from framestream.frames import Frame
 from framestream.frames.events import FrameEvent, StateChanged
+from framestream.frames.frame import Frame
 from framestream.server.context import ServiceContext
 from framestream.server.drain import timed_send
 from framestream.server.inputs import apply_step

@@ -110,7 +110,7 @@ def test_flags_set_host_port_and_frames() -> None:
 
 
 def test_url_policy() -> None:
-    from framestream.frames import check_url
+    from framestream.frames.urls import check_url
 
     assert check_url("https://example.com/x") == "https://example.com/x"
     for bad in ["file:///etc/passwd", "chrome://settings", "javascript:alert(1)", "data:text/html,hi",

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from framestream.frames import FrameManager
+from framestream.frames.manager import FrameManager
 from tests.frames.fakes import Launches, manager
 
 

@@ -12,7 +12,10 @@ from framestream.config import FrameSize, Settings
 from framestream.core.lifecycle import FrameState
 from framestream.core.wire import InputEvent
 from framestream.feed import Outbox, Viewer
-from framestream.frames import Frame, FrameEvent, FrameManager, RuntimeHooks, StateChanged
+from framestream.frames.events import FrameEvent, StateChanged
+from framestream.frames.frame import Frame
+from framestream.frames.manager import FrameManager
+from framestream.frames.runtime import RuntimeHooks
 from framestream.media.picture import Picture
 from framestream.statefile import write_json_atomically
 

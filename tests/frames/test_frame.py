@@ -9,7 +9,8 @@ import pytest
 
 from framestream.core.lifecycle import FrameState
 from framestream.errors import BrowserError, CapacityError, FrameGone
-from framestream.frames import FrameManager, StateChanged
+from framestream.frames.events import StateChanged
+from framestream.frames.manager import FrameManager
 from framestream.frames.runtime import RESTARTS_PER_MINUTE, RestartBudget
 from tests.frames.fakes import SIZE, URL, Launches, Watcher, live_frame, manager, picture
 

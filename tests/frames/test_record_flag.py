@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from framestream.frames import FrameManager
+from framestream.frames.manager import FrameManager
 from tests.frames.fakes import SIZE, Launches, manager
 
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from framestream.core.lifecycle import FrameState
-from framestream.frames import FrameManager, Registry, SavedFrame
+from framestream.frames.manager import FrameManager
+from framestream.frames.registry import Registry, SavedFrame
 from tests.frames.fakes import SIZE, Launches, manager
 
 

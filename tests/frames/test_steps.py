@@ -12,7 +12,8 @@ import pytest
 from framestream.core.tokens import Claims, mint
 from framestream.core.wire import KeyEvent, MouseEvent
 from framestream.errors import CDPError, FrameGone, ProtocolError
-from framestream.frames import ControlChanged, FrameManager, StateChanged
+from framestream.frames.events import ControlChanged, StateChanged
+from framestream.frames.manager import FrameManager
 from framestream.server.context import ServiceContext
 from framestream.server.inputs import apply_step
 from tests.frames.fakes import SIZE, URL, Launches, live_frame, restored

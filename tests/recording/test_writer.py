@@ -16,10 +16,11 @@ import pytest
 from framestream.core.tokens import Claims
 from framestream.core.wire import KeyEvent, PasteEvent, TextEvent
 from framestream.media.encoder import H264Encoder
-from framestream.recording import mp4, recorder
+from framestream.recording import mp4
 from framestream.recording.retention import Held, to_delete
 from framestream.recording.sidecar import event_fields, step_line
 from framestream.recording.store import RecordingStore
+from framestream.recording.writer import RecordingWriter
 
 
 def test_retention_deletes_the_oldest_finished_first_and_never_one_being_written() -> None:
@@ -59,7 +60,7 @@ def test_a_full_disk_ends_the_recording_and_leaves_its_whole_fragments(tmp_path:
     assert sets is not None
     t0 = time.time_ns() // 1000 - 3_000_000
     info = store.begin("f1", start_us=t0, width=320, height=192, css_width=320, css_height=192, dpr=1)
-    writer = recorder._Writer(store, info, mp4.header(320, 192, *sets))
+    writer = RecordingWriter(store, info, mp4.header(320, 192, *sets))
     real_write = os.write
     budget = {"left": 3}  # header, one fragment, one sidecar line; then the disk is full
 
