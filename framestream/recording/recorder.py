@@ -89,7 +89,7 @@ class FrameRecorder:
         for writer in self._closing:
             writer.join(timeout)
 
-    def finishing(self, recording_id: str) -> threading.Thread | None:
+    def finishing(self, recording_id: str) -> RecordingWriter | None:
         """The writer of an ended recording that is still closing its files (a pause just ended it), if any."""
         return next((w for w in self._closing if w.info.id == recording_id and w.is_alive()), None)
 
