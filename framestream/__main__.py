@@ -1,5 +1,5 @@
 import sys
 
-from framestream.cli import main
+from framestream.service.cli import main
 
 sys.exit(main())

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 
+from framestream.core.errors import TokenError
 from framestream.core.tokens import ROLES, Claims, derive_key, mint, verify
-from framestream.errors import TokenError
 
 __all__ = ["ROLES", "Claims", "TokenError", "mint_token", "verify_token"]
 

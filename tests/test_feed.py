@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from framestream.core.wire import VIDEO_HEADER, unpack_video_header
-from framestream.feed import FrameFeed, Outbox, Viewer
+from framestream.fanout.feed import FrameFeed, Outbox, Viewer
 from framestream.media.picture import Picture
 
 

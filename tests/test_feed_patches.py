@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from framestream.core.wire import KIND_PATCH, KIND_VIDEO, unpack_video_header
-from framestream.feed import FrameFeed, Outbox, Viewer
+from framestream.fanout.feed import FrameFeed, Outbox, Viewer
 from framestream.media.picture import KIND_PATCH as PICTURE_PATCH
 from framestream.media.picture import Picture
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from framestream.core.wire import FLAG_KEYFRAME, pack_video_header, unpack_video_header
-from framestream.feed import FrameFeed, Viewer
-from framestream.link import (
+from framestream.fanout.feed import FrameFeed, Viewer
+from framestream.fanout.link import (
     BELOW_FOR_S,
     KEYFRAME_MIN_BYTES_PER_PIXEL,
     KEYFRAME_S,
@@ -25,8 +25,8 @@ from framestream.link import (
     LinkMeter,
     StreamChoice,
 )
+from framestream.fanout.outbox import Outbox
 from framestream.media.picture import Picture
-from framestream.outbox import Outbox
 
 
 class Clock:

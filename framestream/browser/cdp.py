@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from framestream.errors import CDPError
+from framestream.core.errors import CDPError
 
 log = logging.getLogger(__name__)
 

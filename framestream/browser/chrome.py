@@ -30,7 +30,7 @@ from framestream.browser.process import spawn, terminate_group
 from framestream.browser.proctable import list_processes
 from framestream.browser.tab_events import TabEvent, TabSettings
 from framestream.browser.tabs import Tabs
-from framestream.errors import BrowserError, CDPError
+from framestream.core.errors import BrowserError, CDPError
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.tab_events import DialogClosed, DialogOpened, TabEvent
+from framestream.core.errors import CDPError, ProtocolError
 from framestream.core.pages import Dialog, Page, dialog_kind
-from framestream.errors import CDPError, ProtocolError
 
 log = logging.getLogger("framestream.browser.tabs")
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.tab_events import FileChooserClosed, FileChooserOpened, TabEvent
+from framestream.core.errors import CDPError, ProtocolError
 from framestream.core.pages import FileChooser, Page, parse_accept
-from framestream.errors import CDPError, ProtocolError
 
 log = logging.getLogger("framestream.browser.tabs")
 

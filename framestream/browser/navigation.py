@@ -7,7 +7,7 @@ import contextlib
 from typing import Any
 
 from framestream.browser.cdp import CDPConnection
-from framestream.errors import ProtocolError
+from framestream.core.errors import ProtocolError
 
 
 async def load(cdp: CDPConnection, session_id: str, url: str, *, timeout: float = 30.0) -> str | None:

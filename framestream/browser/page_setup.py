@@ -10,8 +10,8 @@ from typing import Any
 
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.tab_events import TabSettings
+from framestream.core.errors import CDPError
 from framestream.core.pages import Page
-from framestream.errors import CDPError
 
 _FETCH: tuple[tuple[str, dict[str, Any]], ...] = (
     ("Fetch.enable", {"patterns": [{"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}]}),)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
+from framestream.core.errors import CDPError
 from framestream.core.pages import Dialog, Page, PageStack
-from framestream.errors import CDPError
 
 PROBE_INTERVAL_S = 2.0
 PROBE_TIMEOUT_S = 2.0

@@ -35,9 +35,9 @@ from framestream.browser.tab_events import (
     TabEvent,
     TabSettings,
 )
+from framestream.core.errors import BrowserError, CDPError, ProtocolError
 from framestream.core.pages import Dialog, FileChooser, Page, PageStack
 from framestream.core.urls import without_query
-from framestream.errors import BrowserError, CDPError, ProtocolError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

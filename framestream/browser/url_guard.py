@@ -16,8 +16,8 @@ from typing import Any
 
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.tab_events import PageRefused, TabEvent, TabSettings
+from framestream.core.errors import CDPError
 from framestream.core.urls import document_refusal, without_query
-from framestream.errors import CDPError
 
 log = logging.getLogger("framestream.browser.tabs")
 

@@ -19,7 +19,7 @@ import ctypes
 import threading
 from dataclasses import dataclass
 
-from framestream.errors import BrowserError, CaptureError
+from framestream.core.errors import BrowserError, CaptureError
 from framestream.media import xerrors
 from framestream.media.xlib import Libs, declare, load_library
 

@@ -16,7 +16,7 @@ from typing import Generic, TypeVar
 
 from framestream.browser.process import child_environment, spawn, terminate_group
 from framestream.browser.xauth import cookies
-from framestream.errors import BrowserError
+from framestream.core.errors import BrowserError
 
 log = logging.getLogger(__name__)
 _Proc = TypeVar("_Proc", asyncio.subprocess.Process, subprocess.Popen[bytes])

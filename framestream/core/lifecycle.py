@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from framestream.errors import CapacityError
+from framestream.core.errors import CapacityError
 
 
 class FrameState(StrEnum):

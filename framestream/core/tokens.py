@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from framestream.errors import TokenError
+from framestream.core.errors import TokenError
 
 VERSION: Final = 1
 HKDF_SALT: Final = b"framestream/v1"

@@ -28,9 +28,9 @@ from framestream.browser.tab_events import (
     TabEvent,
 )
 from framestream.browser.tabs import Tabs
+from framestream.core.errors import ProtocolError
 from framestream.core.urls import without_query
 from framestream.core.wire import DialogAnswer, Navigate, PageRequest
-from framestream.errors import ProtocolError
 from framestream.frames.events import (
     ClipboardCopied,
     DialogGone,

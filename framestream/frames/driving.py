@@ -16,10 +16,10 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 
 from framestream.core.control import Admission, FrameControl
+from framestream.core.errors import ProtocolError
 from framestream.core.handoff import HelpRequest, pointer_of
 from framestream.core.tokens import Claims
 from framestream.core.wire import HelpOutcome, InputEvent
-from framestream.errors import ProtocolError
 from framestream.frames.events import AgentPointer, ControlChanged, FrameEvent, HelpEnded, HelpRequested
 
 log = logging.getLogger("framestream.frames")

@@ -1,6 +1,6 @@
 """What a frame tells its viewers, as values: each connection turns them into its own wire messages.
 
-A frame never formats protocol messages; it hands these to every `Viewer.on_event` (framestream.feed), and the
+A frame never formats protocol messages; it hands these to every `Viewer.on_event` (framestream.fanout.feed), and the
 connection that made the viewer decides what to send (for `ControlChanged`, whether the new driver is itself).
 """
 

@@ -27,8 +27,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from framestream.config import DOWNLOAD_QUOTA_BYTES, UPLOAD_MAX_FILES, UPLOAD_QUOTA_BYTES, Settings
-from framestream.statefile import write_json_atomically
+from framestream.service.config import DOWNLOAD_QUOTA_BYTES, UPLOAD_MAX_FILES, UPLOAD_QUOTA_BYTES, Settings
+from framestream.service.statefile import write_json_atomically
 
 log = logging.getLogger("framestream.frames")
 

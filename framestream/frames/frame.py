@@ -18,14 +18,13 @@ from typing import Any, Protocol
 
 from framestream.browser.proctable import ProcessInfo
 from framestream.browser.tab_events import TabEvent
-from framestream.config import FrameSize, Settings
 from framestream.core.control import FrameControl
+from framestream.core.errors import BrowserError, CaptureError, CDPError, FrameGone, ProtocolError
 from framestream.core.handoff import HelpRequest
 from framestream.core.lifecycle import FrameState, FrameView, pause_deadline
 from framestream.core.tokens import Claims
 from framestream.core.wire import InputEvent
-from framestream.errors import BrowserError, CaptureError, CDPError, FrameGone, ProtocolError
-from framestream.feed import FrameFeed, Viewer
+from framestream.fanout.feed import FrameFeed, Viewer
 from framestream.frames.browsing import Browsing, FrameAction
 from framestream.frames.driving import Driving
 from framestream.frames.events import ControlChanged, FrameEvent, StateChanged
@@ -34,6 +33,7 @@ from framestream.frames.runtime import RestartBudget, Runtime, RuntimeHooks
 from framestream.media.picture import Picture
 from framestream.recording import recorder as recording  # (a module: recording/ imports frames.events)
 from framestream.recording.store import RecordingStore
+from framestream.service.config import FrameSize, Settings
 
 log = logging.getLogger("framestream.frames")  # one logger for a frame's whole story
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from framestream.config import FrameSize, Settings
 from framestream.core.lifecycle import choose_browser_to_close
 from framestream.frames.frame import Frame
 from framestream.frames.registry import Registry, SavedFrame
 from framestream.frames.runtime import FrameRuntime, Runtime, RuntimeFactory, RuntimeHooks, end_leftover_browsers
 from framestream.frames.urls import check_url
 from framestream.recording.store import RecordingStore
+from framestream.service.config import FrameSize, Settings
 
 log = logging.getLogger("framestream.frames")  # one logger for a frame's whole story
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from framestream.config import FrameSize
 from framestream.frames.urls import check_url
-from framestream.statefile import remove_leftover_temps, write_json_atomically
+from framestream.service.config import FrameSize
+from framestream.service.statefile import remove_leftover_temps, write_json_atomically
 
 log = logging.getLogger("framestream.frames")  # one logger for a frame's whole story
 

@@ -27,11 +27,11 @@ from framestream.browser.tab_events import PageCrashed, PageNavigated, TabEvent,
 from framestream.browser.tabs import Tabs
 from framestream.browser.xinput import DisplayInput
 from framestream.browser.xvfb import XvfbDisplay
-from framestream.config import FrameSize, Settings
+from framestream.core.errors import BrowserError, CDPError, ProtocolError
 from framestream.core.keys import cdp_calls
 from framestream.core.wire import InputEvent, MouseEvent, PasteEvent, WheelEvent
-from framestream.errors import BrowserError, CDPError, ProtocolError
 from framestream.media.picture import PatchGate, Picture
+from framestream.service.config import FrameSize, Settings
 
 if TYPE_CHECKING:
     from framestream.media.pipeline import FramePipeline, PipelineStats

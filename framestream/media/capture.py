@@ -31,7 +31,7 @@ import time
 from collections.abc import Sequence
 from types import TracebackType
 
-from framestream.errors import CaptureError
+from framestream.core.errors import CaptureError
 from framestream.media import xerrors
 from framestream.media.rects import DamageRect, clip, row_bands
 from framestream.media.shm import Picture, ShmImage

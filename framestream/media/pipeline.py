@@ -18,9 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from framestream.core.errors import CaptureError
 from framestream.core.pacing import Encode, EncodePolicy, Wait
-from framestream.errors import CaptureError
-from framestream.heap import give_back_freed_memory
 from framestream.media.capture import DisplayCapture
 from framestream.media.changes import grab_changes
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
@@ -28,6 +27,7 @@ from framestream.media.light import LightState
 from framestream.media.picture import KIND_PATCH, PatchGate, Picture
 from framestream.media.rects import DamageRect
 from framestream.media.sender import ChangeSender
+from framestream.service.heap import give_back_freed_memory
 
 log = logging.getLogger(__name__)
 

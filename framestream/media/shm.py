@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from framestream.errors import CaptureError
+from framestream.core.errors import CaptureError
 from framestream.media import xerrors
 from framestream.media.xlib import (
     ALL_PLANES,

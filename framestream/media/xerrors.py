@@ -16,7 +16,7 @@ import logging
 import threading
 from typing import Any
 
-from framestream.errors import CaptureError
+from framestream.core.errors import CaptureError
 from framestream.media.xlib import ErrorHandler, IOErrorExitHandler, IOErrorHandler, Libs
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ import ctypes.util
 from collections.abc import Callable
 from typing import Any
 
-from framestream.errors import CaptureError
+from framestream.core.errors import CaptureError
 
 ZPIXMAP = 2
 LSB_FIRST = 0

@@ -23,7 +23,6 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from framestream.config import FrameSize
 from framestream.core.lifecycle import FrameState
 from framestream.core.tokens import Claims
 from framestream.core.wire import InputEvent
@@ -33,6 +32,7 @@ from framestream.recording import mp4
 from framestream.recording.sidecar import EventLines, Line, action_fields, event_fields, step_line, types_text
 from framestream.recording.store import RecordingInfo, RecordingStore
 from framestream.recording.writer import RecordingWriter, now_us
+from framestream.service.config import FrameSize
 
 if TYPE_CHECKING:
     from framestream.browser.tabs import Tabs

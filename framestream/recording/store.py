@@ -26,7 +26,7 @@ from typing import Any
 
 from framestream.recording import mp4
 from framestream.recording.retention import Held, to_delete
-from framestream.statefile import write_json_atomically
+from framestream.service.statefile import write_json_atomically
 
 log = logging.getLogger("framestream.recording")
 

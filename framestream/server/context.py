@@ -7,12 +7,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from framestream.config import Settings
 from framestream.core.admission import Admission
 from framestream.core.control import ReplayGuard
+from framestream.core.errors import ProtocolError, TokenError
 from framestream.core.tokens import Claims, derive_key, verify
-from framestream.errors import ProtocolError, TokenError
 from framestream.frames.manager import FrameManager
+from framestream.service.config import Settings
 from framestream.webrtc.registry import PeerRegistry
 
 

@@ -12,11 +12,10 @@ from typing import Any
 
 from aiohttp import web
 
-from framestream.config import DEFAULT_CSS_SIZE, DEFAULT_DPR, frame_size
+from framestream.core.errors import FRAME_ERRORS, ConfigError, ProtocolError, protocol_error
 from framestream.core.tokens import Claims
 from framestream.core.urls import without_query
 from framestream.core.wire import parse_input_body
-from framestream.errors import FRAME_ERRORS, ConfigError, ProtocolError, protocol_error
 from framestream.frames.frame import Frame
 from framestream.frames.urls import check_url
 from framestream.server import recording_routes, tab_routes
@@ -34,6 +33,7 @@ from framestream.server.http_common import (
 from framestream.server.inputs import apply_step
 from framestream.server.metrics import metrics
 from framestream.server.ws import handle_ws
+from framestream.service.config import DEFAULT_CSS_SIZE, DEFAULT_DPR, frame_size
 from framestream.tokens import mint_token
 
 log = logging.getLogger(__name__)

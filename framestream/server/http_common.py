@@ -10,8 +10,8 @@ from typing import Any
 
 from aiohttp import web
 
+from framestream.core.errors import ProtocolError, TokenError
 from framestream.core.tokens import Claims
-from framestream.errors import ProtocolError, TokenError
 from framestream.frames.frame import Frame
 from framestream.server.context import ServiceContext
 

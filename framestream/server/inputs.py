@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from framestream.core.errors import FRAME_ERRORS, ProtocolError, TokenError, protocol_error
 from framestream.core.tokens import Claims
 from framestream.core.wire import InputEvent, Release, RequestHelp, TakeOver, check_bounds
-from framestream.errors import FRAME_ERRORS, ProtocolError, TokenError, protocol_error
 from framestream.frames.browsing import FrameAction
 from framestream.frames.events import FrameEvent
 from framestream.frames.frame import Frame

@@ -13,8 +13,8 @@ import time
 
 from aiohttp import web
 
+from framestream.core.errors import ProtocolError
 from framestream.core.tokens import Claims
-from framestream.errors import ProtocolError
 from framestream.recording.pictures import picture_at
 from framestream.recording.store import ID_PATTERN, RecordingInfo, RecordingStore
 from framestream.server.http_common import _claims, _ctx, encode_png, error

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Generic
 
-from framestream.config import Settings
+from framestream.core.errors import ProtocolError, TokenError
 from framestream.core.ratelimit import MessageLimits, TokenBucket
 from framestream.core.tokens import CLOCK_SKEW_S, Claims
 from framestream.core.urls import without_query
@@ -50,7 +50,6 @@ from framestream.core.wire import (
     webrtc_closed,
     welcome,
 )
-from framestream.errors import ProtocolError, TokenError
 from framestream.frames.events import (
     DRIVER_EVENTS,
     ClipboardCopied,
@@ -74,6 +73,7 @@ from framestream.server.session_actions import (
     StopWatching,
 )
 from framestream.server.tab_messages import tab_event_text
+from framestream.service.config import Settings
 
 log = logging.getLogger(__name__)
 

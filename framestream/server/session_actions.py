@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from framestream.config import FrameSize
 from framestream.core.wire import (
     DialogAnswer,
     IceCandidate,
@@ -17,6 +16,7 @@ from framestream.core.wire import (
     TakeOver,
 )
 from framestream.frames.events import ControlChanged, StateChanged
+from framestream.service.config import FrameSize
 
 
 class _Codec(Protocol):

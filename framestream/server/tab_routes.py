@@ -12,9 +12,9 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from framestream.core.errors import FRAME_ERRORS, ProtocolError, protocol_error
 from framestream.core.tokens import Claims
 from framestream.core.wire import parse_navigate_body
-from framestream.errors import FRAME_ERRORS, ProtocolError, protocol_error
 from framestream.frames.browsing import AdmitFiles, CancelFileChooser, ChooseFiles, FrameAction
 from framestream.frames.files import remove_folders
 from framestream.frames.frame import Frame

@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from aiohttp import BodyPartReader, MultipartReader, web
 
-from framestream.errors import ProtocolError
+from framestream.core.errors import ProtocolError
 from framestream.frames.files import FrameFiles, UniqueNames, make_folder, remove_folders, safe_name
 
 CHUNK = 256 * 1024

@@ -17,10 +17,10 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from framestream.core.errors import CapacityError, FrameGone, ProtocolError, protocol_error
 from framestream.core.ratelimit import LatestEvery
 from framestream.core.wire import CLOSE_GOING_AWAY, CLOSE_TOO_MANY, IceCandidate, Input, error_message
-from framestream.errors import CapacityError, FrameGone, ProtocolError, protocol_error
-from framestream.feed import Outbox, Viewer
+from framestream.fanout.feed import Outbox, Viewer
 from framestream.frames.events import FrameEvent, StateChanged
 from framestream.frames.frame import Frame
 from framestream.server.context import ServiceContext

@@ -11,14 +11,14 @@ import logging
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Protocol
 
+from framestream.core.errors import ProtocolError
 from framestream.core.wire import IceCandidate, webrtc_answer
-from framestream.errors import ProtocolError
-from framestream.outbox import Outbox
+from framestream.fanout.outbox import Outbox
 from framestream.webrtc.registry import PeerRegistry
 from framestream.webrtc.sdp import profile_level_id
 
 if TYPE_CHECKING:
-    from framestream.config import FrameSize, Settings
+    from framestream.service.config import FrameSize, Settings
     from framestream.webrtc.peer import Peer
 
 log = logging.getLogger(__name__)

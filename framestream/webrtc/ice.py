@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from framestream.errors import ConfigError
+from framestream.core.errors import ConfigError
 
 _SCHEMES = ("stun:", "turn:", "turns:")  # aiortc has no stuns:
 

@@ -29,7 +29,7 @@ from aiortc.rtp import RTCP_PSFB_APP, AnyRtcpPacket, RtcpPsfbPacket, RtcpRrPacke
 from aiortc.sdp import candidate_from_sdp
 
 from framestream.core.wire import IceCandidate
-from framestream.outbox import Outbox
+from framestream.fanout.outbox import Outbox
 from framestream.webrtc import consent
 from framestream.webrtc.ice import IceServer
 from framestream.webrtc.sdp import with_profile_level_id

@@ -20,7 +20,7 @@ import av
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from framestream.core.wire import KIND_VIDEO, VIDEO_HEADER, unpack_video_header
-from framestream.outbox import Outbox
+from framestream.fanout.outbox import Outbox
 
 MICROSECONDS = fractions.Fraction(1, 1_000_000)
 

@@ -9,7 +9,7 @@ import pytest
 
 from framestream.browser.proctable import in_group, read_process
 from framestream.browser.xvfb import XvfbDisplay, XvfbServer, xvfb_command
-from framestream.errors import BrowserError
+from framestream.core.errors import BrowserError
 
 
 def test_a_server_tells_its_display_and_is_ended_by_kill() -> None:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from framestream.config import FrameSize, Settings, frame_size, load_settings, parse_frame_arg
-from framestream.errors import ConfigError
+from framestream.core.errors import ConfigError
+from framestream.service.config import FrameSize, Settings, frame_size, load_settings, parse_frame_arg
 
 SECRET = "s" * 32
 

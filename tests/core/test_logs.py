@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from framestream import logs
+from framestream.service import logs
 
 
 def record(message: str, **fields: object) -> logging.LogRecord:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from framestream.statefile import remove_leftover_temps, write_json_atomically
+from framestream.service.statefile import remove_leftover_temps, write_json_atomically
 
 
 def test_replaces_the_file_whole(tmp_path: Path) -> None:

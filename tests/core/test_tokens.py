@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from framestream.core import tokens
+from framestream.core.errors import TokenError
 from framestream.core.tokens import (
     CLOCK_SKEW_S,
     MAX_TTL,
@@ -19,7 +20,6 @@ from framestream.core.tokens import (
     mint,
     verify,
 )
-from framestream.errors import TokenError
 from framestream.tokens import mint_token, verify_token
 
 NOW = 1_700_000_000.25

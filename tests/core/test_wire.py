@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from framestream.client.wire import encode_client_message
 from framestream.core import wire
+from framestream.core.errors import ProtocolError
 from framestream.core.wire import (
     Hello,
     Input,
@@ -30,7 +31,6 @@ from framestream.core.wire import (
     parse_input_body,
     unpack_video_header,
 )
-from framestream.errors import ProtocolError
 
 
 def msg(**fields: Any) -> str:

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from framestream.core.errors import ProtocolError
 from framestream.core.wire import (
     FORMAT_PNG,
     KIND_PADDING,
@@ -21,7 +22,6 @@ from framestream.core.wire import (
     unpack_video_header,
     welcome,
 )
-from framestream.errors import ProtocolError
 
 
 def test_the_worked_example_of_docs_protocol() -> None:

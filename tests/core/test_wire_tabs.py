@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from framestream.client.wire import encode_client_message, event_to_dict, navigate_body
 from framestream.core import pages as core_pages
 from framestream.core import wire
+from framestream.core.errors import ProtocolError
 from framestream.core.wire import (
     DialogAnswer,
     Input,
@@ -28,7 +29,6 @@ from framestream.core.wire import (
     parse_input_body,
     parse_navigate_body,
 )
-from framestream.errors import ProtocolError
 
 ENVELOPE: dict[str, Any] = {"frame": "f1", "grant": "G", "seq": 7}
 

@@ -9,7 +9,7 @@ import pytest
 
 from framestream.browser import chrome
 from framestream.browser.chrome import SANDBOX_ENV, chrome_flags, sandbox_decision
-from framestream.errors import BrowserError
+from framestream.core.errors import BrowserError
 from tests.deploy.files import REPO
 
 

@@ -8,16 +8,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from framestream.config import FrameSize, Settings
 from framestream.core.lifecycle import FrameState
 from framestream.core.wire import InputEvent
-from framestream.feed import Outbox, Viewer
+from framestream.fanout.feed import Outbox, Viewer
 from framestream.frames.events import FrameEvent, StateChanged
 from framestream.frames.frame import Frame
 from framestream.frames.manager import FrameManager
 from framestream.frames.runtime import RuntimeHooks
 from framestream.media.picture import Picture
-from framestream.statefile import write_json_atomically
+from framestream.service.config import FrameSize, Settings
+from framestream.service.statefile import write_json_atomically
 
 SIZE = FrameSize(320, 200, 1)
 URL = "http://pages.test/a"

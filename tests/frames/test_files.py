@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from framestream.config import load_settings
-from framestream.errors import ConfigError
+from framestream.core.errors import ConfigError
 from framestream.frames.files import FileLimits, FrameFiles, UniqueNames, remove_download_files, sweep_downloads
+from framestream.service.config import load_settings
 
 GUIDS = [f"0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(10)]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from framestream.core.errors import BrowserError, CapacityError, FrameGone
 from framestream.core.lifecycle import FrameState
-from framestream.errors import BrowserError, CapacityError, FrameGone
 from framestream.frames.events import StateChanged
 from framestream.frames.manager import FrameManager
 from framestream.frames.runtime import RESTARTS_PER_MINUTE, RestartBudget

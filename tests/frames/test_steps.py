@@ -9,9 +9,9 @@ import time
 
 import pytest
 
+from framestream.core.errors import CDPError, FrameGone, ProtocolError
 from framestream.core.tokens import Claims, mint
 from framestream.core.wire import KeyEvent, MouseEvent
-from framestream.errors import CDPError, FrameGone, ProtocolError
 from framestream.frames.events import ControlChanged, StateChanged
 from framestream.frames.manager import FrameManager
 from framestream.server.context import ServiceContext

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 import websockets
 
-from framestream.config import INSECURE_DEV_SECRET
 from framestream.core.tokens import derive_key, verify
+from framestream.service.config import INSECURE_DEV_SECRET
 from framestream.tokens import mint_token
 from tests.fixtures import service_fixture
 from tests.integration.test_input import (

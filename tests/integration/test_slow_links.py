@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from framestream.outbox import BUDGET_S
+from framestream.fanout.outbox import BUDGET_S
 from tests import netns
 
 PAGE = "noise.html"

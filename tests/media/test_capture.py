@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from framestream.browser.xvfb import XvfbServer
-from framestream.errors import CaptureError
+from framestream.core.errors import CaptureError
 from framestream.media.capture import DisplayCapture
 from framestream.media.diff import changed_rows
 from framestream.media.rects import DamageRect

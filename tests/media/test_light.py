@@ -6,7 +6,6 @@ from __future__ import annotations
 import av
 import numpy as np
 
-from framestream.config import FrameSize
 from framestream.media.encoder import EncodedPicture
 from framestream.media.light import LightEncoder, LightWorker
 from framestream.media.light_policy import (
@@ -20,6 +19,7 @@ from framestream.media.light_policy import (
     light_kbps,
     needs_recap,
 )
+from framestream.service.config import FrameSize
 
 
 def test_the_light_size_is_the_css_size_made_even() -> None:

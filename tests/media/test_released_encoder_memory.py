@@ -15,7 +15,7 @@ CHILD = textwrap.dedent('''
     import ctypes, sys, threading, time
     import numpy as np
     from framestream.media.encoder import H264Encoder
-    from framestream.heap import give_back_freed_memory, map_large_blocks
+    from framestream.service.heap import give_back_freed_memory, map_large_blocks
 
     if sys.argv[1] == "fixed":
         map_large_blocks()

@@ -15,8 +15,8 @@ import pytest
 
 from framestream.client import steps
 from framestream.client.wire import event_to_dict
+from framestream.core.errors import TokenError
 from framestream.core.tokens import derive_key, mint, verify
-from framestream.errors import TokenError
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]

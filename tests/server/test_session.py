@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 
-from framestream.config import FrameSize, Settings
+from framestream.core.errors import ProtocolError, TokenError
 from framestream.core.lifecycle import FrameState
 from framestream.core.tokens import Claims
 from framestream.core.wire import Hello, Unwatch, Watch
-from framestream.errors import ProtocolError, TokenError
 from framestream.frames.events import ControlChanged, StateChanged
 from framestream.server.session import (
     Action,
@@ -29,6 +28,7 @@ from framestream.server.session import (
     StopWatching,
     ViewerSession,
 )
+from framestream.service.config import FrameSize, Settings
 
 CODEC = "avc1.42C020"
 GOOD = "good-token"

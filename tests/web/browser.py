@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from framestream.browser.cdp import CDPConnection
-from framestream.errors import CDPError
+from framestream.core.errors import CDPError
 
 CHROME = os.environ.get("CHROME_PATH", "/usr/bin/chromium")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from framestream.config import FrameSize, load_settings
-from framestream.outbox import Outbox
+from framestream.fanout.outbox import Outbox
+from framestream.service.config import FrameSize, load_settings
 from framestream.webrtc.connection import ConnectionPeers
 from framestream.webrtc.registry import PeerRegistry
 

@@ -18,8 +18,8 @@ from aiortc.rtp import (
     pack_remb_fci,
 )
 
-from framestream.link import LinkMeter, StreamChoice
-from framestream.outbox import Outbox
+from framestream.fanout.link import LinkMeter, StreamChoice
+from framestream.fanout.outbox import Outbox
 from framestream.webrtc.peer import remb_bitrate, report_remb
 from framestream.webrtc.track import EncodedTrack
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from framestream.config import load_settings
-from framestream.errors import ConfigError
+from framestream.core.errors import ConfigError
+from framestream.service.config import load_settings
 from framestream.webrtc.ice import IceServer, parse_ice_hosts, parse_ice_servers
 from framestream.webrtc.sdp import h264_profile_level_ids, profile_level_id, with_profile_level_id
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from framestream.core.errors import ProtocolError
 from framestream.core.wire import (
     IceCandidate,
     WebrtcIce,
@@ -13,7 +14,6 @@ from framestream.core.wire import (
     webrtc_answer,
     webrtc_closed,
 )
-from framestream.errors import ProtocolError
 from framestream.server.session import AddIceCandidate, BringUp, Send, StartWatching, StopWatching
 from tests.core.test_wire_tabs import json_examples
 from tests.server.test_session import FakeFrame, claims, error, message, texts, watch, welcomed

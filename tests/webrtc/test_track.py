@@ -6,7 +6,7 @@ from __future__ import annotations
 import fractions
 
 from framestream.core.wire import FLAG_KEYFRAME, pack_padding, pack_video_header
-from framestream.outbox import Outbox
+from framestream.fanout.outbox import Outbox
 from framestream.webrtc.track import EncodedTrack
 
 ACCESS_UNIT = b"\x00\x00\x00\x01\x67\x42\xc0\x20" + b"\x00\x00\x00\x01\x65" + bytes(40_000)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
+from framestream.core.errors import ProtocolError
 from framestream.core.wire._events import (
     BUTTON_BITS,
     KEY_ACTIONS,
@@ -75,7 +76,6 @@ from framestream.core.wire._tab_messages import (
     parse_page,
 )
 from framestream.core.wire._webrtc_messages import WebrtcIce, WebrtcOffer, parse_webrtc_ice, parse_webrtc_offer
-from framestream.errors import ProtocolError
 
 # What a client may ask for in hello's `features` (the service grants those it has; unknown names are ignored).
 FEATURES = ("patches",)

@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from framestream.core.errors import ProtocolError
 from framestream.core.wire._limits import MAX_ID_CHARS, MAX_SEQ, MAX_TOKEN_CHARS
-from framestream.errors import ProtocolError
 
 
 class FieldError(Exception):

@@ -9,7 +9,7 @@ from typing import Final, NamedTuple
 VIDEO_HEADER: Final = struct.Struct(">BBHIQ")
 KIND_VIDEO: Final = 1
 KIND_PATCH: Final = 2  # opt-in (hello `features`): a picture's changed rectangles, see _patch_message
-KIND_PADDING: Final = 3  # bytes that test whether a slow link carries more (framestream/link.py); ignored
+KIND_PADDING: Final = 3  # bytes that test whether a slow link carries more (framestream/fanout/link.py); ignored
 KINDS: Final = (KIND_VIDEO, KIND_PATCH, KIND_PADDING)
 FLAG_KEYFRAME: Final = 1
 FLAG_REFINEMENT: Final = 2

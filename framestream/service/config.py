@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from framestream.core.errors import ConfigError
 from framestream.core.urls import is_loopback
-from framestream.errors import ConfigError
 from framestream.webrtc.ice import IceServer, parse_ice_hosts, parse_ice_servers
 
 MAX_ENCODED_WIDTH = 2560

@@ -6,7 +6,7 @@ the frame's, shared by every viewer) and offers it to each `Viewer`. A viewer wh
 asks the frame for a keyframe once its queue has room and resumes only at one, so a stalled viewer costs the
 others nothing. A viewer that had to skip on a measured link moves to the frame's light stream (`publish_light`:
 the CSS size, capped to the slowest light viewer's link, its own numbering and `video-config`) until a probe shows
-its link carries the full stream again (framestream/link.py `StreamChoice`, media/light.py).
+its link carries the full stream again (framestream/fanout/link.py `StreamChoice`, media/light.py).
 
 A new watcher starts from the frame's last keyframe when that keyframe still shows the page: nothing changed
 since (only refinements of it followed, which it gets too). It sees the picture at once, without waiting for a
@@ -25,17 +25,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT, VIDEO_HEADER, pack_padding, pack_video_header
-from framestream.link import StreamChoice
+from framestream.fanout.link import StreamChoice
+from framestream.fanout.outbox import OUTBOX_MAX_BYTES, OUTBOX_MAX_PICTURES, Outbox
 from framestream.media.light_policy import light_kbps, needs_recap
 from framestream.media.picture import PatchGate, Picture
-from framestream.outbox import OUTBOX_MAX_BYTES, OUTBOX_MAX_PICTURES, Outbox
 
 if TYPE_CHECKING:
     from framestream.frames.events import FrameEvent
 
 PADDING_CHUNK = 16 * 1024  # a probe's padding messages: small enough for a picture to go between them
 
-__all__ = ["FrameFeed", "Outbox", "Viewer"]  # Outbox lives in framestream/outbox.py; importers use it from here
+__all__ = ["FrameFeed", "Outbox", "Viewer"]  # Outbox lives in framestream/fanout/outbox.py; importers use it from here
 
 @dataclass(eq=False)
 class Viewer:

@@ -15,12 +15,12 @@ import signal
 
 from aiohttp import web
 
-from framestream.config import Settings
 from framestream.frames.manager import FrameManager
-from framestream.logs import tell_operator
 from framestream.server.context import ServiceContext
 from framestream.server.http import build_app
 from framestream.server.ws import close_all
+from framestream.service.config import Settings
+from framestream.service.logs import tell_operator
 from framestream.tokens import mint_token
 
 log = logging.getLogger("framestream")

@@ -7,10 +7,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from framestream import logs
-from framestream.config import Settings, load_settings
+from framestream.core.errors import ConfigError
 from framestream.core.tokens import MAX_TTL, ROLES
-from framestream.errors import ConfigError
+from framestream.service import logs
+from framestream.service.config import Settings, load_settings
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if settings.insecure_dev:
             print("framestream: WARNING: --insecure-dev: tokens are signed with a PUBLIC key. "
                   "Anyone who can reach this port can watch and drive. Local demos only.", file=sys.stderr)
-        from framestream.heap import map_large_blocks
+        from framestream.service.heap import map_large_blocks
         map_large_blocks()
         try:
             import uvloop
@@ -125,7 +125,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
 
 async def _serve(settings: Settings) -> int:
-    from framestream.app import run  # the server stack loads only for `serve`, not for `token`
+    from framestream.service.app import run  # the server stack loads only for `serve`, not for `token`
 
     return await run(settings)
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from framestream.link import LinkMeter
+from framestream.fanout.link import LinkMeter
 
 # Before a connection's link is measured, a viewer may fall this far behind (about half a second of motion)
 # before it skips to the next keyframe; the bytes stay a backstop after.
