@@ -4,6 +4,7 @@
 - `events`: what a frame tells its viewers (`StateChanged`, `ControlChanged`), as values, never wire text.
 - `runtime`: one launch of Xvfb + Chromium + the capture/encode pipeline, its watchdog, the relaunch budget.
 - `frame`: a frame's state, viewers, pause timer and input steps (`Frame.apply_step`).
+- `pictures`, `steps`, `recovery`: what a frame owns for its pictures, its drivers' steps, its relaunches.
 - `registry`: frames.json, saved off the loop and retried while the state dir cannot be written.
 - `manager`: every frame, the cap on running browsers, every background task, shutdown in order.
 

@@ -5,8 +5,9 @@ clock. The glue (server/ws.py) feeds it each received message with `now` (monoto
 actions it returns, in order: texts go to the connection's outbox, a close ends the connection, the frame
 actions (watch, unwatch, keyframe, bring-up, input step) are carried out on the real frame. What a frame emits
 to its viewers comes back through `event_text`; what a step or a bring-up ended with, through `step_done` and
-`bring_up_failed`. So hello, slots, the watch and input limits, step order and every error text are tested
-in-process with fake frames (tests/server/test_session.py).
+`bring_up_failed`. The texts are server/viewer_texts.py's, the token rules server/session_tokens.py's. So hello,
+slots, the watch and input limits, step order and every error text are tested in-process with fake frames
+(tests/server/test_session.py).
 """
 
 from __future__ import annotations
@@ -17,19 +18,16 @@ import logging
 from collections.abc import Callable
 from typing import Generic
 
-from framestream.core.errors import ProtocolError, TokenError
+from framestream.core.errors import ProtocolError
 from framestream.core.ratelimit import MessageLimits, TokenBucket
-from framestream.core.tokens import CLOCK_SKEW_S, Claims
-from framestream.core.urls import without_query
+from framestream.core.tokens import Claims
 from framestream.core.wire import (
-    CLOSE_FORBIDDEN,
     CLOSE_HELLO_TIMEOUT,
     CLOSE_PROTOCOL,
     CLOSE_TOO_MANY,
     CLOSE_UNAUTHORIZED,
     ClientMessage,
     DialogAnswer,
-    Hello,
     Input,
     KeyframeRequest,
     Navigate,
@@ -43,21 +41,13 @@ from framestream.core.wire import (
     WebrtcIce,
     WebrtcOffer,
     error_message,
-    frame_state,
     input_ack,
     parse_client_message,
-    video_config,
     webrtc_closed,
     welcome,
 )
-from framestream.frames.events import (
-    DRIVER_EVENTS,
-    ClipboardCopied,
-    FrameEvent,
-    HelpEnded,
-    StateChanged,
-)
-from framestream.server.handoff_messages import control_text, handoff_event_text
+from framestream.frames.events import FrameEvent, HelpEnded, StateChanged
+from framestream.server.handoff_messages import control_text
 from framestream.server.session_actions import (
     Action,
     AddIceCandidate,
@@ -72,31 +62,13 @@ from framestream.server.session_actions import (
     Step,
     StopWatching,
 )
-from framestream.server.tab_messages import tab_event_text
+from framestream.server.session_tokens import HelloRefused, hello_claims, refreshed_claims, token_deadline
+from framestream.server.viewer_texts import config_text, event_text, frame_state_text, state_key
 from framestream.service.config import Settings
 
 log = logging.getLogger(__name__)
 
 MAX_SLOT = 0xFFFF  # slots are 16 bits in the video header; 0 is never handed out
-DEFAULT_CODEC = "avc1.42C01F"  # named in a video-config sent before the encoder said its level
-
-
-def config_text(frame: SessionFrame, slot: int, light: bool = False, link_rate: float | None = None) -> str:
-    """The `video-config` of `frame` for the viewer on `slot`, with the codec as the encoder last said: of the
-    frame's light stream for a viewer on it (its link's rate in bytes/s, when measured, goes with it)."""
-    size = frame.size
-    if light:
-        width, height = size.light
-        return video_config(frame.id, slot, frame.feed.light_codec or DEFAULT_CODEC, width, height,
-                            size.css_width, size.css_height, stream="light",
-                            link_kbps=None if link_rate is None else round(link_rate * 8 / 1000))
-    return video_config(frame.id, slot, frame.feed.codec or DEFAULT_CODEC, size.width, size.height,
-                        size.css_width, size.css_height)
-
-
-def state_key(frame_id: str) -> str:
-    """The outbox key of a frame's `frame-state`: only the newest one waits in a connection's queue."""
-    return "frame-state:" + frame_id
 
 
 class Phase(enum.Enum):
@@ -229,26 +201,12 @@ class ViewerSession(Generic[F]):
             return [Send(error_message(exc.code, exc.message, exc.frame, exc.seq))]
 
     def _frame_state(self, state: StateChanged) -> str:
-        """`frame-state` for this connection: a view-only viewer gets the URLs without query and fragment (they
-        often carry secrets: OAuth codes, an app's own tokens); the pages themselves it sees anyway."""
-        url, pages = state.url, state.pages
-        if not self._may_drive(state.frame_id):
-            url = without_query(url)
-            pages = None if pages is None else [{**p, "url": without_query(str(p.get("url", "")))} for p in pages]
-        return frame_state(state.frame_id, state.state, url, state.viewers, state.driver, state.message, pages)
+        return frame_state_text(state, self._may_drive(state.frame_id))
 
     def event_text(self, event: FrameEvent) -> str | None:
-        """The message that tells this connection what a frame it watches emitted (None: not for it: what goes in
-        and out of a frame is for viewers that may drive it, unless configured otherwise)."""
-        if isinstance(event, StateChanged):
-            return self._frame_state(event)
-        handoff = handoff_event_text(event, self.presenter)
-        if handoff is not None:
-            return handoff
-        to_viewers = isinstance(event, ClipboardCopied) and self._settings.clipboard_to_viewers
-        if isinstance(event, DRIVER_EVENTS) and not to_viewers and not self._may_drive(event.frame_id):
-            return None
-        return tab_event_text(event)
+        """The message that tells this connection what a frame it watches emitted (None: not for it)."""
+        return event_text(event, self.presenter, self._may_drive(event.frame_id),
+                          self._settings.clipboard_to_viewers)
 
     def _rate_refused(self, now: float, error: ProtocolError) -> list[Action[F]]:
         """A message past a rate limit: answered `rate-limited`, or, when refusals too come faster than they
@@ -321,49 +279,27 @@ class ViewerSession(Generic[F]):
         return [Close(code, reason)]
 
     def _hello(self, parsed: ClientMessage) -> list[Action[F]]:
-        if not isinstance(parsed, Hello):
-            return self._refuse(CLOSE_UNAUTHORIZED, "hello expected first")
-        try:
-            claims = self._verify(parsed.token)
-        except TokenError as exc:
-            return self._refuse(CLOSE_UNAUTHORIZED, exc.message)
-        if not claims.allows("view", None):
-            return self._refuse(CLOSE_FORBIDDEN, "this token may not view frames")
-        if claims.step:
-            return self._refuse(CLOSE_FORBIDDEN, "a step grant is good for one input message, not for a "
-                                "connection: say hello with a view, drive or control token")
+        accepted = hello_claims(parsed, self._verify)
+        if isinstance(accepted, HelloRefused):
+            return self._refuse(accepted.code, accepted.reason)
         if not self._admit():
             return self._refuse(CLOSE_TOO_MANY, "too many connections")
+        hello, claims = accepted
         self.claims = claims
-        self.token_deadline = self._deadline_of(claims)
+        self.token_deadline = token_deadline(claims, self._wall_offset)
         self.phase = Phase.OPEN
-        self.features = frozenset(parsed.features or ())  # every feature the wire knows is granted
+        self.features = frozenset(hello.features or ())  # every feature the wire knows is granted
         self._log(logging.INFO, "viewer joined as %s (%s)", claims.sub, claims.role, peer=self.peer)
-        return [Send(welcome(self._settings.sandbox_id, self._settings.shared_frames, parsed.features))]
-
-    def _deadline_of(self, claims: Claims) -> float:
-        """When a connection under `claims` closes (`now`'s clock): at `exp` plus the skew tokens are given."""
-        return claims.exp + CLOCK_SKEW_S - self._wall_offset
+        return [Send(welcome(self._settings.sandbox_id, self._settings.shared_frames, hello.features))]
 
     # -- after welcome --------------------------------------------------------------------------------------
 
     def _refresh(self, message: Refresh) -> list[Action[F]]:
-        """A newer token for this connection: same subject, role and frame, a later `exp`. Answered only
-        when refused (an `error`; the connection keeps its token and its deadline)."""
+        """A newer token for this connection (session_tokens.refreshed_claims). Answered only when refused (an
+        `error`; the connection keeps its token and its deadline)."""
         assert self.claims is not None
-        try:
-            claims = self._verify(message.token)
-        except TokenError as exc:
-            raise ProtocolError(exc.code, f"refresh: {exc.message}") from exc
-        if claims.step:
-            raise ProtocolError("forbidden", "refresh: a step grant is good for one input message only")
-        old = self.claims
-        if (claims.sub, claims.role, claims.frm) != (old.sub, old.role, old.frm):
-            raise ProtocolError("forbidden", "refresh: the token must name the same subject, role and frame")
-        if claims.exp <= old.exp:
-            raise ProtocolError("forbidden", "refresh: the token must expire later than the connection's")
-        self.claims = claims
-        self.token_deadline = self._deadline_of(claims)
+        self.claims = refreshed_claims(self.claims, message.token, self._verify)
+        self.token_deadline = token_deadline(self.claims, self._wall_offset)
         self._log(logging.DEBUG, "token refreshed")
         return []
 
@@ -459,20 +395,5 @@ def _limited_kind(message: ClientMessage) -> str | None:
     return None
 
 
-__all__ = [
-    "Action",
-    "AddIceCandidate",
-    "ApplyStep",
-    "BringUp",
-    "Close",
-    "Phase",
-    "RequestKeyframe",
-    "Send",
-    "SessionFrame",
-    "StartWatching",
-    "Step",
-    "StopWatching",
-    "ViewerSession",
-    "config_text",
-    "state_key",
-]
+__all__ = ["Action", "AddIceCandidate", "ApplyStep", "BringUp", "Close", "Phase", "RequestKeyframe", "Send",
+           "SessionFrame", "StartWatching", "Step", "StopWatching", "ViewerSession", "config_text", "state_key"]

@@ -1,0 +1,97 @@
+"""What a driver's step does to a frame: input, an action or a take-over, admitted by who drives (frames/driving.py),
+recorded (recording/recorder.py), and applied to the page, bringing the frame up first when it is not live.
+
+The frame (frames/frame.py) owns one and keeps its public `apply_step`, `apply_action` and `take_over`; it
+imports this module, so this one names the frame only through `Steppable`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
+
+from framestream.core.control import FrameControl
+from framestream.core.errors import BrowserError, ProtocolError
+from framestream.core.lifecycle import FrameState
+from framestream.core.tokens import Claims
+from framestream.core.wire import InputEvent
+from framestream.frames.browsing import Browsing, FrameAction
+from framestream.frames.driving import Driving
+from framestream.frames.runtime import Runtime
+from framestream.recording.recorder import FrameRecorder
+
+
+class Steppable(Protocol):
+    """What a step asks of its frame."""
+
+    id: str
+    state: FrameState
+    driving: Driving
+    browsing: Browsing
+    recorder: FrameRecorder
+
+    @property
+    def control(self) -> FrameControl: ...
+
+    @property
+    def runtime(self) -> Runtime | None: ...
+
+    async def ensure_running(self) -> None: ...
+
+
+class FrameSteps:
+    def __init__(self, frame: Steppable) -> None:
+        self._frame = frame
+
+    async def apply_step(self, claims: Claims, seq: int, events: Sequence[InputEvent], presenter: int | None) -> int:
+        """Apply one step of input under verified `claims`: admission (newest grant drives), release of what the
+        previous driver held, `ControlChanged` to every viewer when the grant changed, then the events in
+        order. Returns the wall clock (µs) when its first event went to the browser.
+
+        Raises ProtocolError when the grant is refused (`superseded`), and CapacityError, FrameGone or
+        BrowserError when the frame cannot be brought up or the browser fails (errors.protocol_error)."""
+        frame = self._frame
+        return await frame.recorder.step(claims, seq, events, None, self._admitted(
+            claims, seq, presenter, lambda: self.apply_input(events), events))
+
+    async def apply_action(self, claims: Claims, seq: int, action: FrameAction, presenter: int | None) -> int:
+        return await self._frame.recorder.step(
+            claims, seq, None, action, self._admitted(claims, seq, presenter, lambda: self._apply_action(action)))
+
+    async def take_over(self, claims: Claims, seq: int, presenter: int | None) -> int:
+        frame = self._frame
+        if claims.step:
+            raise ProtocolError("forbidden", "take-over is a person's: a one-step grant cannot hold a frame",
+                                seq=seq, frame=frame.id)
+        return await frame.recorder.step(claims, seq, None, "take-over",
+                                         frame.driving.step(claims, seq, presenter, self._running))
+
+    async def _admitted(self, claims: Claims, seq: int, presenter: int | None,
+                        apply: Callable[[], Awaitable[None]], events: Sequence[InputEvent] = ()) -> int:
+        return await self._frame.driving.step(claims, seq, presenter, apply, events)
+
+    async def _running(self) -> None:
+        """Bring the frame up first when it is not live (all a take-over does to the page)."""
+        if self._frame.state is not FrameState.LIVE or self._frame.runtime is None:
+            await self._frame.ensure_running()
+
+    async def release_held(self, events: Sequence[InputEvent]) -> None:
+        """What a previous driver held, released only while the browser still runs (a new one holds nothing)."""
+        if self._frame.runtime is not None and self._frame.state is FrameState.LIVE:
+            await self.apply_input(events)
+
+    async def _apply_action(self, action: FrameAction) -> None:
+        await self._running()
+        await self._frame.browsing.apply(action)
+
+    async def apply_input(self, events: Sequence[InputEvent]) -> None:
+        frame = self._frame
+        await self._running()
+        runtime = frame.runtime
+        if runtime is None:
+            raise BrowserError(f"frame {frame.id} has no running browser ({frame.state.value})")
+        await runtime.dispatch(events)
+        frame.control.record(events)
+
+
+__all__ = ["FrameSteps", "Steppable"]
