@@ -1,10 +1,10 @@
 """Every page one browser opens, over its DevTools connection: the first page, popups and new tabs.
 
-Pages are auto-attached paused (`waitForDebuggerOnStart`), so each one is set up before its first script runs: the
-frame's CSS size and dpr, file choosers intercepted (never a native dialog), the copy hook, and popups' windows made
-fullscreen so every page covers the frame's screen and shares its coordinates. What a page asks of its driver
-(dialogs, file choosers) and what comes out of it (downloads, copied text) is reported as `TabEvent`s to one
-callback; the owner (a frame) turns them into messages for its viewers.
+Pages are auto-attached paused (`waitForDebuggerOnStart`), so each one is set up before its first script runs
+(browser/page_targets.py): the frame's CSS size and dpr, file choosers intercepted (never a native dialog), the copy
+hook, and popups' windows made fullscreen so every page covers the frame's screen and shares its coordinates.
+What a page asks of its driver (dialogs, file choosers) and what comes out of it (downloads, copied text) is
+reported as `TabEvent`s to one callback; the owner (a frame) turns them into messages for its viewers.
 
 Input goes to the active page. A dialog that opens while an input event is being applied ends that event's wait
 (the page is now waiting for the dialog, not for the input), so the step is acknowledged at once.
@@ -20,24 +20,22 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from framestream.browser import navigation, page_setup, responsiveness, url_guard
+from framestream.browser import navigation, responsiveness, url_guard
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.copy_hook import CopyRelay
 from framestream.browser.dialogs import Dialogs
 from framestream.browser.file_choosers import FileChoosers
+from framestream.browser.page_targets import PageTargets
 from framestream.browser.tab_events import (
     Copied,
     DownloadProgress,
     PageCrashed,
-    PageNavigated,
-    PageRefused,
     PagesChanged,
     TabEvent,
     TabSettings,
 )
 from framestream.core.errors import BrowserError, CDPError, ProtocolError
 from framestream.core.pages import Dialog, FileChooser, Page, PageStack
-from framestream.core.urls import without_query
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -56,21 +54,22 @@ class Tabs:
         self._hung: dict[str, asyncio.Event] = {}  # per session: set while the page does not answer
         self._tasks: set[asyncio.Task[Any]] = set()
         self._unsubscribe: list[Callable[[], None]] = []
-        self._first_page: asyncio.Future[Page] = asyncio.get_running_loop().create_future()
         self.paused = False
         self.closed = False
         self._copies = CopyRelay(lambda text: self._emit(Copied(text)))  # coalesced, rate-limited
-        self._subframes: dict[str, str] = {}  # a cross-site iframe's session -> the session it is a frame of
+        # Attaching, setting up and forgetting pages as their targets come and go (browser/page_targets.py).
+        self._targets = PageTargets(cdp, settings, self.pages, emit=on_event, spawn=self.spawn,
+                                    changed=self.changed, page_closed=self._page_closed)
 
     # -- start and stop ----------------------------------------------------------------------------------
 
     async def start(self, timeout: float = 10.0) -> Page:
         on = self.cdp.on
         self._unsubscribe = [
-            on("Target.attachedToTarget", self._on_attached),
-            on("Target.targetInfoChanged", self._on_target_info),
-            on("Target.targetDestroyed", self._on_target_destroyed),
-            on("Target.detachedFromTarget", self._on_detached),
+            on("Target.attachedToTarget", self._targets.on_attached),
+            on("Target.targetInfoChanged", self._targets.on_target_info),
+            on("Target.targetDestroyed", self._targets.on_target_destroyed),
+            on("Target.detachedFromTarget", self._targets.on_detached),
             on("Inspector.targetCrashed", self._on_crashed),
             on("Page.javascriptDialogOpening", self._on_dialog_opening),
             on("Page.javascriptDialogClosed", self._on_dialog_closed),
@@ -78,7 +77,7 @@ class Tabs:
             on("Browser.downloadWillBegin", self._on_download_begin),
             on("Browser.downloadProgress", self._on_download_progress),
             on("Runtime.bindingCalled", self._on_binding),
-            on("Page.loadEventFired", self._on_loaded),
+            on("Page.loadEventFired", self._targets.on_loaded),
             on("Fetch.requestPaused", self._on_document_request),
         ]
         self.settings.downloads_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -91,7 +90,7 @@ class Tabs:
                                                       "flatten": True})
         self.spawn(responsiveness.probe_forever(self), "page-probes")
         try:
-            return await asyncio.wait_for(asyncio.shield(self._first_page), timeout)
+            return await asyncio.wait_for(asyncio.shield(self._targets.first_page), timeout)
         except TimeoutError as exc:
             raise BrowserError("Chromium opened no page") from exc
 
@@ -144,103 +143,9 @@ class Tabs:
         target = page or self.active
         return await self.cdp.call(method, params, session_id=target.session_id, timeout=timeout)
 
-    def _on_attached(self, params: dict[str, Any]) -> None:
-        info = params.get("targetInfo") or {}
-        session_id = str(params.get("sessionId", ""))
-        if info.get("type") == "iframe":  # a cross-site frame of one of our pages (or of such a frame)
-            self._subframes[session_id] = str(params.get("parentSessionId", ""))
-            self.spawn(page_setup.prepare_subframe(self.cdp, session_id, self.settings), "adopt-iframe")
-            return
-        if info.get("type") != "page":
-            # Browser UI and workers are not ours to drive: let them run and leave them alone.
-            self.spawn(self._release_other(session_id, bool(params.get("waitingForDebugger"))), "detach-other")
-            return
-        self.spawn(self._adopt(info, session_id), f"adopt-{str(info.get('targetId', ''))[:8]}")
-
-    async def _release_other(self, session_id: str, waiting: bool) -> None:
-        with contextlib.suppress(CDPError):
-            if waiting:
-                await self.cdp.call("Runtime.runIfWaitingForDebugger", session_id=session_id, timeout=5.0)
-            await self.cdp.call("Target.detachFromTarget", {"sessionId": session_id}, timeout=5.0)
-
-    async def _adopt(self, info: dict[str, Any], session_id: str) -> None:
-        target_id = str(info.get("targetId", ""))
-        url = str(info.get("url", ""))
-        if len(self.pages) >= self.settings.max_pages:
-            log.warning("a page opened %s past the limit of %d pages; closed", without_query(url),
-                        self.settings.max_pages)
-            with contextlib.suppress(CDPError):
-                await self.cdp.call("Target.closeTarget", {"targetId": target_id}, timeout=5.0)
-            self._emit(PageRefused(url, f"a frame holds at most {self.settings.max_pages} pages"))
-            return
-        opener = self.pages.by_target(str(info.get("openerId") or ""))
-        page = Page(self.pages.new_id(), target_id, session_id, url=url, title=str(info.get("title", "")),
-                    opener=opener.id if opener else None)
-        try:
-            await self._prepare(page)
-        except CDPError as exc:
-            if self.pages.by_target(target_id) is None and not self._first_page.done():
-                self._first_page.set_exception(BrowserError(f"cannot set up the page: {exc}"))
-            log.warning("could not set up a new page: %s", exc)
-            return
-        self.pages.push(page)
-        if not self._first_page.done():
-            self._first_page.set_result(page)
-        log.debug("page %s opened%s", page.id, f" by {page.opener}" if page.opener else "")
-        self.changed()
-
-    async def _prepare(self, page: Page) -> None:
-        await page_setup.prepare(self.cdp, page, self.settings)
-
-    def _on_target_info(self, params: dict[str, Any]) -> None:
-        info = params.get("targetInfo") or {}
-        page = self.pages.by_target(str(info.get("targetId", "")))
-        if page is None:
-            return
-        url, title = str(info.get("url", "")), str(info.get("title", ""))
-        if url == page.url and title == page.title:
-            return
-        moved = url != page.url
-        page.url, page.title = url, title
-        if moved:
-            self._emit(PageNavigated(page.id, url, page is self.pages.active))
-        self.changed()
-
-    def _on_loaded(self, params: dict[str, Any]) -> None:
-        page = self.pages.by_session(params.get("sessionId"))
-        if page is not None:  # a document's own <title> comes with no targetInfoChanged: read it once loaded
-            self.spawn(self._refresh_info(page.target_id), "page-title")
-
-    async def _refresh_info(self, target_id: str) -> None:
-        with contextlib.suppress(CDPError):
-            info = await self.cdp.call("Target.getTargetInfo", {"targetId": target_id}, timeout=5.0)
-            self._on_target_info(info)
-
-    def _on_target_destroyed(self, params: dict[str, Any]) -> None:
-        self._forget(str(params.get("targetId", "")))
-
-    def _on_detached(self, params: dict[str, Any]) -> None:
-        if self._subframes.pop(str(params.get("sessionId", "")), None) is not None:
-            return
-        page = self.pages.by_session(str(params.get("sessionId", "")))
-        if page is not None:
-            self._forget(page.target_id)
-
-    def _forget(self, target_id: str) -> None:
-        page, was_active = self.pages.remove(target_id)
-        if page is None:
-            return
+    def _page_closed(self, page: Page) -> None:
         self.page_dialogs.page_closed(page.id)
         self.file_choosers.page_closed(page.id)
-        log.debug("page %s closed", page.id)
-        if was_active and self.pages.active is not None:
-            # The page below (a popup's opener) takes the screen and the input back at once.
-            self.spawn(self._raise(self.pages.active), "raise-page")
-        self.changed()
-
-    async def _raise(self, page: Page) -> None:
-        with contextlib.suppress(CDPError):
-            await self.cdp.call("Target.activateTarget", {"targetId": page.target_id}, timeout=5.0)
 
     def changed(self) -> None:
         """Tell the owner the pages as they are now."""
@@ -381,18 +286,9 @@ class Tabs:
 
     def _on_file_chooser(self, params: dict[str, Any]) -> None:
         session_id = str(params.get("sessionId", ""))
-        page = self._page_of(session_id)
+        page = self._targets.page_of(session_id)
         if page is not None:
             self.file_choosers.opened(page, params, session_id)
-
-    def _page_of(self, session_id: str) -> Page | None:
-        """The page a session belongs to: its own, or the page whose (cross-site) frame it is."""
-        for _ in range(16):  # (frames nest only so deep)
-            page = self.pages.by_session(session_id)
-            if page is not None or session_id not in self._subframes:
-                return page
-            session_id = self._subframes[session_id]
-        return None
 
     async def choose_files(self, chooser_id: str, paths: Iterable[Path]) -> None:
         await self.file_choosers.choose(chooser_id, paths)

@@ -14,7 +14,6 @@ import select
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,8 +22,10 @@ from framestream.core.pacing import Encode, EncodePolicy, Wait
 from framestream.media.capture import DisplayCapture
 from framestream.media.changes import grab_changes
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
+from framestream.media.keyframe_requests import KeyframeRequests
 from framestream.media.light import LightState
 from framestream.media.picture import KIND_PATCH, PatchGate, Picture
+from framestream.media.pipeline_stats import PipelineStats
 from framestream.media.rects import DamageRect
 from framestream.media.sender import ChangeSender
 from framestream.service.heap import give_back_freed_memory
@@ -74,13 +75,7 @@ class FramePipeline:
         self._release_after_s = release_after_s
         self._policy = EncodePolicy(fps=self._settings.fps)
         self._lock = threading.Lock()
-        self._keyframe_requested = False
-        self._fresh_requested = False  # a keyframe of a full grab, at the next slot (see request_fresh_keyframe)
-        # Generations of the kept picture: `_last` shows the page only once a grab made after the newest fresh
-        # request has replaced it (a resume, a page just loaded); until then no screenshot or light picture is
-        # taken from it.
-        self._want_generation = 0
-        self._last_generation = 0
+        self._requests = KeyframeRequests()  # guarded by _lock; also says whether `_last` shows the page yet
         self._paused = False
         self._stopping = False
         self._wake_r, self._wake_w = os.pipe()
@@ -90,9 +85,6 @@ class FramePipeline:
         self._last: np.ndarray | None = None
         self._last_capture_us = 0
         self._last_change_us = 0
-        self._emitted = 0  # pictures handed to on_picture, numbered from 1
-        self._last_keyframe_index = 0
-        self._request_seen = -1  # the most any pending keyframe asker had seen (see request_keyframe)
         # The light stream (media/light.py): its size, the cap the feed asks for (None: nobody takes it), and
         # a pending keyframe request for it.
         self._light_size = light_size or (width, height)
@@ -110,26 +102,16 @@ class FramePipeline:
         """Ask for an IDR. `published` is how many of this pipeline's pictures the loop has handed out: when
         a keyframe after those is already on its way, it will reach the asker, and no second one is made."""
         with self._lock:
-            if published is not None and self._last_keyframe_index > published:
+            if not self._requests.ask_keyframe(published):
                 return
-            self._keyframe_requested = True
-            # Every pending asker must be served: a keyframe counts only if it comes after all they have seen.
-            seen = published if published is not None else 1 << 62
-            self._request_seen = max(self._request_seen, seen)
         self._wake()
 
     def request_fresh_keyframe(self) -> None:
         """Ask for a keyframe of the whole screen as it is now, at the next slot, beyond the keyframe budget; the
         kept picture (screenshots, the light stream) counts as stale until it is grabbed."""
         with self._lock:
-            self._ask_fresh()
+            self._requests.ask_fresh()
         self._wake()
-
-    def _ask_fresh(self) -> None:  # (holding _lock)
-        self._fresh_requested = True
-        self._keyframe_requested = True
-        self._request_seen = 1 << 62
-        self._want_generation += 1
 
     def set_light(self, kbps: int | None) -> None:
         """Make the light stream at this cap (kbit/s), or stop making it (None)."""
@@ -148,7 +130,7 @@ class FramePipeline:
         with self._lock:
             self._paused = paused
             if not paused:
-                self._ask_fresh()  # a resume starts every viewer at a keyframe of the screen as it is now
+                self._requests.ask_fresh()  # a resume starts every viewer at a keyframe of the screen as it is now
         self._wake()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -173,7 +155,7 @@ class FramePipeline:
     def snapshot(self) -> tuple[np.ndarray, int, int] | None:
         """A copy of the last captured picture, its capture time and the time of the last change (µs)."""
         with self._lock:
-            if self._last is None or self._last_generation < self._want_generation:
+            if self._last is None or not self._requests.kept_is_current:
                 return None  # not grabbed since a resume or a fresh request: perhaps older than the page
             return self._last.copy(), self._last_capture_us, self._last_change_us
 
@@ -255,17 +237,9 @@ class FramePipeline:
                     return
                 paused = self._paused
                 light_kbps, light_keyframe, self._light_keyframe = self._light_kbps, self._light_keyframe, False
-                generation = self._want_generation  # what a grab made from here on is fresh for
-                if self._fresh_requested and not paused:
-                    self._fresh_requested = False
-                    full_grab_needed = True  # the screen itself, not damage that may not have arrived yet
-                    policy.request_keyframe(at_once=True)
-                if self._keyframe_requested:
-                    self._keyframe_requested = False
-                    # A keyframe emitted since the request was made (while this thread was busy) serves it.
-                    if self._last_keyframe_index <= self._request_seen:
-                        policy.request_keyframe()
-                    self._request_seen = -1
+                generation = self._requests.want_generation  # what a grab made from here on is fresh for
+                if self._requests.take(policy, paused):
+                    full_grab_needed = True
             new_damage = capture.pending_damage()
             if paused:
                 # Kept a while, so a viewer who comes back soon resumes from the kept picture (only changed rows
@@ -324,7 +298,7 @@ class FramePipeline:
                         self.stats.changes += 1
                     self._last = kept
                     self._last_capture_us = capture_us
-                    self._last_generation = generation
+                    self._requests.last_generation = generation
             changed = rows is not None
             patched = False
             if changed or decision.keyframe or decision.refinement:
@@ -338,9 +312,7 @@ class FramePipeline:
                     self.stats.patches += patched
                     self.stats.patch_bytes += out.patch_bytes
                     with self._lock:
-                        self._emitted += 1
-                        if out.keyframe:
-                            self._last_keyframe_index = self._emitted
+                        self._requests.note_emitted(out.keyframe)
                     self._on_picture(
                         Picture(
                             data=out.data,
@@ -376,7 +348,7 @@ class FramePipeline:
             return
         self.stats.pictures += 1
         with self._lock:
-            self._emitted += 1
+            self._requests.note_emitted(keyframe=False)
         # Timed as the last change it shows (a later grab that found nothing new says nothing of this picture).
         with self._lock:
             shown_us = self._last_change_us or self._last_capture_us
@@ -386,7 +358,7 @@ class FramePipeline:
     def _send_light(self, light: LightState, kept: np.ndarray, now: float) -> float:
         """Hand the light stream a picture when one is due; seconds until the next may be (3600: none)."""
         # (nothing grabbed yet, or not since a resume: nothing that shows the page to send)
-        if self._last is not None and self._last_generation >= self._want_generation:
+        if self._last is not None and self._requests.kept_is_current:
             light.send(kept, now, self._last_capture_us)
         deadline = light.deadline(time.monotonic())
         return 3600.0 if deadline is None else deadline
@@ -397,16 +369,6 @@ class FramePipeline:
         self._on_picture(Picture(data=picture.data, keyframe=picture.keyframe, refinement=picture.refinement,
                                  capture_us=capture_us, encoded_us=time.time_ns() // 1000, codec=codec,
                                  changed=not picture.refinement, light=True))
-
-
-@dataclass
-class PipelineStats:
-    pictures: int = 0
-    changes: int = 0
-    encode_seconds: float = 0.0  # x264 and patch images
-    patches: int = 0  # of `pictures`, those sent as patches
-    patch_bytes: int = 0
-    light_pictures: int = 0  # of the light stream, beside `pictures`
 
 
 __all__ = ["CaptureError", "FramePipeline", "Picture", "PipelineStats"]
