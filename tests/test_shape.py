@@ -150,3 +150,20 @@ def test_imports_inside_functions_under_type_checking_and_relative_ones_count(tm
 def test_no_import_cycle_among_framestream_modules() -> None:
     cycles = import_cycles(import_graph())
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in cycles)
+
+
+MAX_MODULE_LINES = 400
+
+
+def test_no_module_is_over_400_lines() -> None:
+    sizes = {name: len(path.read_text().splitlines()) for name, path in module_files().items()}
+    long = {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by job): {long}"
+
+
+def test_the_performance_page_and_the_recorded_results_stay_short() -> None:
+    repo = ROOT.parent
+    page = len((repo / "docs" / "performance.md").read_text().splitlines())
+    assert page <= 400, f"docs/performance.md is {page} lines: the latest results belong there, history in git"
+    results = [p.name for p in (repo / "benchmarks" / "results").iterdir() if p.is_file() and p.suffix == ".json"]
+    assert len(results) <= 10, f"benchmarks/results holds {len(results)} files: record only what the docs quote"
