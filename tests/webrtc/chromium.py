@@ -19,7 +19,8 @@ async def open_webrtc_viewer(page: Page, service: Service, frame: str) -> None:
     await page.navigate("about:blank")
     await page.wait_for("location.href === 'about:blank'")
     await page.navigate(f"{service.base}/#{fragment}")
-    await page.wait_for("window.framestream && window.framestream.client !== undefined")
+    # (the client is null until the page has asked for its demo tokens: wait for the client itself)
+    await page.wait_for("window.framestream && window.framestream.client")
     assert await page.eval("window.framestream.client.videoTransport") == "webrtc"
     await page.eval(JS_HELPERS)
 
