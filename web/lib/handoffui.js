@@ -13,14 +13,18 @@ const ENDED_SHOW_MS = 6000; // how long the banner says how a request for help e
 
 const STYLE_ID = 'fs-handoff-style';
 const CSS = `
-.fs-handoff{display:inline-flex;flex-wrap:wrap;align-items:center;gap:6px}
+/* A row of its own, always there and one height, whoever drives: the picture never moves under the pointer when
+   Take over or Hand back appears (a click that made us the driver shifted the canvas, and the next click missed). */
+.fs-handoff{display:flex;flex:1 0 100%;flex-wrap:nowrap;align-items:center;gap:6px;height:24px;overflow:hidden;
+  white-space:nowrap}
+.fs-handoff button,.fs-note{height:22px;box-sizing:border-box}
 .fs-handoff [hidden]{display:none}
 .fs-kind[data-kind=agent]{background:#5b3da6}
 .fs-kind[data-kind=person]{background:#2456a6}
 .fs-handoff button,.fs-help button{font:inherit;font-size:12px;padding:0 8px;cursor:pointer}
-.fs-hand-back{display:inline-flex;gap:4px;margin:0}
-.fs-note{font:inherit;font-size:12px;width:22ch}
-.fs-handoff-status{font-size:12px;color:#9ab}
+.fs-hand-back{display:inline-flex;gap:4px;margin:0;min-width:0}
+.fs-note{font:inherit;font-size:12px;width:22ch;min-width:8ch;flex:0 1 auto}
+.fs-handoff-status{font-size:12px;color:#9ab;overflow:hidden;text-overflow:ellipsis}
 .fs-handoff-status[data-tone=error]{color:#fb8}
 .fs-handoff-status:empty{display:none}
 .fs-help{display:flex;flex-wrap:wrap;align-items:center;gap:8px;padding:4px 8px;border-radius:4px;
