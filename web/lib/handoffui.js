@@ -6,6 +6,7 @@
 
 import { controlView, helpView, pointerSpot, refusalText } from './handoff.js';
 import { canvasPlacement } from './input.js';
+import { ensureStyle } from './style.js';
 
 export const POINTER_SHOW_MS = 2000; // the marker stays this long, then fades out over POINTER_FADE_MS
 export const POINTER_FADE_MS = 600;
@@ -47,14 +48,6 @@ const CSS = `
 @keyframes fs-pointer-click{from{transform:scale(1.8)}to{transform:scale(1)}}
 `;
 
-function ensureStyle(doc) {
-  if (doc.getElementById(STYLE_ID)) return;
-  const style = doc.createElement('style');
-  style.id = STYLE_ID;
-  style.textContent = CSS;
-  doc.head.appendChild(style);
-}
-
 function html(doc, markup) {
   const t = doc.createElement('template');
   t.innerHTML = markup.trim();
@@ -73,7 +66,7 @@ function html(doc, markup) {
 export function mountHandoff(client, view, { drive }) {
   const { frameId, canvas } = view;
   const doc = view.el.ownerDocument;
-  ensureStyle(doc);
+  ensureStyle(doc, STYLE_ID, CSS);
   const bar = view.el.querySelector('.fs-bar');
   const stage = view.el.querySelector('.fs-stage');
 

@@ -4,6 +4,7 @@
 // driver's steps through the client, with its grant and seq as `input` has them.
 
 import { createTabBar } from './tabbar.js';
+import { ensureStyle } from './style.js';
 import { createDialogs } from './dialogs.js';
 import { createTransfers } from './transfers.js';
 import { tabHttp } from './tabhttp.js';
@@ -59,14 +60,6 @@ button.fs-tab-label{cursor:pointer}
 .fs-clipboard-text{flex-basis:100%;font:12px/1.4 ui-monospace,monospace}
 `;
 
-function ensureStyle(doc) {
-  if (doc.getElementById(STYLE_ID)) return;
-  const style = doc.createElement('style');
-  style.id = STYLE_ID;
-  style.textContent = CSS;
-  doc.head.appendChild(style);
-}
-
 /**
  * Add the tab UI to a view made by mountFrame().
  * @param {import('./client.js').FramestreamClient} client
@@ -77,7 +70,7 @@ function ensureStyle(doc) {
 export function mountTabUi(client, view, { drive = canDrive(client.role) } = {}) {
   const { frameId } = view;
   const doc = view.el.ownerDocument;
-  ensureStyle(doc);
+  ensureStyle(doc, STYLE_ID, CSS);
   const stage = view.el.querySelector('.fs-stage');
   const toast = (text) => view.toast?.(text);
   const http = tabHttp({ wsUrl: client.url, grant: () => client.token });

@@ -4,6 +4,7 @@
 // embedder who wants its own chrome can use those directly.
 
 import { attachInput } from './input.js';
+import { ensureStyle } from './style.js';
 import { mountHandoff } from './handoffui.js';
 import { formatLink, formatStats } from './stats.js';
 import { canDrive } from './token.js';
@@ -35,14 +36,6 @@ const CSS = `
 .fs-toast{position:absolute;left:50%;bottom:8px;transform:translateX(-50%);pointer-events:none;
   background:rgba(122,38,38,.92);color:#fff;font:13px/1.4 system-ui,sans-serif;padding:3px 10px;border-radius:3px}
 `;
-
-function ensureStyle(doc) {
-  if (doc.getElementById(STYLE_ID)) return;
-  const style = doc.createElement('style');
-  style.id = STYLE_ID;
-  style.textContent = CSS;
-  doc.head.appendChild(style);
-}
 
 const STATE_TEXT = {
   launching: 'Starting…',
@@ -77,7 +70,7 @@ const ERROR_TEXT = {
 export function mountFrame(client, frameId, container, opts = {}) {
   const { showStats = false, title, drive = canDrive(client.role) } = opts;
   const doc = container.ownerDocument;
-  ensureStyle(doc);
+  ensureStyle(doc, STYLE_ID, CSS);
   const el = doc.createElement('figure');
   el.className = 'fs-frame';
   el.dataset.frame = frameId;
