@@ -39,6 +39,14 @@ TEST_SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
 T = TypeVar("T")
 
 
+def forged(token: str) -> str:
+    """`token` with its signature's first character changed: a signature that can never verify. (Changing the last
+    character is not enough: a 32-byte MAC's last base64url character carries 4 bits, one time in 16 it is 'A'
+    already.)"""
+    payload, _, signature = token.partition(".")
+    return f"{payload}.{'B' if signature[0] == 'A' else 'A'}{signature[1:]}"
+
+
 async def until(what: str, probe: Callable[[], Awaitable[T | None]], within: float = 90.0) -> T:
     """Poll `probe` every 0.2 s until it gives a truthy value (for what has no event to wait on: /metrics, a
     browser's getStats); fail saying `what` was awaited."""

@@ -18,7 +18,7 @@ from framestream.client import Client, SandboxKey, Superseded, TakenOver, png_to
 from framestream.core.tokens import derive_key, mint
 from tests.client.agent_page import BUTTON, FIELD, GREY, RED, near, typed_text
 from tests.fixtures import service_fixture
-from tests.support import TEST_SECRET, Service
+from tests.support import TEST_SECRET, Service, forged
 
 pytestmark = pytest.mark.integration
 
@@ -180,7 +180,7 @@ async def test_grants_that_may_not_drive_cannot_hold_release_or_ask(service: Ser
         await alice.take_over(frame)
         await heard.first(control("alice", held=True))
         dkey = derive_key(TEST_SECRET.encode(), "test")
-        forged = person_grant(frame)[:-4] + "AAAA"
+        bad_signature = forged(person_grant(frame))
         expired = mint(dkey, sandbox="test", role="drive", now=time.time() - 600, frame=frame, subject="mallory",
                        ttl=60)
         view_only = service.token("view", frame=frame, subject="mallory")
@@ -188,11 +188,11 @@ async def test_grants_that_may_not_drive_cannot_hold_release_or_ask(service: Ser
                            ttl=60)
         step = key.step(frame)
         answers = await raw_steps(service, frame, [
-            ("take-over", forged, {}), ("take-over", expired, {}), ("take-over", view_only, {}),
+            ("take-over", bad_signature, {}), ("take-over", expired, {}), ("take-over", view_only, {}),
             ("take-over", other_frame, {}), ("take-over", step, {}),
-            ("release", forged, {"note": "x"}), ("release", expired, {}), ("release", view_only, {}),
-            ("release", person_grant(frame, "bob")[:-1] + "A", {}),
-            ("request-help", forged, {"reason": "r"}), ("request-help", expired, {"reason": "r"}),
+            ("release", bad_signature, {"note": "x"}), ("release", expired, {}), ("release", view_only, {}),
+            ("release", forged(person_grant(frame, "bob")), {}),
+            ("request-help", bad_signature, {"reason": "r"}), ("request-help", expired, {"reason": "r"}),
             ("request-help", view_only, {"reason": "r"}), ("request-help", person_grant(frame, "bob"), {"reason": "r"}),
             ("request-help", key.step(frame), {"reason": ""}), ("request-help", key.step(frame), {"reason": "r",
                                                                                                  "timeout_s": 0}),

@@ -15,7 +15,7 @@ import websockets
 
 from framestream.client import Client, Forbidden
 from tests.fixtures import service_fixture
-from tests.support import Service, processes_using
+from tests.support import Service, forged, processes_using
 
 pytestmark = pytest.mark.integration
 
@@ -78,9 +78,9 @@ async def test_json_logs_carry_frame_and_connection_ids(state_dir: Path, pages: 
         client = await Client.connect(svc.base, token=svc.token("view"), reconnect=False)
         await client.watch(frame_id)
         await client.close()
-        forged = svc.token("view")[:-4] + "AAAA"
+        bad_signature = forged(svc.token("view"))
         refused = await websockets.connect(svc.ws_url)
-        await refused.send(json.dumps({"type": "hello", "token": forged}))
+        await refused.send(json.dumps({"type": "hello", "token": bad_signature}))
         with pytest.raises(websockets.ConnectionClosed):
             await asyncio.wait_for(refused.recv(), 10)
         assert svc.request("DELETE", f"/frames/{frame_id}")[0] == 200
@@ -98,7 +98,7 @@ async def test_json_logs_carry_frame_and_connection_ids(state_dir: Path, pages: 
     assert left["conn"] == joined["conn"] and "viewer joined as user (view)" == joined["message"]
     hello_refused = next(r for r in records if r["message"].startswith("hello refused"))
     assert hello_refused["code"] == 4401 and hello_refused["conn"] != joined["conn"]
-    assert forged not in svc.log() and forged.split(".")[1] not in svc.log()
+    assert bad_signature not in svc.log() and bad_signature.split(".")[1] not in svc.log()
     assert any(r["message"].startswith("open http://127.0.0.1:") for r in records), "the what-to-open line"
 
 
