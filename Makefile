@@ -6,14 +6,16 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 7682
-APT_PACKAGES := chromium xvfb ffmpeg x11-utils x11-xserver-utils fonts-dejavu-core fonts-noto-color-emoji fonts-noto-cjk iproute2
+# firefox-esr: the viewer's second browser (tests/web/test_viewer_firefox.py); its WebCodecs decodes H.264 with
+# Debian's libavcodec, which ffmpeg brings.
+APT_PACKAGES := chromium firefox-esr xvfb ffmpeg x11-utils x11-xserver-utils fonts-dejavu-core fonts-noto-color-emoji fonts-noto-cjk iproute2
 STAMP := $(VENV)/.installed
 
 .PHONY: run test bench soak lint typecheck audit lock system-deps venv clean
 
 system-deps:
 	@missing=""; \
-	for bin in chromium Xvfb ffmpeg xdpyinfo xrandr; do command -v $$bin >/dev/null 2>&1 || missing="$$missing $$bin"; done; \
+	for bin in chromium firefox-esr Xvfb ffmpeg xdpyinfo xrandr; do command -v $$bin >/dev/null 2>&1 || missing="$$missing $$bin"; done; \
 	extra=""; command -v node >/dev/null 2>&1 || extra="nodejs"; \
 	if [ -n "$$missing$$extra" ]; then \
 	  echo "installing Debian packages for:$$missing $$extra"; \

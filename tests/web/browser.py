@@ -15,7 +15,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from framestream.browser.cdp import CDPConnection
 from framestream.core.errors import CDPError
@@ -283,7 +283,16 @@ JS_HELPERS = """
 
 # -- the viewer page, as the tests drive it ------------------------------------------------------------------------
 
-async def open_viewer(page: Page, base: str, token: str, frames: list[str]) -> None:
+class BrowserTab(Protocol):
+    """What the helpers below need of a browser tab: `Page` here (Chromium), or Firefox's `Tab`
+    (tests/web/firefox.py, WebDriver BiDi)."""
+
+    async def navigate(self, url: str) -> None: ...
+    async def eval(self, expression: str, within: float = 30) -> Any: ...
+    async def wait_for(self, expression: str, within: float = 20, interval: float = 0.1) -> Any: ...
+
+
+async def open_viewer(page: BrowserTab, base: str, token: str, frames: list[str]) -> None:
     """Load the service's viewer at `base` for `frames` and install JS_HELPERS in it."""
     fragment = urllib.parse.urlencode([("token", token)] + [("frame", f) for f in frames])
     # via about:blank: a navigation that only changes the fragment would not load the page again
@@ -294,18 +303,18 @@ async def open_viewer(page: Page, base: str, token: str, frames: list[str]) -> N
     await page.eval(JS_HELPERS)
 
 
-async def info(page: Page, frame: str) -> dict[str, Any]:
+async def info(page: BrowserTab, frame: str) -> dict[str, Any]:
     """The viewer client's own account of `frame` (config, counts, last draw)."""
     return await page.eval(  # type: ignore[no-any-return]
         f"JSON.parse(JSON.stringify(window.framestream.client.info({json.dumps(frame)})))")
 
 
-async def pixel(page: Page, frame: str, css: tuple[int, int]) -> list[int] | None:
+async def pixel(page: BrowserTab, frame: str, css: tuple[int, int]) -> list[int] | None:
     """The canvas pixel at the frame's CSS point `css` (whatever its dpr), or None before the first picture."""
     return await page.eval(f"fsPixel({json.dumps(frame)}, {css[0]}, {css[1]})")  # type: ignore[no-any-return]
 
 
-async def wait_pixel(page: Page, frame: str, css: tuple[int, int], rgb: tuple[int, int, int],
+async def wait_pixel(page: BrowserTab, frame: str, css: tuple[int, int], rgb: tuple[int, int, int],
                      within: float = 30) -> list[int]:
     """Wait until the canvas shows `rgb` at the frame's CSS point `css`; an AssertionError says what it showed."""
     js = f"fsPixel({json.dumps(frame)}, {css[0]}, {css[1]})"
