@@ -57,8 +57,8 @@ class PeerDisplay:
         display = await XvfbDisplay.start(width, height)
         try:
             browser = await ChromeBrowser.launch(chrome_path=CHROME_PATH, display=display.name,
-                                                 profile_dir=Path(root) / "profile", width=width, height=height,
-                                                 dpr=dpr)
+                                                 xauthority=display.xauthority, profile_dir=Path(root) / "profile",
+                                                 width=width, height=height, dpr=dpr)
         except BaseException:
             await display.stop()
             shutil.rmtree(root, ignore_errors=True)
