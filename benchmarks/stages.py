@@ -1,0 +1,198 @@
+"""Where a frame's time goes (issue 29): the real worker (media/pipeline.FramePipeline) on a real Xvfb and Chromium
+showing a page, each stage of every picture timed.
+
+    .venv/bin/python -m benchmarks.stages                       # moving box and scroll, 1280x800 at dpr 2 and 1
+    .venv/bin/python -m benchmarks.stages --pages move --dpr 2 --patches
+
+The stages, timed inside the worker thread by wrapping the functions the pipeline calls (the worker itself is
+unchanged): the X grab (`DisplayCapture.grab`, XShm), the change check (`changed_boxes` over every band read),
+the colour conversion (`H264Encoder.update`, OpenCV), x264 (`X264Encoder.encode`: wall time, it runs two slice
+threads at 2560x1600), the patch images (`make_patches`) and the rest of the worker thread's CPU (the pacing
+policy, the unchanged-macroblock map, Python). CPU is thread CPU (`time.thread_time`) per picture, except x264's,
+whose slice threads are counted as the process CPU that no other thread took. Prints one table; `--json` writes
+the figures beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import pages
+from benchmarks.peers import PeerDisplay
+from framestream.media import capture, changes, encoder, pipeline, sender, x264
+from framestream.media.encoder import EncoderSettings
+from framestream.media.picture import KIND_PATCH, PatchGate, Picture
+
+PAGES = {"move": ("bench", "move_box.html"), "scroll": ("bench", "scroll_fast.html"),
+         "spinner": ("bench", "patch_spinner.html"), "small": ("bench", "patch_box.html")}
+STAGES = ("grab", "compare", "convert", "x264", "png")
+
+
+@dataclass
+class Stopwatch:
+    """Per stage: calls, wall seconds and thread CPU seconds, added by the worker thread only."""
+
+    worker: int | None = None
+    calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    wall: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    cpu: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    depth: int = 0  # a stage inside another is counted only in the outer one
+
+    def wrap(self, stage: str, func: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() != self.worker or self.depth:
+                return func(*args, **kwargs)
+            self.depth += 1
+            wall, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.wall[stage] += time.perf_counter() - wall
+                self.cpu[stage] += time.thread_time() - cpu
+                self.calls[stage] += 1
+                self.depth -= 1
+        return timed
+
+    def reset(self) -> None:
+        self.calls.clear()
+        self.wall.clear()
+        self.cpu.clear()
+
+
+@contextmanager
+def timed_stages(watch: Stopwatch) -> Iterator[None]:
+    """The pipeline's stage functions wrapped for the duration (benchmark only: nothing else runs here)."""
+    targets = [
+        (capture.DisplayCapture, "grab", "grab"),
+        (changes, "changed_boxes", "compare"),
+        (encoder.H264Encoder, "update", "convert"),
+        (x264.X264Encoder, "encode", "x264"),
+        (sender, "make_patches", "png"),
+    ]
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]
+    for owner, name, stage in targets:
+        setattr(owner, name, watch.wrap(stage, getattr(owner, name)))
+    try:
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
+def thread_cpu(tid: int) -> float:
+    """CPU seconds of one thread of this process (utime + stime), from /proc."""
+    with open(f"/proc/self/task/{tid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+async def measure(url: str, css: tuple[int, int], dpr: int, *, patches: bool, warmup: float,
+                  window: float, threads: int = 0) -> dict[str, Any]:
+    peer = await PeerDisplay.start(url, css[0], css[1], dpr)
+    pictures: list[Picture] = []
+    gate = PatchGate()
+    gate.open = patches
+    watch = Stopwatch()
+    failed: list[Exception] = []
+    worker = pipeline.FramePipeline(peer.display.name, peer.width, peer.height, on_picture=pictures.append,
+                                    on_failure=failed.append, patch_gate=gate,
+                                    settings=EncoderSettings(threads=threads))
+    try:
+        with timed_stages(watch):
+            worker.start()
+            thread = worker._thread  # the worker thread: its stages are timed, its CPU read from /proc
+            assert thread is not None and thread.native_id is not None
+            watch.worker = thread.ident
+            await asyncio.sleep(warmup)
+            watch.reset()
+            count = len(pictures)
+            started, cpu0, worker0 = time.perf_counter(), process_cpu(), thread_cpu(thread.native_id)
+            await asyncio.sleep(window)
+            seconds = time.perf_counter() - started
+            cpu, worker_cpu = process_cpu() - cpu0, thread_cpu(thread.native_id) - worker0
+            sent = pictures[count:]
+            calls, wall, stage_cpu = dict(watch.calls), dict(watch.wall), dict(watch.cpu)
+    finally:
+        worker.stop()
+        await peer.stop()
+    if failed:
+        raise RuntimeError(f"the worker failed: {failed[0]!r}")
+    n = max(1, calls.get("grab", 0))
+    per_picture = {stage: round(1000 * wall.get(stage, 0.0) / n, 2) for stage in STAGES}
+    in_stages = sum(stage_cpu.get(stage, 0.0) for stage in STAGES if stage != "x264")
+    x264_cpu = max(0.0, cpu - (worker_cpu - stage_cpu.get("x264", 0.0)))  # the slice threads and the caller's part
+    return {
+        "size": f"{css[0]}x{css[1]}@{dpr}x ({peer.width}x{peer.height})", "patches": patches,
+        "fps": round(len(sent) / seconds, 1), "grabs_per_s": round(n / seconds, 1),
+        "patch_share": round(sum(p.kind == KIND_PATCH for p in sent) / max(1, len(sent)), 2),
+        "vcpu": round(cpu / seconds, 3), "ms_per_grab": per_picture,
+        "x264_cpu_ms": round(1000 * x264_cpu / n, 2),
+        "other_ms": round(1000 * max(0.0, worker_cpu - stage_cpu.get("x264", 0.0) - in_stages) / n, 2),
+        "kbit_s": round(8 * sum(len(p.data) for p in sent) / seconds / 1000, 1),
+    }
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = ("| page | size | patches | fps | vCPU | grab | compare | convert | x264 wall (CPU) | png | other | "
+            "kbit/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    for r in rows:
+        ms = r["ms_per_grab"]
+        lines.append(f"| {r['page']} | {r['size']} | {'yes' if r['patches'] else 'no'} ({r['patch_share']:.0%}) | "
+                     f"{r['fps']} | {r['vcpu']:.3f} | {ms['grab']:.2f} | {ms['compare']:.2f} | {ms['convert']:.2f} | "
+                     f"{ms['x264']:.2f} ({r['x264_cpu_ms']:.2f}) | {ms['png']:.2f} | {r['other_ms']:.2f} | "
+                     f"{r['kbit_s']} |")
+    return "\n".join(lines)
+
+
+async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    with pages() as (tests_base, bench_base):
+        for dpr in (int(d) for d in args.dpr.split(",")):
+            for name in args.pages.split(","):
+                where, page = PAGES[name]
+                url = f"{bench_base if where == 'bench' else tests_base}/{page}"
+                for patches in (False, True) if args.patches else (False,):
+                    row = await measure(url, (1280, 800), dpr, patches=patches, warmup=args.warmup,
+                                        window=args.window, threads=args.threads)
+                    rows.append({"page": name, **row})
+                    print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", default="move,scroll", help=f"any of {', '.join(PAGES)}")
+    parser.add_argument("--dpr", default="2,1", help="device pixel ratios, dpr 2 (the default) first")
+    parser.add_argument("--patches", action="store_true", help="also with the patch gate open")
+    parser.add_argument("--warmup", type=float, default=1.5)
+    parser.add_argument("--window", type=float, default=6.0)
+    parser.add_argument("--threads", type=int, default=0, help="x264's slice threads (0: the encoder's choice)")
+    parser.add_argument("--json", help="write the rows here too")
+    args = parser.parse_args(argv)
+    rows = asyncio.run(run(args))
+    print(table(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
