@@ -20,6 +20,7 @@ Below both the frames and the server: a frame owns its feed, a connection owns i
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -32,6 +33,8 @@ from framestream.media.picture import PatchGate, Picture
 
 if TYPE_CHECKING:
     from framestream.frames.events import FrameEvent
+
+log = logging.getLogger(__name__)
 
 PADDING_CHUNK = 16 * 1024  # a probe's padding messages: small enough for a picture to go between them
 
@@ -113,6 +116,9 @@ class Viewer:
         if slow == self.light:
             return False
         self.light = slow
+        log.info("viewer moves to the %s stream (link %s kbit/s, %s)", "light" if slow else "full",
+                 "?" if rate is None else round(rate * 8 / 1000), "reported" if link.reporting else "measured",
+                 extra={"frame": self.frame_id})
         self.waiting_keyframe = True
         self.configured = False
         self.asked_keyframe = False
