@@ -14,6 +14,7 @@ from framestream.fanout.link import (
     LIGHT_MIN_SHARE,
     LIGHT_REGROW_PER_S,
     LINK_WINDOW_S,
+    LOSS_WINDOW_S,
     MAX_HOLD_S,
     MIN_RATE,
     PROBE_LEAD_S,
@@ -579,3 +580,24 @@ async def test_text_taken_by_the_writer_makes_room_again() -> None:
         outbox.push_text("x" * 900)
         assert await take(outbox) == ["x" * 900]
     assert not outbox.overflowed
+
+
+def test_a_slow_viewers_losses_cut_the_light_streams_share_once_a_second() -> None:
+    """A receiver's estimate can stay above a link that drops rather than queues (a token bucket): the light stream
+    capped by it kept losing packets, and no keyframe got through. Losses cut its share, at most once a second."""
+    clock = Clock()
+    choice = StreamChoice(clock)
+    choice.skipped()  # slow: on the light stream
+    clock.t += LOSS_WINDOW_S
+    assert choice.update(100_000.0, True, lossy=True)
+    assert choice.share() == LIGHT_BACKOFF
+    clock.t += 0.5
+    choice.update(100_000.0, True, lossy=True)
+    assert choice.share() == LIGHT_BACKOFF + 0.5 * LIGHT_REGROW_PER_S, "not again within the loss window"
+    clock.t += 0.5
+    choice.update(100_000.0, True, lossy=True)
+    assert choice.share() < LIGHT_BACKOFF, "cut again a window later"
+    cut = choice.share()
+    clock.t += 1.0
+    choice.update(100_000.0, True, lossy=False)
+    assert choice.share() == cut + LIGHT_REGROW_PER_S, "no loss: it grows back"

@@ -270,9 +270,15 @@ class StreamChoice:
         `congested`: the receiver cut its estimate (`LinkMeter.falling`); one below the stream that is only
         ramping up (Chromium's REMB starts at what arrived and rises a few % a second) is no sign of a slow link.
         `lossy`: the receiver has been losing packets (`LinkMeter.lossy`); for 1 s, that alone makes it slow (a
-        link whose keyframes never get through may still estimate the deltas well). After the hold a measured
-        link gets a `probe`: its owner pads the connection and calls `probe_ended`."""
+        link whose keyframes never get through may still estimate the deltas well), and once slow it cuts the
+        light stream's share of the link (`light_skipped`) at most once a `LOSS_WINDOW_S`: a receiver's estimate
+        is delay-based and a link that drops instead of queueing (a token bucket) can leave it above what the
+        link carries, so the light stream capped by it lost a fifth of its packets and no keyframe got through
+        again (the sender does the loss-based part, as WebRTC's own congestion control). After the hold a
+        measured link gets a `probe`: its owner pads the connection and calls `probe_ended`."""
         now = self._clock()
+        if self.slow and lossy and now - self._share_at >= LOSS_WINDOW_S:
+            self.light_skipped()
         if not self.slow:
             below = reported and link_rate is not None and link_rate < self.deltas.rate()
             self._below_since = (self._below_since or now) if below else None
