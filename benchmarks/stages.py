@@ -3,6 +3,7 @@ showing a page, each stage of every picture timed.
 
     .venv/bin/python -m benchmarks.stages                       # moving box and scroll, 1280x800 at dpr 2 and 1
     .venv/bin/python -m benchmarks.stages --pages move --dpr 2 --patches
+    .venv/bin/python -m benchmarks.stages --floor          # x264 alone: its fixed work per picture
 
 The stages, timed inside the worker thread by wrapping the functions the pipeline calls (the worker itself is
 unchanged): the X grab (`DisplayCapture.grab`, XShm), the change check (`changed_boxes` over every band read),
@@ -29,10 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchmarks.common import pages
 from benchmarks.peers import PeerDisplay
 from framestream.media import capture, changes, encoder, pipeline, sender, x264
-from framestream.media.encoder import EncoderSettings
+from framestream.media.encoder import EncoderSettings, H264Encoder
 from framestream.media.picture import KIND_PATCH, PatchGate, Picture
 
 PAGES = {"move": ("bench", "move_box.html"), "scroll": ("bench", "scroll_fast.html"),
@@ -149,6 +152,33 @@ async def measure(url: str, css: tuple[int, int], dpr: int, *, patches: bool, wa
     }
 
 
+def x264_floor(size: tuple[int, int], threads: int, pictures: int = 60) -> list[tuple[str, float, float]]:
+    """x264 alone (H264Encoder, no capture) on one picture size: (what changed, wall ms, process CPU ms) per
+    picture when nothing changed (every macroblock marked unchanged), when a 400x400 box changed, and when the
+    whole picture may have. What is left when nothing changed is x264's fixed work per picture."""
+    width, height = size
+    encoder = H264Encoder(width, height, EncoderSettings(threads=threads))
+    picture = np.full((height, width, 4), 255, np.uint8)
+    picture[100:300, 100:900] = np.random.default_rng(1).integers(0, 255, (200, 800, 4), dtype=np.uint8)
+    encoder.update(picture)
+    encoder.encode(keyframe=True)
+    box = (width // 3, height // 3, 400, 400)
+    rows = []
+    try:
+        for label, changed in (("nothing", []), ("a 400x400 box", [box]), ("anything (no map)", None)):
+            wall, cpu = time.perf_counter(), process_cpu()
+            for i in range(pictures):
+                if changed != []:
+                    picture[box[1]:box[1] + box[3], box[0]:box[0] + box[2], :3] = (i * 7) % 255
+                    encoder.update(picture, (box[1], box[1] + box[3]))
+                encoder.encode(changed=changed)
+            rows.append((label, 1000 * (time.perf_counter() - wall) / pictures,
+                         1000 * (process_cpu() - cpu) / pictures))
+    finally:
+        encoder.close()
+    return rows
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     head = ("| page | size | patches | fps | vCPU | grab | compare | convert | x264 wall (CPU) | png | other | "
             "kbit/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -186,7 +216,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=6.0)
     parser.add_argument("--threads", type=int, default=0, help="x264's slice threads (0: the encoder's choice)")
     parser.add_argument("--json", help="write the rows here too")
+    parser.add_argument("--floor", action="store_true", help="only x264 alone, per size and slice threads")
     args = parser.parse_args(argv)
+    if args.floor:
+        print("| picture | slice threads | changed | x264 wall ms | CPU ms |\n|---|---|---|---|---|")
+        for dpr in (int(d) for d in args.dpr.split(",")):
+            for threads in (1, 2):
+                for label, wall, cpu in x264_floor((1280 * dpr, 800 * dpr), threads):
+                    print(f"| {1280 * dpr}x{800 * dpr} | {threads} | {label} | {wall:.2f} | {cpu:.2f} |")
+        return 0
     rows = asyncio.run(run(args))
     print(table(rows))
     if args.json:
