@@ -16,23 +16,26 @@ import pytest
 from tests.fixtures import service_fixture
 from tests.support import Service
 from tests.web.browser import JS_CANVAS_POINT, Page, close_to, info, open_viewer, pixel, wait_pixel
+from tests.web.viewer_page import (
+    BLANK,
+    BLUE,
+    BOX,
+    CSS_H,
+    CSS_W,
+    FIELD,
+    FLAG,
+    GREEN,
+    GREY,
+    MAGENTA,
+    PURPLE,
+    RED,
+    WHITE,
+    YELLOW,
+)
 
 # One event loop, one viewer browser for the module (a fresh Chromium per test costs ~1.5 s each).
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
 
-RED = (200, 40, 40)
-GREEN = (30, 180, 60)
-BLUE = (30, 60, 200)
-YELLOW = (240, 200, 0)
-PURPLE = (140, 40, 200)
-GREY = (230, 230, 230)
-WHITE = (255, 255, 255)
-MAGENTA = (255, 0, 255)
-CSS_W, CSS_H = 640, 400
-BOX = (200, 100)  # CSS centre of #box
-FIELD = (200, 270)  # CSS centre of #field
-FLAG = (425, 300)  # CSS centre of #flag
-BLANK = (20, 20)  # white background
 
 
 service = service_fixture(f"viewer.html@{CSS_W}x{CSS_H}", scope="module", pages="web_pages", timeout=60)

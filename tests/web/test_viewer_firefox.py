@@ -20,20 +20,11 @@ from tests.fixtures import service_fixture
 from tests.support import Service
 from tests.web.browser import JS_CANVAS_POINT, close_to, info, open_viewer, pixel, wait_pixel
 from tests.web.firefox import FIREFOX, Firefox, Tab, firefox_available
+from tests.web.viewer_page import BLANK, BLUE, BOX, CSS_H, CSS_W, FLAG, GREEN, GREY, RED, WHITE, YELLOW
 
 # One event loop and one Firefox for the module (a fresh one costs ~3 s).
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
 
-RED = (200, 40, 40)
-GREEN = (30, 180, 60)
-BLUE = (30, 60, 200)
-YELLOW = (240, 200, 0)
-GREY = (230, 230, 230)
-WHITE = (255, 255, 255)
-CSS_W, CSS_H = 640, 400
-BOX = (200, 100)  # CSS centre of #box
-FLAG = (425, 300)  # CSS centre of #flag
-BLANK = (20, 20)  # white background
 SHIFT = "\ue008"  # WebDriver's key value for Shift
 
 service = service_fixture(f"viewer.html@{CSS_W}x{CSS_H}", scope="module", pages="web_pages", timeout=60)
