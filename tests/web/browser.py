@@ -299,7 +299,8 @@ async def open_viewer(page: BrowserTab, base: str, token: str, frames: list[str]
     await page.navigate("about:blank")
     await page.wait_for("location.href === 'about:blank'")
     await page.navigate(f"{base}/#{fragment}")
-    await page.wait_for("window.framestream && window.framestream.client !== undefined")
+    # The client is null until the page has asked for its demo tokens (web/app.js): wait for the client itself.
+    await page.wait_for("window.framestream && window.framestream.client")
     await page.eval(JS_HELPERS)
 
 
