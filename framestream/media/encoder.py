@@ -70,11 +70,16 @@ def _i420_planes(i420: np.ndarray, width: int, height: int) -> list[np.ndarray]:
             flat[luma + chroma : luma + 2 * chroma].reshape(height // 2, width // 2)]
 
 
+def _band(span: tuple[int, int], band: int, limit: int) -> tuple[int, int]:
+    """[start, end) widened to multiples of `band` and clipped to [0, limit)."""
+    return max(0, span[0] // band * band), min(limit, -(-span[1] // band) * band)
+
+
 class H264Encoder:
     """Encodes pictures of one fixed size. Rebuild it when the size changes.
 
-    The encoder keeps the current picture in YUV 4:2:0: `update(bgrx, rows)` converts only the rows that
-    changed (in 32-row bands), and `encode()` compresses the whole current picture. A small animation so costs
+    The encoder keeps the current picture in YUV 4:2:0: `update(bgrx, rows, columns)` converts only the box that
+    changed (in 32-pixel bands), and `encode()` compresses the whole current picture. A small animation so costs
     a small conversion instead of a full-screen one.
     """
 
@@ -119,22 +124,27 @@ class H264Encoder:
         self._pts = 0
         self.codec_string: str | None = None
 
-    def update(self, bgrx: np.ndarray, rows: tuple[int, int] | None = None) -> None:
+    def update(self, bgrx: np.ndarray, rows: tuple[int, int] | None = None,
+               columns: tuple[int, int] | None = None) -> None:
         """Bring the current picture up to date with rows [top, bottom) of a (height, width, 4) BGRX picture
-        (all rows when `rows` is None). The array is only read during this call."""
+        (all rows when `rows` is None), within columns [left, right) (all when None). Both are widened to
+        32-pixel bands, so chroma is made from whole 2x2 blocks as a whole conversion makes it. The array is only
+        read during this call."""
         if bgrx.shape != (self.height, self.width, 4):
             raise ValueError(f"picture is {bgrx.shape}, encoder is {self.height}x{self.width}x4")
-        top, bottom = rows if rows is not None else (0, self.height)
-        top = max(0, top // self.BAND * self.BAND)
-        bottom = min(self.height, -(-bottom // self.BAND) * self.BAND)
-        if bottom <= top:
+        top, bottom = _band(rows or (0, self.height), self.BAND, self.height)
+        left, right = _band(columns or (0, self.width), self.BAND, self.width)
+        if bottom <= top or right <= left:
             return
-        if top == 0 and bottom == self.height:
+        if top == 0 and bottom == self.height and left == 0 and right == self.width:
             self._convert_whole(bgrx)
             return
-        band = _i420_planes(cv2.cvtColor(bgrx[top:bottom], cv2.COLOR_BGRA2YUV_I420), self.width, bottom - top)
+        # A moving box converts its own columns, not whole 2560-pixel rows (docs/performance.md, "Where the time
+        # goes": 1.7 ms of a moving box's picture at 2560x1600 was the rest of its rows).
+        converted = cv2.cvtColor(bgrx[top:bottom, left:right], cv2.COLOR_BGRA2YUV_I420)
+        band = _i420_planes(converted, right - left, bottom - top)
         for index, (plane, shift) in enumerate(zip(band, (0, 1, 1), strict=True)):
-            self._planes[index][top >> shift : bottom >> shift] = plane
+            self._planes[index][top >> shift : bottom >> shift, left >> shift : right >> shift] = plane
 
     def update_scaled(self, bgrx: np.ndarray) -> None:
         """Make the current picture a scaled copy of a whole BGRX picture of any size (the light stream)."""

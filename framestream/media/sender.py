@@ -27,7 +27,7 @@ from framestream.media.picture import KIND_PATCH, KIND_VIDEO, PatchGate
 
 _WAITING = object()  # an animation's picture that waits for its next slot (PatchRule.waits)
 
-# More pending row ranges than this are converted as their bounding range (one swscale call each otherwise).
+# More boxes to convert than this are converted as their bounding box (one OpenCV call each otherwise).
 _MAX_PENDING_RANGES = 8
 # The refinements the policy makes after a lossy picture (core/pacing.py EncodePolicy.refine_frames).
 _REFINE_FRAMES = 2
@@ -108,7 +108,7 @@ class ChangeSender:
             flushed = self._patches(kept, now, [], wait=False)
             if isinstance(flushed, Outgoing):
                 return flushed
-        return self._video(kept, keyframe=keyframe, refinement=refinement, rows=rows, hint=hint)
+        return self._video(kept, keyframe=keyframe, refinement=refinement, rows=rows, hint=hint, boxes=boxes)
 
     def _patches(
         self, kept: npt.NDArray[np.uint8], now: float, boxes: Sequence[Box], *, wait: bool = True
@@ -156,16 +156,20 @@ class ChangeSender:
         refinement: bool,
         rows: tuple[int, int] | None,
         hint: list[tuple[int, int, int, int]] | None,
+        boxes: Sequence[Box] = (),
         partial: bool = False,
     ) -> Outgoing | None:
         encoder = self._encoder
-        ranges = list(self._pending_rows)
+        # Each box's own rows and columns (every changed pixel lies in one: media/diff.py, and the patches' boxes
+        # pended); many of them as their bounding box, one conversion instead of many small ones.
+        spans = list(self._pending_boxes)
         if rows is not None:
-            ranges.append(rows)
-        if len(ranges) > _MAX_PENDING_RANGES:
-            ranges = [(min(r[0] for r in ranges), max(r[1] for r in ranges))]
-        for span in ranges:
-            encoder.update(kept, span)
+            spans += boxes or [(0, rows[0], kept.shape[1], rows[1])]  # rows alone: whole rows
+        if len(spans) > _MAX_PENDING_RANGES:
+            spans = [(min(b[0] for b in spans), min(b[1] for b in spans), max(b[2] for b in spans),
+                      max(b[3] for b in spans))]
+        for x0, y0, x1, y1 in spans:
+            encoder.update(kept, (y0, y1), (x0, x1))
         changed = hint
         if changed is not None:
             changed = changed + [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in self._pending_boxes]
@@ -173,7 +177,7 @@ class ChangeSender:
         self._pending_boxes.clear()
         self._waiting = []  # this picture shows them
         encoded = encoder.encode(
-            keyframe=keyframe, refinement=refinement, changed=changed if rows is not None or ranges else None,
+            keyframe=keyframe, refinement=refinement, changed=changed if rows is not None or spans else None,
             partial=partial,
         )
         if not encoded.data:

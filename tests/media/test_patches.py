@@ -243,3 +243,43 @@ def test_sharpening_after_patches_alone_sends_no_h264() -> None:
     for t in (3.2, 3.3):
         sharp = sender.send(kept, now=t, keyframe=False, refinement=True, rows=None, boxes=[], hint=None)
         assert sharp is not None and sharp.kind == KIND_VIDEO and sharp.refinement
+
+
+def test_every_h264_picture_carries_the_whole_current_picture_whatever_went_as_patches() -> None:
+    """A property over random runs: boxes change (found by the same change check as the worker), each change goes
+    as patches or as H.264 as the gate says, and after every H.264 picture the encoder's picture is byte for byte
+    the whole current picture converted, though only the changed boxes (and the patched ones pending) were."""
+    rng = np.random.default_rng(290)
+    width, height = 320, 192
+    kept = np.full((height, width, 4), 255, np.uint8)
+    gate = PatchGate()
+    encoder = H264Encoder(width, height)
+    sender = ChangeSender(encoder, gate, PatchRule(animation_fps=None))
+    reference = H264Encoder(width, height)
+    assert sender.send(kept, now=0.0, keyframe=True, refinement=False, rows=(0, height),
+                       boxes=[(0, 0, width, height)], hint=None) is not None
+    videos = patches = 0
+    for step in range(1, 120):
+        before = kept.copy()
+        for _ in range(int(rng.integers(1, 4))):
+            x0, y0 = int(rng.integers(0, width - 8)), int(rng.integers(0, height - 8))
+            x1, y1 = x0 + int(rng.integers(1, 80)), y0 + int(rng.integers(1, 60))
+            kept[y0:y1, x0:x1, :3] = rng.integers(0, 256, 3, dtype=np.uint8)
+        boxes = changed_boxes(before, kept)
+        if not boxes:
+            continue
+        gate.open = bool(rng.integers(0, 2))
+        out = sender.send(kept, now=step / 30, keyframe=False, refinement=False,
+                          rows=(min(b[1] for b in boxes), max(b[3] for b in boxes)), boxes=boxes,
+                          hint=[(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in boxes])
+        assert out is not None
+        if out.kind == KIND_PATCH:
+            patches += 1
+            continue
+        videos += 1
+        reference.update(kept)
+        for plane, whole in zip(encoder._planes, reference._planes, strict=True):
+            assert np.array_equal(plane, whole), f"step {step}: the encoder's picture is not the page"
+    assert videos >= 20 and patches >= 20, (videos, patches)
+    encoder.close()
+    reference.close()
