@@ -28,7 +28,7 @@ from framestream.media.picture import KIND_PATCH, KIND_VIDEO, PatchGate
 _WAITING = object()  # an animation's picture that waits for its next slot (PatchRule.waits)
 
 # More boxes to convert than this are converted as their bounding box (one OpenCV call each otherwise).
-_MAX_PENDING_RANGES = 8
+_MAX_CONVERSIONS = 8
 # The refinements the policy makes after a lossy picture (core/pacing.py EncodePolicy.refine_frames).
 _REFINE_FRAMES = 2
 # More pending boxes than this (patches sent since the last H.264 picture) are kept as their bounding box.
@@ -165,7 +165,7 @@ class ChangeSender:
         spans = list(self._pending_boxes)
         if rows is not None:
             spans += boxes or [(0, rows[0], kept.shape[1], rows[1])]  # rows alone: whole rows
-        if len(spans) > _MAX_PENDING_RANGES:
+        if len(spans) > _MAX_CONVERSIONS:
             spans = [(min(b[0] for b in spans), min(b[1] for b in spans), max(b[2] for b in spans),
                       max(b[3] for b in spans))]
         for x0, y0, x1, y1 in spans:
