@@ -166,6 +166,16 @@ def clear_stale_locks(profile_dir: Path) -> list[str]:
     return removed
 
 
+
+_PRESENTED_WAIT_MS = 500
+_PAINTED_JS = f"""new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => {{
+  if (performance.getEntriesByType('paint').length) return done();
+  const observer = new PerformanceObserver(() => {{ observer.disconnect(); done(); }});
+  observer.observe({{type: 'paint'}});
+  setTimeout(() => {{ observer.disconnect(); done(); }}, {_PRESENTED_WAIT_MS});
+}})))"""
+
+
 class ChromeBrowser:
     def __init__(self, proc: asyncio.subprocess.Process, cdp: CDPConnection, tabs: Tabs, profile_dir: Path) -> None:
         self.proc = proc
@@ -263,12 +273,14 @@ class ChromeBrowser:
         return result.get("result", {}).get("value")
 
     async def painted(self, *, timeout: float) -> None:
-        """Until the active page has drawn a frame since the call: the callback of a second requestAnimationFrame
-        runs only after the frame of the first was produced. Gives up quietly after `timeout` (a page whose
-        script is busy, a hidden page)."""
+        """Until the active page has drawn a frame since the call and its first paint is on the screen: the
+        callback of a second requestAnimationFrame runs only after the frame of the first was produced, but a
+        busy machine can present it to X later still (a reopened page's first keyframe showed the blank window).
+        Chromium adds the `paint` timing entries once their frame is presented, so when there is none yet, wait
+        for one, at most `_PRESENTED_WAIT_MS` (a page that paints only the default white never gets one). Gives up
+        quietly after `timeout` (a page whose script is busy, a hidden page)."""
         with contextlib.suppress(CDPError, TimeoutError):
-            await self.evaluate("new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))",
-                                timeout=timeout)
+            await self.evaluate(_PAINTED_JS, timeout=timeout)
 
     def child_pids(self, *types: bytes) -> list[int]:
         """This browser's child processes of the given `--type=` values, found in our own process group."""
