@@ -7,8 +7,10 @@ MTU 1500 first: a token bucket's burst must hold a whole packet, and lo's own MT
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import signal
 import socket
 import subprocess
 from collections.abc import Sequence
@@ -22,8 +24,18 @@ def in_netns(argv: Sequence[str], *, env: dict[str, str] | None = None, timeout:
     unshare = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-rn"]
     steps = ["ip link set lo mtu 1500", *shape] if shape else []
     script = " && ".join([*steps, "ip link set lo up", "exec " + shlex.join(argv)])
-    return subprocess.run([*unshare, "sh", "-c", script], env={**os.environ, **(env or {}), INSIDE: "1"},
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    # A session of its own: on a timeout (or pytest-timeout's interruption) the whole run inside, the inner pytest
+    # and the services it started, is ended by its group, not only the inner pytest (which orphaned its service).
+    proc = subprocess.Popen([*unshare, "sh", "-c", script], env={**os.environ, **(env or {}), INSIDE: "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def only_loopback() -> bool:
