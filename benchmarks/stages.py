@@ -34,6 +34,7 @@ import numpy as np
 
 from benchmarks.common import pages
 from benchmarks.peers import PeerDisplay
+from benchmarks.procstat import CLK_TCK, thread_ticks
 from framestream.media import capture, changes, encoder, pipeline, sender, x264
 from framestream.media.encoder import EncoderSettings, H264Encoder
 from framestream.media.picture import KIND_PATCH, PatchGate, Picture
@@ -95,10 +96,8 @@ def timed_stages(watch: Stopwatch) -> Iterator[None]:
 
 
 def thread_cpu(tid: int) -> float:
-    """CPU seconds of one thread of this process (utime + stime), from /proc."""
-    with open(f"/proc/self/task/{tid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of one thread of this process (benchmarks/procstat.py reads /proc)."""
+    return thread_ticks(os.getpid()).get(tid, 0) / CLK_TCK
 
 
 def process_cpu() -> float:
