@@ -1,6 +1,6 @@
 """Each change of a frame as lossless patches or as one H.264 picture, and the encoder kept behind the patches.
 
-The encoder's reference never sees a patch: a patched change stays pending (its rows and boxes), and the next
+The encoder's reference never sees a patch: a patched change stays pending (its boxes), and the next
 H.264 picture, which is made whenever something else changes, a keyframe is asked for or a refinement is due,
 first brings the encoder's picture up to date with every pending change. That picture then carries the whole
 current picture, so it also covers whatever the patches showed, and every decoder stays exact.
@@ -51,8 +51,7 @@ class ChangeSender:
         self._encoder = encoder
         self._gate = gate
         self.rule = rule or PatchRule()
-        self._pending_rows: list[tuple[int, int]] = []
-        self._pending_boxes: list[Box] = []
+        self._pending_boxes: list[Box] = []  # sent as patches, not in the encoder's picture yet
         self._images = PngCache()
         self._waiting: list[Box] = []  # an animation's boxes not sent yet (PatchRule.waits)
         self._patched_last = False  # the last message was patches (a waiting picture sends none)
@@ -65,12 +64,12 @@ class ChangeSender:
     @property
     def pending(self) -> bool:
         """Whether patches were sent that the encoder's picture does not have yet."""
-        return bool(self._pending_rows)
+        return bool(self._pending_boxes)
 
     def flush(self, kept: npt.NDArray[np.uint8]) -> Outgoing | None:
         """One sharp H.264 picture of what went out only as patches (a recording needs every change in the
         H.264 stream): only their boxes are encoded, at the still-picture quality."""
-        if not self._pending_rows:
+        if not self._pending_boxes:
             return None
         return self._video(kept, keyframe=False, refinement=True, rows=None, hint=[], partial=True)
 
@@ -138,15 +137,10 @@ class ChangeSender:
         return Outgoing(pack_patch_payload(rects), False, False, KIND_PATCH, size)
 
     def _pend(self, boxes: Sequence[Box]) -> None:
-        rows, pending = self._pending_rows, self._pending_boxes
-        for x0, y0, x1, y1 in boxes:
-            rows.append((y0, y1))
-            pending.append((x0, y0, x1, y1))
+        pending = self._pending_boxes
+        pending.extend(boxes)
         if len(pending) > _MAX_PENDING_BOXES:  # a long animation as patches: its bounds, not every picture's boxes
-            bound = (min(b[0] for b in pending), min(b[1] for b in pending), max(b[2] for b in pending),
-                     max(b[3] for b in pending))
-            pending[:] = [bound]
-            rows[:] = [(bound[1], bound[3])]
+            pending[:] = [_bound(pending)]
 
     def _video(
         self,
@@ -166,14 +160,12 @@ class ChangeSender:
         if rows is not None:
             spans += boxes or [(0, rows[0], kept.shape[1], rows[1])]  # rows alone: whole rows
         if len(spans) > _MAX_CONVERSIONS:
-            spans = [(min(b[0] for b in spans), min(b[1] for b in spans), max(b[2] for b in spans),
-                      max(b[3] for b in spans))]
+            spans = [_bound(spans)]
         for x0, y0, x1, y1 in spans:
             encoder.update(kept, (y0, y1), (x0, x1))
         changed = hint
         if changed is not None:
             changed = changed + [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in self._pending_boxes]
-        self._pending_rows.clear()
         self._pending_boxes.clear()
         self._waiting = []  # this picture shows them
         encoded = encoder.encode(
@@ -190,3 +182,8 @@ class ChangeSender:
         else:
             self._video_refines_owed = 0 if keyframe else max(0, self._video_refines_owed - 1)
         return Outgoing(encoded.data, encoded.keyframe, encoded.refinement, KIND_VIDEO)
+
+
+def _bound(boxes: Sequence[Box]) -> Box:
+    """The bounding box of `boxes` (x0, y0, x1, y1)."""
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
