@@ -32,6 +32,13 @@ def pages() -> Iterator[str]:
         yield base
 
 
+@pytest.fixture(scope="session")
+def web_pages() -> Iterator[str]:
+    """tests/web/pages on 127.0.0.1 (the pages the viewer tests' frames show; the React package's test too)."""
+    with page_server(Path(__file__).parent / "web" / "pages") as base:
+        yield base
+
+
 @pytest.fixture
 def state_dir(tmp_path: Path) -> Path:
     path = tmp_path / "state"

@@ -1,6 +1,7 @@
 """framestream/react from the packed tarball, bundled by esbuild into a small React app and rendered in a real
 headless Chromium against the real service: the frame's pixels show in the canvas, the view follows its container's
-width, and unmounting closes its decoder and its socket (checked on the page's own objects)."""
+width, and unmounting closes its decoder and its socket (checked on the page's own objects); an app that gives its
+drive grant through a token function drives (a real click on the canvas turns the page's box green)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from tests.web.browser import Browser
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
-service = service_fixture("box.html@320x200", timeout=60)
+service = service_fixture("viewer.html@320x200", pages="web_pages", timeout=60)
 
-# box.html: a red box at CSS (100, 50) 200x100 on white; the frame is 320x200 CSS at dpr 2.
+# tests/web/pages/viewer.html: a red box at CSS (100, 50) 200x100 on white that a click turns green; the frame is
+# 320x200 CSS at dpr 2.
 CANVAS_PIXEL = """(() => {{
   const c = document.querySelector('#box canvas');
   if (!c || c.width < 4) return null;
@@ -50,7 +52,7 @@ async def test_react_frame_shows_the_frame_resizes_and_frees_decoder_and_socket(
     dist = bundle(scratch)
     frame = service.frame_ids()[0]
     token = service.token("view", subject="react")
-    fragment = urllib.parse.urlencode({"token": token, "ws": service.ws_url, "frame": frame})
+    fragment = urllib.parse.urlencode({"token": token, "ws": service.ws_url, "frame": frame, "drive": "0"})
     with page_server(dist) as base:
         async with Browser() as browser:
             page = await browser.page()
@@ -78,4 +80,28 @@ async def test_react_frame_shows_the_frame_resizes_and_frees_decoder_and_socket(
             assert await page.eval("document.querySelectorAll('canvas, .fs-frame').length") == 0
             assert await page.eval("window.fsTest.client.state") == "closed"
             assert await page.eval("window.fsTest.view") is None
+            assert not page.exceptions, page.exceptions
+
+
+async def test_react_frame_drives_with_a_drive_grant_a_token_function_gives(service: Service, scratch: Path) -> None:
+    """The default `drive` follows the token's role once the function has answered (before it, there is none)."""
+    dist = bundle(scratch)
+    frame = service.create_frame(f"{service.pages}/viewer.html", width=320, height=200)  # its own red box
+    service.wait_state(frame, "live")
+    token = service.token("drive", subject="react-fn")
+    fragment = urllib.parse.urlencode({"token": token, "ws": service.ws_url, "frame": frame, "fn": "1"})
+    with page_server(dist) as base:
+        async with Browser() as browser:
+            page = await browser.page()
+            await page.navigate(f"{base}/index.html#{fragment}")
+            await page.wait_for(f"(() => {{ const p = {CANVAS_PIXEL.format(x=200, y=100)};"
+                                " return p && p[0] > 170 && p[1] < 80 && p[2] < 80; })()", within=40)
+            await page.wait_for("document.querySelector('#box .fs-mode')?.dataset.mode === 'drive'", within=10)
+            rect = await page.eval("(() => { const r = document.querySelector('#box canvas')"
+                                   ".getBoundingClientRect(); return [r.left, r.top, r.width / 320]; })()")
+            left, top, scale = rect
+            await page.click(left + 200 * scale, top + 100 * scale)  # the middle of the page's box
+            await page.wait_for(f"(() => {{ const p = {CANVAS_PIXEL.format(x=200, y=100)};"
+                                " return p && p[1] > 140 && p[0] < 80; })()", within=20)
+            assert close_to(await page.eval(CANVAS_PIXEL.format(x=200, y=100)), (30, 180, 60))
             assert not page.exceptions, page.exceptions

@@ -1,23 +1,13 @@
-"""Fixtures shared by the viewer's browser tests: their pages, one headless Chromium per module, one clean tab
-per test."""
+"""Fixtures shared by the viewer's browser tests: one headless Chromium per module, one clean tab per test (their
+pages, `web_pages`, are in tests/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
-import pytest
 import pytest_asyncio
 
-from tests.support import page_server
 from tests.web.browser import Browser, Page
-
-
-@pytest.fixture(scope="session")
-def web_pages() -> Iterator[str]:
-    """tests/web/pages on 127.0.0.1 (the pages the viewer tests' frames show)."""
-    with page_server(Path(__file__).parent / "pages") as base:
-        yield base
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")

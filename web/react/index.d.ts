@@ -10,7 +10,7 @@ export interface FrameProps {
   client: FramestreamClient | null;
   /** The frame's id. */
   frame: string;
-  /** Send this viewer's input (needs a drive token). Default: when the client's token is a drive grant. */
+  /** Send this viewer's input (needs a drive token). Default: when the client's token is a drive grant, known once a token function has answered. */
   drive?: boolean;
   /** The tab UI: pages, navigation, dialogs, file choosers, downloads, copied text. Default true. */
   tabs?: boolean;

@@ -25,6 +25,18 @@ export function useFramestreamClient(options) {
   return client;
 }
 
+// The role of the client's current token (null before a token function has given one), followed on every
+// connection: a token function may give a token of another role when it reconnects.
+function useTokenRole(client) {
+  const [role, setRole] = useState(client?.role ?? null);
+  useEffect(() => {
+    if (!client) return undefined;
+    setRole(client.role);
+    return client.on('open', () => setRole(client.role));
+  }, [client]);
+  return role;
+}
+
 // The client as a view-only viewer sees it: mountFrame attaches input only when the token's role is `drive`.
 function viewOnly(client) {
   return new Proxy(client, {
@@ -46,19 +58,22 @@ export function Frame({ client, frame, drive, tabs = true, showStats = false, ti
   const ref = useRef(null);
   const onViewRef = useRef(onView);
   onViewRef.current = onView;
+  // The token's role, known only once a token function has answered: the view is mounted again when it arrives,
+  // so a drive grant from a function drives (mounted before it, the view would stay view-only).
+  const role = useTokenRole(client);
   useEffect(() => {
     const container = ref.current;
     if (!client || !container || !frame) return undefined;
-    const drives = drive ?? client.role === 'drive';
+    const drives = drive ?? role === 'drive';
     const view = mountFrame(drives ? client : viewOnly(client), frame, container, { showStats, title });
-    const tabUi = tabs ? mountTabUi(client, view, { drive: drives && client.role === 'drive' }) : null;
+    const tabUi = tabs ? mountTabUi(client, view, { drive: drives && role === 'drive' }) : null;
     onViewRef.current?.(view);
     return () => {
       tabUi?.destroy();
       view.destroy();
       onViewRef.current?.(null);
     };
-  }, [client, frame, drive, tabs]);
+  }, [client, frame, drive, tabs, role]);
   return createElement('div', {
     ref, className, 'data-framestream-frame': frame, style: { maxWidth: '100%', ...style },
   });
