@@ -25,16 +25,18 @@ export function useFramestreamClient(options) {
   return client;
 }
 
-// The role of the client's current token (null before a token function has given one), followed on every
-// connection: a token function may give a token of another role when it reconnects.
+// The role of the client's current token (null before a token function has given one), read as the frame renders
+// and rendered again on every connection's `open`: a token function's first token, or another role on reconnect.
+// Read in render, not kept in state, so a token known at mount mounts the view once.
 function useTokenRole(client) {
-  const [role, setRole] = useState(client?.role ?? null);
+  const [, setSeen] = useState(null);
   useEffect(() => {
     if (!client) return undefined;
-    setRole(client.role);
-    return client.on('open', () => setRole(client.role));
+    const off = client.on('open', () => setSeen(client.role));
+    setSeen(client.role); // a token that arrived between the render and this subscription
+    return off;
   }, [client]);
-  return role;
+  return client?.role ?? null;
 }
 
 // The client as a view-only viewer sees it: mountFrame attaches input only when the token's role is `drive`.
