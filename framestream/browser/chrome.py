@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from framestream.browser.cdp import CDPConnection
-from framestream.browser.process import spawn, terminate_group
+from framestream.browser.process import group_ended, spawn, terminate_group
 from framestream.browser.proctable import list_processes
 from framestream.browser.tab_events import TabEvent, TabSettings
 from framestream.browser.tabs import Tabs
@@ -315,6 +315,8 @@ class ChromeBrowser:
                 await self.cdp.call("Browser.close", timeout=3.0)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.proc.wait(), grace)
+            if self.proc.returncode is not None:
+                await group_ended(self.proc.pid, within=3.0)  # its storage service may still be writing
         await self.cdp.close()
         await terminate_group(self.proc, grace=2.0)
 

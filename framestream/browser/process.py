@@ -18,6 +18,8 @@ import signal
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from framestream.browser.proctable import in_group
+
 # What a child may inherit from the service's environment: locale, time zone, where its files go, fonts,
 # certificates and proxies (not XAUTHORITY: the service's holds every display's cookie; a child is given its own
 # display's, browser/xauth.py). Everything else (secrets, the service's own settings) stays out.
@@ -67,6 +69,20 @@ async def spawn(
     finally:
         if log_fd is not None:
             os.close(log_fd)
+
+
+async def group_ended(pgid: int, *, within: float) -> bool:
+    """Wait until no live process is left in group `pgid`, at most `within` seconds; whether none is. For a child
+    that ends its own helpers: Chromium's storage service, a process of its own, still writes a profile's local
+    storage after the browser process has exited, and ending the group at that moment lost it (a page's
+    localStorage set half a second before a service stop was gone after the restart)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while in_group(pgid):
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
 
 
 async def terminate_group(proc: asyncio.subprocess.Process, *, grace: float = 5.0) -> None:
