@@ -26,6 +26,9 @@ START_TIMEOUT = 10.0
 # rendering is thrown away. A mode at the stream's rate makes Chromium draw only what is sent (measured by the
 # benchmark: 0.217 -> 0.117 vCPU for an animated page).
 REFRESH_HZ = 30
+# After a change of mode, when Chromium is told twice more that the output changed (XvfbDisplay.set_refresh).
+_SETTLE_S = 0.25
+_RECHECK_S = 0.75
 # Chromium on an X display without a window manager keeps its window one device pixel short of the screen in
 # each direction, fullscreen or not (measured: a 640x400 screen gives a 639x399 viewport and a black last row
 # and column). The screen is therefore one pixel larger than the picture; the capture reads the top-left
@@ -62,6 +65,9 @@ class XvfbDisplay(_Started[asyncio.subprocess.Process]):
         self.width = width
         self.height = height
         self.xauthority = xauthority  # the display's cookie: XAUTHORITY for its clients (browser/xauth.py)
+        self.refresh_hz = 0  # the rate set by `set_refresh`; 0: Xvfb's own, which Chromium takes as 60 Hz
+        self._mode: str | None = None  # the mode `set_refresh` made last, which the screen runs at
+        self._modes_made = 0
 
     @property
     def alive(self) -> bool:
@@ -92,44 +98,72 @@ class XvfbDisplay(_Started[asyncio.subprocess.Process]):
             os.close(read_fd)
         cookies().started(number, cookie)
         display = cls(proc, number, width, height, xauthority)
-        await display._set_refresh(refresh_hz)
+        await display.set_refresh(refresh_hz)
         return display
 
-    async def _set_refresh(self, hz: int) -> None:
-        """Give the screen a mode at `hz` (best effort: without xrandr, Chromium just draws at 60 Hz).
+    async def set_refresh(self, hz: int) -> bool:
+        """Run the screen at `hz` (best effort: False when it could not, and Chromium draws at the rate it had).
 
-        Modes made by a client last only while the server does not reset, which `-noreset` guarantees."""
+        Chromium's compositor caches the rate and reads it again only when X reports a change of the screen's
+        output, and its read can race the change and keep the old rate (measured with Chromium 156, a page
+        counting its animation frames: about one switch in ten was missed while input came, and every switch
+        back to a mode used before). So each switch makes a new mode, and then reports two more changes of the
+        output, the switch long done, by taking the mode before off it (`_SETTLE_S` later) and putting it on and
+        off once more (`_RECHECK_S` after that), each of which makes Chromium read the rate again; a miss was
+        always mended by the next report. Modes made by a client last while the server does not reset, which
+        `-noreset` guarantees."""
         if hz <= 0:
-            return
+            return False
+        if hz == self.refresh_hz:
+            return True
         xrandr = shutil.which("xrandr")
         if xrandr is None:
-            log.info("xrandr not found: the display stays at Xvfb's default refresh (Chromium draws at 60 Hz)")
-            return
+            log.info("xrandr not found: %s stays at Xvfb's default refresh (Chromium draws at 60 Hz)", self.name)
+            return False
+        self._modes_made += 1
+        name = f"fs{hz}-{self._modes_made}"
         w, h = self.width + SCREEN_MARGIN, self.height + SCREEN_MARGIN
         htotal, vtotal = w + 2, h + 2
         clock_mhz = f"{htotal * vtotal * hz / 1e6:.6f}"
-        name = f"fs{hz}"
-        steps = [
-            ["--newmode", name, clock_mhz, str(w), str(w + 1), str(w + 2), str(htotal),
-             str(h), str(h + 1), str(h + 2), str(vtotal)],
-            ["--addmode", "screen", name],
-            ["--output", "screen", "--mode", name],
-        ]
-        for args in steps:
-            proc = await asyncio.create_subprocess_exec(
-                xrandr, "-d", self.name, *args, env=child_environment({"XAUTHORITY": str(self.xauthority)}),
-                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-            )
-            try:
-                _, err = await asyncio.wait_for(proc.communicate(), 5.0)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-                err = b"timed out"
-            if proc.returncode != 0:
-                log.warning("could not set %s to %d Hz (%s): Chromium draws at 60 Hz", self.name, hz,
-                            err.decode(errors="replace").strip())
-                return
+        for args in (["--newmode", name, clock_mhz, str(w), str(w + 1), str(w + 2), str(htotal),
+                      str(h), str(h + 1), str(h + 2), str(vtotal)],
+                     ["--addmode", "screen", name],  # xrandr finds a mode by name before it adds any
+                     ["--output", "screen", "--mode", name]):
+            error = await self._xrandr(xrandr, args)
+            if error is not None:
+                log.warning("could not set %s to %d Hz (%s): Chromium draws at %s", self.name, hz, error,
+                            f"{self.refresh_hz} Hz" if self.refresh_hz else "60 Hz")
+                return False
+        previous, self._mode = self._mode, name
+        self.refresh_hz = hz
+        if previous is not None:
+            steps = ((_SETTLE_S, ["--delmode", "screen", previous]), (_RECHECK_S, ["--addmode", "screen", previous]),
+                     (0.0, ["--delmode", "screen", previous]), (0.0, ["--rmmode", previous]))
+            for wait, args in steps:
+                await asyncio.sleep(wait)
+                error = await self._xrandr(xrandr, args)
+                if error is not None:  # a mode left over costs Xvfb a few bytes; Chromium may keep its rate
+                    log.info("could not %s mode %s of %s: %s", args[0][2:], previous, self.name, error)
+                    break
+        return True
+
+    async def _xrandr(self, xrandr: str, args: Sequence[str]) -> str | None:
+        """Run xrandr on this display: None, or what went wrong."""
+        proc = await asyncio.create_subprocess_exec(
+            xrandr, "-d", self.name, *args, env=child_environment({"XAUTHORITY": str(self.xauthority)}),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            _, err = await asyncio.wait_for(proc.communicate(), 5.0)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return "timed out"
+        except asyncio.CancelledError:  # the frame stops: its display goes with it, but not the child
+            proc.kill()
+            await proc.wait()
+            raise
+        return None if proc.returncode == 0 else err.decode(errors="replace").strip()
 
     async def stop(self) -> None:
         await terminate_group(self.proc, grace=2.0)

@@ -29,7 +29,9 @@ from framestream.browser.xinput import DisplayInput
 from framestream.browser.xvfb import XvfbDisplay
 from framestream.core.errors import BrowserError, CDPError, ProtocolError
 from framestream.core.keys import cdp_calls
+from framestream.core.refresh import RefreshPolicy
 from framestream.core.wire import InputEvent, MouseEvent, PasteEvent, WheelEvent
+from framestream.frames.refresh import DisplayRefresh
 from framestream.media.picture import PatchGate, Picture
 from framestream.service.config import FrameSize, Settings
 
@@ -131,6 +133,7 @@ class FrameRuntime:
         self._unsubscribe: list[Callable[[], None]] = []
         self._watchdog: asyncio.Task[None] | None = None
         self._light_kbps: int | None = None  # the light stream's cap the feed last asked for
+        self._refresh: DisplayRefresh | None = None  # the display's faster rate while input comes
 
     async def start(self, url: str) -> str | None:
         """Start the display, the browser and the pipeline, then load `url`. Returns None, or why the page did
@@ -149,6 +152,8 @@ class FrameRuntime:
                                                    height=size.height, dpr=size.dpr, tab_settings=tab_settings,
                                                    on_event=self._on_tab_event, webgl=settings.webgl)
         self._x_input = DisplayInput(self._display.name, size.width, size.height)
+        self._refresh = DisplayRefresh(self._display.set_refresh,
+                                       RefreshPolicy(settings.fps, settings.input_refresh_hz), name=self._name)
         # The media stack (numpy, PyAV, libx264) loads with the first frame, so an idle service stays small;
         # in a thread, since importing it takes ~0.3 s that the event loop owes to everyone else.
         await asyncio.to_thread(importlib.import_module, "framestream.media.pipeline")
@@ -188,6 +193,9 @@ class FrameRuntime:
         x_input, self._x_input = self._x_input, None
         if x_input is not None:
             await x_input.aclose()
+        refresh, self._refresh = self._refresh, None
+        if refresh is not None:
+            await refresh.aclose()
         browser, self._browser = self._browser, None
         if browser is not None:
             # The frame's URL already follows every navigation, so no call into a renderer that may be stopped
@@ -268,6 +276,8 @@ class FrameRuntime:
         (CDPError), or ProtocolError `dialog-open` / `unresponsive` at once when the page cannot take input."""
         browser = self._running_browser()
         tabs = browser.tabs
+        if self._refresh is not None and events:
+            self._refresh.note_input()  # beside the input, not before it: see frames/refresh.py
         for event in events:
             dialog = tabs.open_dialog()
             if dialog is not None:

@@ -124,6 +124,7 @@ class Settings:
     chrome_path: str = field(default_factory=_default_chrome)
     xvfb_path: str = "Xvfb"
     fps: int = 30
+    input_refresh_hz: int = 60  # the display's rate while someone gives input (core/refresh.py); 0: always `fps`
     max_message_bytes: int = 64 * 1024
     max_watch_per_connection: int = 16
     max_connections: int = 256  # welcomed ones; those still waiting for hello have their own caps (below)
@@ -169,6 +170,7 @@ _ENV_NUMBERS: Final[Mapping[str, tuple[str, type[int] | type[float], float, floa
     "idle_pause_s": ("FRAME_IDLE_PAUSE_S", float, 0.1, 86400),
     "paused_release_s": ("FRAMESTREAM_PAUSED_RELEASE_S", float, 0.1, 86400),
     "person_hold_s": ("FRAMESTREAM_PERSON_HOLD_S", float, 0.1, 86400),
+    "input_refresh_hz": ("FRAMESTREAM_INPUT_REFRESH_HZ", int, 0, 240),
     "max_message_bytes": ("FRAMESTREAM_MAX_MESSAGE_BYTES", int, 1024, 16 * 1024 * 1024),
     "max_watch_per_connection": ("FRAMESTREAM_MAX_WATCH_PER_CONNECTION", int, 1, 256),
     "max_connections": ("FRAMESTREAM_MAX_CONNECTIONS", int, 1, 100_000),
