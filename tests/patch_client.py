@@ -3,13 +3,13 @@ into one RGB picture, in sequence order, the way a viewer's canvas does."""
 
 from __future__ import annotations
 
-import io
 import time
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
 import av
+import cv2
 import numpy as np
 import websockets
 
@@ -34,6 +34,7 @@ class Message(VideoFlags):
     capture_us: int
     payload: bytes
     received_at: float
+    composed_at: float = 0.0  # when it was drawn into `canvas` (0: not drawn)
 
     @property
     def patch(self) -> bool:
@@ -41,8 +42,12 @@ class Message(VideoFlags):
 
 
 def png_rgb(png: bytes) -> np.ndarray:
-    with av.open(io.BytesIO(png), mode="r") as container:
-        return np.asarray(next(container.decode(video=0)).to_ndarray(format="rgb24"))
+    # OpenCV's libpng: the same pixels as PyAV's decoder, ten times faster on a patch (0.04 against 0.4-0.7 ms),
+    # which the latency benchmark would otherwise count as the viewer's.
+    bgr = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise ValueError(f"not a PNG OpenCV decodes ({len(png)} bytes)")
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
 class PatchClient(StreamClient):
@@ -79,11 +84,13 @@ class PatchClient(StreamClient):
             if frames:
                 self.canvas = np.asarray(frames[-1].to_ndarray(format="rgb24")).copy()
                 self.patched = np.zeros(self.canvas.shape[:2], bool)
+                msg.composed_at = time.monotonic()
             return
         assert msg.kind == KIND_PATCH, msg.kind
         assert self.canvas is not None and self.patched is not None
         for rect in unpack_patch_payload(msg.payload):
             self.draw(rect)
+        msg.composed_at = time.monotonic()
 
     def draw(self, rect: PatchRect) -> None:
         assert self.canvas is not None and self.patched is not None
