@@ -5,7 +5,8 @@ feature), with patches, and Selkies damage-only on the same page, one after anot
     .venv/bin/python -m benchmarks.patches --dpr 1 --pages spinner,scroll --no-selkies
 
 Pages (benchmarks/pages): spinner, caret (blinking), typing (8 characters a second, typed by the page itself so
-every peer sees the same), small animation (a 160 px box and a counter), scroll (text, 3 px a frame) and video
+every peer sees the same), small animation (a 160 px box and a counter), moving box (issue 29: a 200 px box across
+the whole page and a counter), scroll (text, 3 px a frame) and video
 (a 640x360 CSS canvas of camera-like content). Per row: the service's vCPU, messages a second (pictures and
 patches), the share of patches, kbit/s on the wire, gaps, and capture-to-receive p50 for patches and pictures.
 
@@ -62,6 +63,7 @@ PAGES = {
     "caret": "patch_caret.html",
     "typing": "patch_typing.html",
     "small animation": "patch_box.html",
+    "moving box": "move_box.html",
     "scroll": "scroll_fast.html",
     "video": "patch_video.html",
 }

@@ -145,6 +145,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                     await _section(bench, "cpu", cpu.run(bench, service))
                 if "patches" in only:  # issue 11: each page as today's stream, with patches, and Selkies (dpr 2)
                     await _section(bench, "patches", patches.run(bench, service, list(patches.PAGES), 2))
+                    # issue 29: a typed key's picture, with and without patches (dpr 2)
+                    await _section(bench, "typing", patches.run_typing(bench, service, 2, 40))
                 if "latency" in only:
                     await _section(bench, "latency", latency.run(bench, service))
                 if "quality" in only:
@@ -197,7 +199,7 @@ SECTION_LIMIT = {"lifecycle": 240, "memory": 300, "cpu": 900, "latency": 240, "q
                  "load.viewers_100": 300, "load.six_by_ten": 300, "load.storm": 300,
                  "faults": 300, "soak": 600 + SOAK_MARGIN, "agent": 400, "slowlink": 900}
 SECTION_LIMIT["webrtc"] = 900  # issue 13
-SECTION_LIMIT.update({"webgl": 600, "patches": 900})
+SECTION_LIMIT.update({"webgl": 600, "patches": 900, "typing": 300})
 
 
 async def _load_sections(bench: Bench, work: Path) -> None:
@@ -312,7 +314,7 @@ def render(results: dict[str, Any]) -> str:
         out.extend(webgl.table(results["webgl"]))
     if "patches" in results:
         out.append("\nSmall changes as patches (issue 11), beside today's H.264-only stream and Selkies")
-        out.append(patches.markdown(results["patches"]))
+        out.append(patches.markdown(results["patches"], results.get("typing")))
     if "memory" in results:
         mem = results["memory"]
         out.append(f"\n11. Memory, counted whole ({mem['size']}, {mem['page']}): every process of the frames "
