@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from framestream.media.capture import DisplayCapture
-from framestream.media.diff import changed_boxes
-from framestream.media.rects import DamageRect
+from framestream.media.diff import TIGHT_AREA, changed_boxes
+from framestream.media.rects import DamageRect, uncovered
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1
 
@@ -39,11 +39,19 @@ def grab_changes(capture: DisplayCapture, previous: npt.NDArray[np.uint8], damag
     height, width = int(picture.shape[0]), int(picture.shape[1])
     if fresh:
         return Grab(picture, [(0, 0, width, height)], None)
-    bands = capture.read_bands
-    compared = None if bands is None else [DamageRect(0, y0, width, y1 - y0) for y0, y1 in bands]
-    boxes = changed_boxes(previous, picture, compared)
     if damage is None:
-        return Grab(picture, boxes, None)
+        return Grab(picture, changed_boxes(previous, picture, None), None)
+    bands = [(0, height)] if capture.read_bands is None else capture.read_bands
+    if all(r.width * r.height <= TIGHT_AREA for r in damage):
+        # Small damage: boxes tight in rows and columns within it (patches, the conversion and x264's map take
+        # only them), and the rest of every band the grab read compared too, for a paint that raced the grab
+        # (issue 26). Compared as whole bands instead, a change taller than about 200 rows of a 2560-pixel screen
+        # kept the band's width, too large for patches (a small animation: 0.30 -> 0.07 vCPU, docs/performance.md).
+        boxes = changed_boxes(previous, picture, damage) + changed_boxes(previous, picture,
+                                                                         uncovered(bands, damage, width))
+    else:
+        # Large damage is not compared pixel by pixel anyway: whole bands, scanned from their ends, cost least.
+        boxes = changed_boxes(previous, picture, [DamageRect(0, y0, width, y1 - y0) for y0, y1 in bands])
     # X's damage, and whatever changed outside it (a paint that raced the grab) so x264 does not skip that.
     hint = [(r.x, r.y, r.width, r.height) for r in damage]
     hint += [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in boxes if not _inside_any((x0, y0, x1, y1), damage)]

@@ -8,15 +8,18 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+import cv2
 import numpy as np
 import numpy.typing as npt
 
 from framestream.media.rects import DamageRect, clip
 
-__all__ = ["changed_boxes", "changed_rows"]
+__all__ = ["TIGHT_AREA", "changed_boxes", "changed_rows"]
 
 Picture = npt.NDArray[np.uint8]
 
+# Rectangles of at most this many pixels are compared pixel by pixel, for boxes tight in columns too.
+TIGHT_AREA = 1 << 19
 # Above this many damaged rectangles, compare their bounding box in one pass: numpy's per-call overhead
 # (~5 us) would otherwise dominate the memory-bound comparison.
 _MAX_RECTS = 16
@@ -43,7 +46,7 @@ def changed_rows(
 
 
 def changed_boxes(
-    prev: Picture, cur: Picture, rect_hint: Sequence[DamageRect] | None = None, *, tight_area: int = 1 << 19
+    prev: Picture, cur: Picture, rect_hint: Sequence[DamageRect] | None = None, *, tight_area: int = TIGHT_AREA
 ) -> list[tuple[int, int, int, int]]:
     """Per hinted rectangle, the box (x0, y0, x1, y1) that holds all its changed pixels; [] when none changed.
 
@@ -170,7 +173,20 @@ def _same(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
     # memcmp when both blocks are one run of memory (full-width rows): ~25% faster than numpy, no temporaries.
     if a.flags.c_contiguous and b.flags.c_contiguous:
         return bool(_memcmp()(a.ctypes.data, b.ctypes.data, a.nbytes) == 0)
+    # Part of each row (a box beside X's damage): OpenCV's largest difference, SIMD and without numpy's temporary
+    # array, about twice as fast (measured on an 840x2000 region: 0.72 against 1.5 ms); 0 exactly when equal.
+    if a.ndim == 2 and a.dtype == b.dtype and a.dtype in (np.uint32, np.uint64) and a.strides[1] == a.itemsize \
+            and b.strides[1] == b.itemsize:
+        return bool(cv2.norm(_pixels(a), _pixels(b), cv2.NORM_INF) == 0)
     return bool(np.array_equal(a, b))
+
+
+def _pixels(words: npt.NDArray[Any]) -> npt.NDArray[np.uint8]:
+    """A (rows, n) array of 4- or 8-byte words, row stride kept, as (rows, pixels, 4) bytes (no copy): OpenCV's
+    four-channel image, its fastest path."""
+    rows, cols = words.shape
+    pixels = cols * words.itemsize // 4
+    return np.lib.stride_tricks.as_strided(words.view(np.uint8), (rows, pixels, 4), (words.strides[0], 4, 1))
 
 
 def _block_cap(a: npt.NDArray[Any]) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,3 +50,23 @@ def row_bands(damage: Sequence[DamageRect], height: int) -> list[tuple[int, int]
     if len(bands) > MAX_BANDS:
         bands = [(bands[0][0], max(b[1] for b in bands))]
     return bands
+
+
+def uncovered(bands: Sequence[tuple[int, int]], rects: Sequence[DamageRect], width: int) -> list[DamageRect]:
+    """Rectangles that cover exactly the parts of the full-width row bands [y0, y1) that no rect covers: the rows
+    are cut where a rect starts or ends, and each slab keeps the columns outside the rects that span it."""
+    out: list[DamageRect] = []
+    for y0, y1 in bands:
+        inside = [r for r in rects if r.width > 0 and r.height > 0 and r.y < y1 and r.y + r.height > y0]
+        cuts = sorted({y0, y1, *(min(y1, max(y0, v)) for r in inside for v in (r.y, r.y + r.height))})
+        for top, bottom in itertools.pairwise(cuts):
+            spans = sorted((max(0, r.x), min(width, r.x + r.width)) for r in inside
+                           if r.y <= top and bottom <= r.y + r.height)
+            x = 0
+            for left, right in spans:
+                if left > x:
+                    out.append(DamageRect(x, top, left - x, bottom - top))
+                x = max(x, right)
+            if x < width:
+                out.append(DamageRect(x, top, width - x, bottom - top))
+    return out

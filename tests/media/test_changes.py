@@ -127,3 +127,32 @@ def test_the_viewer_is_never_left_older_than_the_screen(cap: DisplayCapture, tru
             differ = np.argwhere((model.shown != screen(truth)).any(axis=2))
             assert not differ.size, f"seed {seed}, step {step}: viewer older than the screen at (y, x) {differ[:5]}"
     assert raced > 50, "the gap between damage and grab was hardly exercised"
+
+
+def test_a_small_change_in_a_tall_band_of_a_wide_screen_stays_small() -> None:
+    """Two small paints far apart on a 2560-pixel-wide screen: the grab reads their rows as one tall band, and the
+    boxes (and x264's hint) stay the paints' own, not the band's full width (a small animation then still goes out
+    as patches, and the conversion and x264 take only its columns)."""
+    width, height = 2560, 900
+    server = XvfbServer.start(width, height, xvfb_path=XVFB)
+    try:
+        with DisplayCapture(server.name, width, height) as cap:
+            painter = Painter(server.name)
+            try:
+                painter.fill(0, 0, width, height, 0xFFFFFF)
+                first = grab_changes(cap, np.zeros((height, width, 4), np.uint8), None, fresh=True)
+                kept = first.picture.copy()
+                while cap.pending_damage():
+                    kept = grab_changes(cap, kept, None).picture.copy()
+                painter.fill(100, 40, 60, 30, 0x2040E0)
+                painter.fill(300, 500, 300, 300, 0x2040E0)
+                damage: list[DamageRect] = []
+                while not damage or not any(r.y >= 500 for r in damage):
+                    damage += cap.pending_damage()
+                result = grab_changes(cap, kept, damage)
+            finally:
+                painter.close()
+    finally:
+        server.kill()
+    assert sorted(result.boxes) == [(100, 40, 160, 70), (300, 500, 600, 800)], result.boxes
+    assert result.hint is not None and all(w < width for _, _, w, _ in result.hint), result.hint

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from framestream.media.rects import BAND_GAP, MAX_BANDS, Box, DamageRect, clip, row_bands
+from framestream.media.rects import BAND_GAP, MAX_BANDS, Box, DamageRect, clip, row_bands, uncovered
 
 W, H = 40, 30
 
@@ -87,3 +88,36 @@ def test_row_bands_cover_every_damaged_row(damage: list[DamageRect], height: int
     for r in damage:
         if r.width > 0 and r.height > 0:
             assert covered[max(0, r.y) : max(0, min(height, r.y + r.height))].all()
+
+
+def _mask(rects: list[DamageRect], width: int, height: int) -> np.ndarray:
+    mask = np.zeros((height, width), np.int32)
+    for r in rects:
+        mask[max(0, r.y) : max(0, r.y + r.height), max(0, r.x) : max(0, r.x + r.width)] += 1
+    return mask
+
+
+def test_uncovered_is_exactly_the_bands_minus_the_rects() -> None:
+    rng = random.Random(29)
+    width, height = 200, 120
+    for _ in range(300):
+        rects = [DamageRect(rng.randrange(-20, width), rng.randrange(-20, height), rng.randrange(0, 90),
+                            rng.randrange(0, 70)) for _ in range(rng.randrange(0, 5))]
+        bands = sorted({(a, min(height, a + rng.randrange(1, 60))) for a in rng.sample(range(height), 2)})
+        bands = [b for i, b in enumerate(bands) if i == 0 or b[0] >= bands[i - 1][1]]
+        rest = uncovered(bands, rects, width)
+        in_bands = np.zeros((height, width), bool)
+        for y0, y1 in bands:
+            in_bands[y0:y1] = True
+        want = in_bands & (_mask(rects, width, height) == 0)
+        got = _mask(rest, width, height)
+        assert (got <= 1).all(), "rectangles overlap"
+        assert np.array_equal(got == 1, want), (bands, rects, rest)
+        assert all(r.width > 0 and r.height > 0 for r in rest)
+
+
+def test_uncovered_cuts_a_band_around_a_box() -> None:
+    assert uncovered([(0, 100)], [DamageRect(10, 20, 30, 40)], 100) == [
+        DamageRect(0, 0, 100, 20), DamageRect(0, 20, 10, 40), DamageRect(40, 20, 60, 40), DamageRect(0, 60, 100, 40)]
+    assert uncovered([(0, 10)], [], 50) == [DamageRect(0, 0, 50, 10)]
+    assert uncovered([(0, 10)], [DamageRect(0, 0, 50, 10)], 50) == []
