@@ -3,7 +3,7 @@
 Chromium draws at its display's refresh rate, so a page's answer to a click waits for the next of its frames: on
 the 30 Hz mode that keeps an animation to what the stream sends (docs/architecture.md, "Draw only what is
 sent"), 17 ms on average and up to 33. Measured at 1280x800 dpr 2, a click to its decoded picture took 39 ms p50
-at 30 Hz and 29 ms at 60 (docs/architecture.md, "Answer input at 60 Hz"). So the display runs at
+at 30 Hz and 28 ms at 60 (docs/architecture.md, "Answer input at 60 Hz"). So the display runs at
 `input_hz` from the first input until `hold_s` after the last one: a person typing or an agent stepping gets
 answers a frame sooner, and an animation nobody touches still costs Chromium only the frames that are sent.
 
