@@ -174,7 +174,7 @@ def _same(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
     if a.flags.c_contiguous and b.flags.c_contiguous:
         return bool(_memcmp()(a.ctypes.data, b.ctypes.data, a.nbytes) == 0)
     # Part of each row (a box beside X's damage): OpenCV's largest difference, SIMD and without numpy's temporary
-    # array, about twice as fast (measured on an 840x2000 region: 0.72 against 1.5 ms); 0 exactly when equal.
+    # array (an 840x2000 region of a 2560x1600 picture: 1.1 against 1.5 ms); 0 exactly when equal.
     if a.ndim == 2 and a.dtype == b.dtype and a.dtype in (np.uint32, np.uint64) and a.strides[1] == a.itemsize \
             and b.strides[1] == b.itemsize:
         return bool(cv2.norm(_pixels(a), _pixels(b), cv2.NORM_INF) == 0)
