@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+import numpy as np
 import pytest
 
 from framestream.client import Client, SandboxKey
 from tests.fixtures import service_fixture
-from tests.support import TEST_SECRET, Service
+from tests.support import TEST_SECRET, Service, colour_near
 
 pytestmark = pytest.mark.integration
 
@@ -22,8 +23,8 @@ BLUE = (40, 60, 220)
 GREEN = (30, 180, 60)
 
 
-def near(rgb: tuple[int, int, int], want: tuple[int, int, int], tol: int = 30) -> bool:
-    return all(abs(a - b) <= tol for a, b in zip(rgb, want, strict=True))
+def near(rgb: tuple[int, int, int], want: tuple[int, int, int]) -> bool:
+    return colour_near(np.asarray(rgb), want, tol=30)
 
 
 async def test_chromium_draws_faster_while_input_comes_and_slower_after(service: Service) -> None:
