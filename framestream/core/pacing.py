@@ -131,14 +131,16 @@ class PatchRule:
     or patches have taken more than `max_rate` bytes over the last second (a video or a large animation
     keeps changing with costly content), changes go through H.264 for `hold` seconds, which keeps bytes bounded.
 
-    A small animation that runs on (a spinner, a moving box: a change in every picture for `animation_after`
-    seconds, each near the one before) is sent at most `animation_fps` pictures a second: a picture of it in
-    between waits for the next (its boxes go out with the next patch, or when it stops with the policy's
-    sharpening 0.12 s later, as a patch: media/sender.py). Measured at 2560x1600 (docs/performance.md): a
-    spinner's PNG is about 3.5x its H.264 P-frame, so at 30 patch pictures a second it sends 3.6x today's bytes;
-    at 15, about 1.9x, for a third less CPU. A change elsewhere (a typed letter, a click's effect) and the first
-    `animation_after` seconds of any change still go at the picture rate. `animation_fps=None` sends every
-    picture.
+    A small animation that runs on (a spinner, a progress indicator: a change of at most `animation_max_area`
+    pixels in every picture for `animation_after` seconds, each near the one before) is sent at most
+    `animation_fps` pictures a second: a picture of it in between waits for the next (its boxes go out with the
+    next patch, or when it stops with the policy's sharpening 0.12 s later, as a patch: media/sender.py).
+    Measured at 2560x1600 (docs/performance.md): a spinner's PNG is about 3.5x its H.264 P-frame, so at 30 patch
+    pictures a second it sends 3.6x today's bytes; at 15, about 1.9x, for a third less CPU. Larger changes (a box
+    moving across the page) go at the picture rate: at 15 a second they judder, and their H.264 pictures cost
+    about as many bytes (issue 29's moving box at 30 a second: 397 kbit/s as H.264, 418 as patches). A change
+    elsewhere (a typed letter, a click's effect) and the first `animation_after` seconds of any change still go
+    at the picture rate. `animation_fps=None` sends every picture.
     """
 
     def __init__(
@@ -151,6 +153,7 @@ class PatchRule:
         hold: float = 1.0,
         animation_fps: float | None = 15.0,
         animation_after: float = 1.0,
+        animation_max_area: int = 16 * 1024,
     ) -> None:
         self.max_area = max_area
         self.max_rects = max_rects
@@ -159,19 +162,32 @@ class PatchRule:
         self.hold = hold
         self.animation_fps = animation_fps
         self.animation_after = animation_after
+        self.animation_max_area = animation_max_area
         self._streak_since = -math.inf  # the first change of the current run of changes
         self._last_change_at = -math.inf
         self._last_boxes: list[tuple[int, int, int, int]] = []
         self._last_patch_at = -math.inf
         self._video_until = -math.inf
+        self._large_until = -math.inf  # a change too large for patches came lately: compare large damage by rows
         self._sent: collections.deque[tuple[float, int]] = collections.deque()
         self._sent_bytes = 0
 
-    def allows(self, now: float, boxes: list[tuple[int, int, int, int]]) -> bool:
-        """Whether the changed boxes (x0, y0, x1, y1) of one picture may go out as patches."""
+    def allows(self, now: float, boxes: list[tuple[int, int, int, int]], *, tight: bool = True) -> bool:
+        """Whether the changed boxes (x0, y0, x1, y1) of one picture may go out as patches. `tight`: the boxes hold
+        only what changed (not whole rows of large damage), so too large means large changes."""
         if not boxes or len(boxes) > self.max_rects or now < self._video_until:
             return False
-        return sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes) <= self.max_area
+        if _area(boxes) > self.max_area:
+            if tight:
+                self._large_until = now + self.hold
+            return False
+        return True
+
+    def compares_tightly(self, now: float) -> bool:
+        """Whether large X damage is worth comparing pixel by pixel (1-3 ms at 2560x1600) for boxes tight enough
+        to go out as patches: not while changes go through H.264 anyway (`hold` seconds after one too costly or
+        too large), so a scroll pays it about once a second."""
+        return now >= self._video_until and now >= self._large_until
 
     def note_sent(self, now: float, size: int) -> bool:
         """Patches of `size` bytes were made; False (and video for `hold` s) when they cost too much to send."""
@@ -193,6 +209,8 @@ class PatchRule:
         previous, self._last_boxes, self._last_change_at = self._last_boxes, boxes, now
         if self.animation_fps is None or not running or now - self._streak_since < self.animation_after:
             return False
+        if _area(boxes) > self.animation_max_area:
+            return False  # moving content, not a spinner: at the picture rate
         if not all(_near(box, previous) for box in boxes):
             return False  # something new (a letter typed beside a spinner): at once
         return now - self._last_patch_at < 1.0 / self.animation_fps - _SLOT_SLACK_S
@@ -206,6 +224,7 @@ class PatchRule:
         its picture back anyway, so grabbing and comparing it now is wasted work. Changes nothing."""
         if (self.animation_fps is None or not damage or now < self._video_until
                 or now - self._last_change_at > _STREAK_GAP_S or now - self._streak_since < self.animation_after
+                or _area(damage) > self.animation_max_area
                 or not all(_near(box, self._last_boxes) for box in damage)):
             return 0.0
         slot = self._last_patch_at + 1.0 / self.animation_fps - _SLOT_SLACK_S
@@ -222,6 +241,10 @@ _STREAK_GAP_S = 0.1
 # An animation picture goes out when at least its slot minus this has passed (pictures come at 30 fps slots).
 _SLOT_SLACK_S = 0.015
 _NEAR_PX = 32  # how far a box of an animation may be from one of the picture before (a moving box's edges)
+
+
+def _area(boxes: list[tuple[int, int, int, int]]) -> int:
+    return sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes)
 
 
 def _near(box: tuple[int, int, int, int], others: list[tuple[int, int, int, int]]) -> bool:

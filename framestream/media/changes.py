@@ -29,12 +29,14 @@ class Grab:
     boxes: list[Box]  # every pixel that differs from the previous grab lies in one
     # What x264 may restrict its analysis to, as (x, y, width, height); None: anything may have changed.
     hint: list[tuple[int, int, int, int]] | None
+    tight: bool = False  # the boxes are tight in columns too (damage compared pixel by pixel)
 
 
 def grab_changes(capture: DisplayCapture, previous: npt.NDArray[np.uint8], damage: Sequence[DamageRect] | None,
-                 *, fresh: bool = False) -> Grab:
+                 *, fresh: bool = False, tight: bool = False) -> Grab:
     """Grab `damage` (None: the whole screen) and compare it with `previous`, the grab before. `fresh`: the
-    encoder has no picture yet, so every row is new to it."""
+    encoder has no picture yet, so every row is new to it. `tight`: large damage is compared pixel by pixel too
+    (the changes may go out as patches, media/sender.py)."""
     picture = capture.grab(None if damage is None else list(damage))
     height, width = int(picture.shape[0]), int(picture.shape[1])
     if fresh:
@@ -42,20 +44,25 @@ def grab_changes(capture: DisplayCapture, previous: npt.NDArray[np.uint8], damag
     if damage is None:
         return Grab(picture, changed_boxes(previous, picture, None), None)
     bands = [(0, height)] if capture.read_bands is None else capture.read_bands
-    if all(r.width * r.height <= TIGHT_AREA for r in damage):
+    small = all(r.width * r.height <= TIGHT_AREA for r in damage)
+    if tight or small:
         # Small damage: boxes tight in rows and columns within it (patches, the conversion and x264's map take
         # only them), and the rest of every band the grab read compared too, for a paint that raced the grab
         # (issue 26). Compared as whole bands instead, a change taller than about 200 rows of a 2560-pixel screen
         # kept the band's width, too large for patches (a small animation: 0.30 -> 0.07 vCPU, docs/performance.md).
-        boxes = changed_boxes(previous, picture, damage) + changed_boxes(previous, picture,
-                                                                         uncovered(bands, damage, width))
+        # Large damage read whole costs 1-3 ms more, worth it only when tight boxes may go out as patches: a box
+        # moving under a counter is damaged as their 2388x840 bounding box, but changes in its two edges and the
+        # counter's digits (issue 29's moving box with patches: 0.34 -> 0.17 vCPU, docs/performance.md).
+        area = TIGHT_AREA if small else width * height
+        boxes = changed_boxes(previous, picture, damage, tight_area=area) + changed_boxes(
+            previous, picture, uncovered(bands, damage, width), tight_area=area)
     else:
         # Large damage is not compared pixel by pixel anyway: whole bands, scanned from their ends, cost least.
         boxes = changed_boxes(previous, picture, [DamageRect(0, y0, width, y1 - y0) for y0, y1 in bands])
     # X's damage, and whatever changed outside it (a paint that raced the grab) so x264 does not skip that.
     hint = [(r.x, r.y, r.width, r.height) for r in damage]
     hint += [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in boxes if not _inside_any((x0, y0, x1, y1), damage)]
-    return Grab(picture, boxes, hint)
+    return Grab(picture, boxes, hint, tight or small)
 
 
 def _inside_any(box: Box, damage: Sequence[DamageRect]) -> bool:

@@ -281,11 +281,13 @@ class FramePipeline:
             boxes: list[tuple[int, int, int, int]] = []
             capture_us = self._last_capture_us
             hint: list[tuple[int, int, int, int]] | None = None
+            tight = False
             if decision.grab and (full_grab_needed or damage):
                 # Band grabs are exact only with every damage rectangle since the last grab, which we have. A new
                 # capture's first grab is new in every row: the new encoder's own picture is blank.
-                grabbed = grab_changes(capture, kept, None if full_grab_needed else damage, fresh=fresh)
-                frame, boxes, hint = grabbed.picture, grabbed.boxes, grabbed.hint
+                grabbed = grab_changes(capture, kept, None if full_grab_needed else damage, fresh=fresh,
+                                       tight=sender.compares_tightly(now))
+                frame, boxes, hint, tight = grabbed.picture, grabbed.boxes, grabbed.hint, grabbed.tight
                 capture_us = time.time_ns() // 1000
                 fresh = False
                 rows = (min(b[1] for b in boxes), max(b[3] for b in boxes)) if boxes else None
@@ -304,7 +306,7 @@ class FramePipeline:
             if changed or decision.keyframe or decision.refinement:
                 started = time.perf_counter()
                 out = sender.send(kept, now=now, keyframe=decision.keyframe, refinement=decision.refinement,
-                                  rows=rows, boxes=boxes, hint=hint)
+                                  rows=rows, boxes=boxes, hint=hint, tight=tight)
                 self.stats.encode_seconds += time.perf_counter() - started
                 self.stats.pictures += 1
                 if out is not None:

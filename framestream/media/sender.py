@@ -73,6 +73,10 @@ class ChangeSender:
             return None
         return self._video(kept, keyframe=False, refinement=True, rows=None, hint=[], partial=True)
 
+    def compares_tightly(self, now: float) -> bool:
+        """Whether this grab's large damage should be compared pixel by pixel: only when patches may be sent."""
+        return self._gate is not None and self._gate.open and self.rule.compares_tightly(now)
+
     def grab_after(self, now: float, damage: Sequence[Box]) -> float:
         """Seconds the grab of this damage can wait (`PatchRule.grab_after`); 0 unless patches are on."""
         if self._gate is None or not self._gate.open:
@@ -89,12 +93,14 @@ class ChangeSender:
         rows: tuple[int, int] | None,
         boxes: Sequence[Box],
         hint: list[tuple[int, int, int, int]] | None,
+        tight: bool = True,
     ) -> Outgoing | None:
         """Send the current picture `kept` (BGRX). `rows` and `boxes` (x0, y0, x1, y1) say what changed since the
-        last send (rows None: nothing); `hint` is what x264 may restrict its analysis to (None: everything).
-        None when the encoder made no access unit."""
+        last send (rows None: nothing); `hint` is what x264 may restrict its analysis to (None: everything);
+        `tight`: the boxes hold only what changed (not whole rows of large damage). None when the encoder made no
+        access unit."""
         if rows is not None and not (keyframe or refinement) and hint is not None:
-            patch = self._patches(kept, now, boxes)
+            patch = self._patches(kept, now, boxes, tight=tight)
             if patch is _WAITING:
                 return None
             if isinstance(patch, Outgoing):
@@ -110,14 +116,15 @@ class ChangeSender:
         return self._video(kept, keyframe=keyframe, refinement=refinement, rows=rows, hint=hint, boxes=boxes)
 
     def _patches(
-        self, kept: npt.NDArray[np.uint8], now: float, boxes: Sequence[Box], *, wait: bool = True
+        self, kept: npt.NDArray[np.uint8], now: float, boxes: Sequence[Box], *, wait: bool = True,
+        tight: bool = True,
     ) -> Outgoing | object | None:
         """The change as patches; None when it must go as video; `_WAITING` when an animation's picture waits."""
         if self._gate is None or not self._gate.open:
             return None
         merged = merge_boxes(boxes)
         waiting = self._waiting
-        if not self.rule.allows(now, merge_boxes([*merged, *waiting]) if waiting else merged):
+        if not self.rule.allows(now, merge_boxes([*merged, *waiting]) if waiting else merged, tight=tight):
             return None
         if wait and self.rule.waits(now, merged):
             # Shown with the next patch, or by the next H.264 picture (pending rows) if none comes.

@@ -19,6 +19,18 @@ def test_small_changes_are_patches_and_large_or_many_are_not() -> None:
     assert not rule.allows(0.0, [])
 
 
+def test_large_damage_is_compared_tightly_unless_changes_were_too_large_lately() -> None:
+    rule = PatchRule(max_area=10_000, hold=1.0)
+    assert rule.compares_tightly(0.0)
+    assert not rule.allows(0.0, [(0, 0, 2000, 400)], tight=False)  # whole rows of large damage: may hold less
+    assert rule.compares_tightly(0.1), "rows of large damage say nothing of how much changed"
+    assert not rule.allows(0.2, [(0, 0, 200, 100)])  # compared pixel by pixel, and still too large (a scroll)
+    assert not rule.compares_tightly(0.3) and not rule.compares_tightly(1.1)
+    assert rule.compares_tightly(1.2)
+    assert rule.note_sent(1.2, 10) and not rule.note_sent(1.3, 1 << 30)  # too costly as images
+    assert not rule.compares_tightly(2.2) and rule.compares_tightly(2.3)
+
+
 def test_costly_patches_send_video_for_a_while() -> None:
     rule = PatchRule(max_bytes=1000, max_rate=2500, hold=1.0)
     assert rule.note_sent(0.0, 900)
@@ -72,6 +84,22 @@ def test_a_running_animation_goes_at_its_own_rate_after_a_while() -> None:
     assert not any(first)
     later = _frames(rule, 1.0, 30, (41, 40, 104, 105))  # then every other one (boxes move a little)
     assert later.count(False) == 15 and all(a != b for a, b in itertools.pairwise(later))
+
+
+def test_content_moving_across_the_page_goes_at_the_picture_rate() -> None:
+    """Issue 29: a box crossing the page changes its two edges every picture. Held to 15 a second it judders,
+    and its H.264 pictures cost about as many bytes as its patches, so only small animations wait."""
+    rule = PatchRule(animation_fps=15, animation_after=1.0, animation_max_area=16 * 1024)
+    waited = []
+    for k in range(90):
+        now, x = k / 30, 40 + 36 * k
+        edges = [(x, 480, x + 60, 880), (x + 400, 480, x + 460, 880), (80, 40, 130, 77)]  # and its counter
+        assert rule.grab_after(now, [(80, 40, x + 460, 880)]) == 0.0, "its damage is grabbed at once"
+        waited.append(rule.waits(now, edges))
+        rule.note_patch(now)
+    assert not any(waited)
+    small = PatchRule(animation_fps=15, animation_after=1.0, animation_max_area=16 * 1024)
+    assert any(_frames(small, 0.0, 60, (40, 40, 168, 168))), "a 128x128 spinner still goes at its own rate"
 
 
 def test_a_change_elsewhere_or_after_a_pause_goes_at_once() -> None:
