@@ -131,16 +131,18 @@ class PatchRule:
     or patches have taken more than `max_rate` bytes over the last second (a video or a large animation
     keeps changing with costly content), changes go through H.264 for `hold` seconds, which keeps bytes bounded.
 
-    A small animation that runs on (a spinner, a progress indicator: a change of at most `animation_max_area`
-    pixels in every picture for `animation_after` seconds, each near the one before) is sent at most
-    `animation_fps` pictures a second: a picture of it in between waits for the next (its boxes go out with the
-    next patch, or when it stops with the policy's sharpening 0.12 s later, as a patch: media/sender.py).
-    Measured at 2560x1600 (docs/performance.md): a spinner's PNG is about 3.5x its H.264 P-frame, so at 30 patch
-    pictures a second it sends 3.6x today's bytes; at 15, about 1.9x, for a third less CPU. Larger changes (a box
-    moving across the page) go at the picture rate: at 15 a second they judder, and their H.264 pictures cost
-    about as many bytes (issue 29's moving box at 30 a second: 397 kbit/s as H.264, 418 as patches). A change
-    elsewhere (a typed letter, a click's effect) and the first `animation_after` seconds of any change still go
-    at the picture rate. `animation_fps=None` sends every picture.
+    An animation that runs on (a spinner, a box moving back and forth: a change in every picture for
+    `animation_after` seconds, each near the one before) is sent at most `animation_fps` pictures a second: a
+    picture of it in between waits for the next (its boxes go out with the next patch, or when it stops with the
+    policy's sharpening 0.12 s later, as a patch: media/sender.py). Measured at 2560x1600 (docs/performance.md): a
+    spinner's PNG is about 3.5x its H.264 P-frame, so at 30 patch pictures a second it sends 3.6x today's bytes;
+    at 15, about 1.9x, for a third less CPU. Content that moves fast (a box crossing the page: some box of the
+    change moved at least `animation_fast_pps` pixels a second from its like in the change before, 24 a picture)
+    goes at the picture rate: at 15 a second its jumps show, and its H.264 pictures cost about as many bytes
+    (issue 29's moving box, 36 pixels a picture: 300-400 kbit/s as H.264, 400-420 as patches); a slower one (the
+    small animation, at most 16) keeps the animation's rate. A change elsewhere (a typed letter, a click's
+    effect) and the first `animation_after` seconds of any change still go at the picture rate.
+    `animation_fps=None` sends every picture.
     """
 
     def __init__(
@@ -153,7 +155,7 @@ class PatchRule:
         hold: float = 1.0,
         animation_fps: float | None = 15.0,
         animation_after: float = 1.0,
-        animation_max_area: int = 16 * 1024,
+        animation_fast_pps: float = 720.0,
     ) -> None:
         self.max_area = max_area
         self.max_rects = max_rects
@@ -162,7 +164,9 @@ class PatchRule:
         self.hold = hold
         self.animation_fps = animation_fps
         self.animation_after = animation_after
-        self.animation_max_area = animation_max_area
+        self.animation_fast_pps = animation_fast_pps
+        self._fast = False  # the running change moved fast lately: it goes at the picture rate
+        self._fast_until = -math.inf
         self._streak_since = -math.inf  # the first change of the current run of changes
         self._last_change_at = -math.inf
         self._last_boxes: list[tuple[int, int, int, int]] = []
@@ -206,11 +210,17 @@ class PatchRule:
         running = now - self._last_change_at <= _STREAK_GAP_S
         if not running:
             self._streak_since = now
-        previous, self._last_boxes, self._last_change_at = self._last_boxes, boxes, now
+        previous, elapsed = self._last_boxes, now - self._last_change_at
+        self._last_boxes, self._last_change_at = boxes, now
+        # Pixels a second, not a picture: a waiting animation's damage is grabbed every other picture. Fast for a
+        # while after: a box turning back, or a picture Chromium drew late, moves less than its speed.
+        if running and _moved(boxes, previous) >= self.animation_fast_pps * max(elapsed, 1 / 60):
+            self._fast_until = now + _FAST_HOLD_S
+        self._fast = now < self._fast_until
         if self.animation_fps is None or not running or now - self._streak_since < self.animation_after:
             return False
-        if _area(boxes) > self.animation_max_area:
-            return False  # moving content, not a spinner: at the picture rate
+        if self._fast:
+            return False  # content crossing the page: at the picture rate
         if not all(_near(box, previous) for box in boxes):
             return False  # something new (a letter typed beside a spinner): at once
         return now - self._last_patch_at < 1.0 / self.animation_fps - _SLOT_SLACK_S
@@ -224,7 +234,7 @@ class PatchRule:
         its picture back anyway, so grabbing and comparing it now is wasted work. Changes nothing."""
         if (self.animation_fps is None or not damage or now < self._video_until
                 or now - self._last_change_at > _STREAK_GAP_S or now - self._streak_since < self.animation_after
-                or _area(damage) > self.animation_max_area
+                or self._fast
                 or not all(_near(box, self._last_boxes) for box in damage)):
             return 0.0
         slot = self._last_patch_at + 1.0 / self.animation_fps - _SLOT_SLACK_S
@@ -240,11 +250,28 @@ class PatchRule:
 _STREAK_GAP_S = 0.1
 # An animation picture goes out when at least its slot minus this has passed (pictures come at 30 fps slots).
 _SLOT_SLACK_S = 0.015
+_FAST_HOLD_S = 0.5
 _NEAR_PX = 32  # how far a box of an animation may be from one of the picture before (a moving box's edges)
 
 
 def _area(boxes: list[tuple[int, int, int, int]]) -> int:
     return sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes)
+
+
+_LIKE_PX = 8  # how much a box may grow or shrink and still be the same thing moved (a box's edge, a digit)
+
+
+def _moved(boxes: list[tuple[int, int, int, int]], previous: list[tuple[int, int, int, int]]) -> int:
+    """How far the change moved since the picture before: for each box the distance to the nearest box of about
+    its size there (none: it does not count), the largest of those. A spinner or a counter changes in place (0-2
+    pixels); a box crossing the page moves its two edges by its speed."""
+    moved = 0
+    for x0, y0, x1, y1 in boxes:
+        like = [max(abs(x0 - a0), abs(y0 - b0)) for a0, b0, a1, b1 in previous
+                if abs((x1 - x0) - (a1 - a0)) <= _LIKE_PX and abs((y1 - y0) - (b1 - b0)) <= _LIKE_PX]
+        if like:
+            moved = max(moved, min(like))
+    return moved
 
 
 def _near(box: tuple[int, int, int, int], others: list[tuple[int, int, int, int]]) -> bool:

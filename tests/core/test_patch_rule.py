@@ -86,20 +86,41 @@ def test_a_running_animation_goes_at_its_own_rate_after_a_while() -> None:
     assert later.count(False) == 15 and all(a != b for a, b in itertools.pairwise(later))
 
 
-def test_content_moving_across_the_page_goes_at_the_picture_rate() -> None:
-    """Issue 29: a box crossing the page changes its two edges every picture. Held to 15 a second it judders,
-    and its H.264 pictures cost about as many bytes as its patches, so only small animations wait."""
-    rule = PatchRule(animation_fps=15, animation_after=1.0, animation_max_area=16 * 1024)
+def _crossing(rule: PatchRule, step: int, pictures: int = 90) -> list[bool]:
+    """A 400 px box moving `step` pixels a picture at 30 fps (its two edges change) under a counter: for each
+    picture whether it waits. Sent ones are noted; its damage (their bounding box) must be grabbed at once."""
     waited = []
-    for k in range(90):
-        now, x = k / 30, 40 + 36 * k
-        edges = [(x, 480, x + 60, 880), (x + 400, 480, x + 460, 880), (80, 40, 130, 77)]  # and its counter
-        assert rule.grab_after(now, [(80, 40, x + 460, 880)]) == 0.0, "its damage is grabbed at once"
-        waited.append(rule.waits(now, edges))
-        rule.note_patch(now)
-    assert not any(waited)
-    small = PatchRule(animation_fps=15, animation_after=1.0, animation_max_area=16 * 1024)
-    assert any(_frames(small, 0.0, 60, (40, 40, 168, 168))), "a 128x128 spinner still goes at its own rate"
+    for k in range(pictures):
+        now, x = k / 30, 40 + step * k
+        edges = [(x, 480, x + step + 24, 880), (x + 400, 480, x + 400 + step + 24, 880), (80, 40, 130, 77)]
+        waits = rule.waits(now, edges)
+        waited.append(waits)
+        if not waits:
+            rule.note_patch(now)
+    return waited
+
+
+def test_content_moving_fast_goes_at_the_picture_rate_and_slow_at_the_animation_rate() -> None:
+    """Issue 29: a box crossing the page at 36 pixels a picture, held to 15 a second, jumps 72 pixels a picture,
+    and its H.264 pictures cost about as many bytes as its patches: at the picture rate. A slower one (10 pixels a
+    picture) and a spinner still go at the animation's rate."""
+    fast = PatchRule(animation_fps=15, animation_after=1.0)
+    assert not any(_crossing(fast, 36))
+    assert fast.grab_after(3.0, [(80, 40, 3700, 880)]) == 0.0, "its damage is grabbed at once"
+    turning = [(3280, 480, 3300, 880), (80, 40, 130, 77)]  # it turns back: one edge, moved little
+    after = []
+    for k in range(27):
+        now = 3.0 + k / 30
+        after.append(fast.waits(now, turning))
+        if not after[-1]:
+            fast.note_patch(now)
+    assert not any(after[:12]), "still fast while it turns (0.4 s)"
+    assert any(after[18:]), "at the animation's rate once it moves slowly for longer"
+    slow = PatchRule(animation_fps=15, animation_after=1.0)
+    waited = _crossing(slow, 10)
+    assert not any(waited[:30]) and waited[30:].count(True) >= 25, waited
+    spinner = PatchRule(animation_fps=15, animation_after=1.0)
+    assert _frames(spinner, 0.0, 60, (40, 40, 168, 168)).count(True) >= 14
 
 
 def test_a_change_elsewhere_or_after_a_pause_goes_at_once() -> None:
