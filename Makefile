@@ -6,22 +6,34 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 7682
-# firefox-esr: the viewer's second browser (tests/web/test_viewer_firefox.py); its WebCodecs decodes H.264 with
-# Debian's libavcodec, which ffmpeg brings.
-APT_PACKAGES := chromium firefox-esr xvfb ffmpeg x11-utils x11-xserver-utils fonts-dejavu-core fonts-noto-color-emoji fonts-noto-cjk iproute2
+# What the service runs: the frames' browser and displays, xrandr (their refresh rate) and fonts for pages.
+RUN_PACKAGES := chromium xvfb x11-xserver-utils fonts-dejavu-core fonts-noto-color-emoji fonts-noto-cjk
+RUN_BINARIES := chromium Xvfb xrandr
+# What the tests and benchmarks add. firefox-esr: the viewer's second browser (tests/web/test_viewer_firefox.py);
+# its WebCodecs decodes H.264 with Debian's libavcodec, which ffmpeg brings. iproute2: link limits; nodejs: the
+# npm package's tests.
+TEST_PACKAGES := firefox-esr ffmpeg x11-utils iproute2 nodejs
+TEST_BINARIES := firefox-esr ffmpeg xdpyinfo ip node
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench soak lint typecheck audit lock system-deps venv clean
+.PHONY: run test bench soak lint typecheck audit lock system-deps run-deps venv clean
+
+# $(1): binaries that must be on PATH; $(2): the Debian packages to install when one is not.
+define install_missing
+	@missing=""; \
+	for bin in $(1); do command -v $$bin >/dev/null 2>&1 || missing="$$missing $$bin"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages for:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(2) >/dev/null; \
+	fi
+endef
+
+run-deps:
+	$(call install_missing,$(RUN_BINARIES),$(RUN_PACKAGES))
 
 system-deps:
-	@missing=""; \
-	for bin in chromium firefox-esr Xvfb ffmpeg xdpyinfo xrandr; do command -v $$bin >/dev/null 2>&1 || missing="$$missing $$bin"; done; \
-	extra=""; command -v node >/dev/null 2>&1 || extra="nodejs"; \
-	if [ -n "$$missing$$extra" ]; then \
-	  echo "installing Debian packages for:$$missing $$extra"; \
-	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) $$extra >/dev/null; \
-	fi
+	$(call install_missing,$(RUN_BINARIES) $(TEST_BINARIES),$(RUN_PACKAGES) $(TEST_PACKAGES))
 
 # Every dependency is pinned with its hashes in requirements-dev.lock (requirements.lock: the service alone, for
 # images); the package itself goes in on top without resolving anything again.
@@ -35,7 +47,7 @@ venv: $(STAMP)
 
 # Without TERMINAL_AUTH_SECRET the demo runs with --insecure-dev, which says so loudly. The demo frame is a page
 # the service serves itself, so nothing else needs to run.
-run: system-deps venv
+run: run-deps venv
 	@mkdir -p .state
 	FRAMESTREAM_STATE_DIR=$${FRAMESTREAM_STATE_DIR:-$(CURDIR)/.state} exec $(PY) -m framestream serve --port $(PORT) \
 	  $$( [ -n "$$TERMINAL_AUTH_SECRET" ] || echo --insecure-dev ) \

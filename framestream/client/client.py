@@ -72,12 +72,13 @@ class Client:
     async def connect(cls, url: str = "http://127.0.0.1:7682", *, token: TokenSource | None = None,
                       grants: GrantSource | None = None, control: TokenSource | None = None,
                       key: SandboxKey | None = None, reconnect: bool = True,
-                      backoff: tuple[float, float] = (0.1, 5.0)) -> Client:
+                      backoff: tuple[float, float] = (0.1, 5.0), patches: bool = True) -> Client:
         """Connect to the service at `url` (its HTTP base).
 
         `token` (view, drive or control) says hello and reads over HTTP; `grants` drives: a drive token, or a
         callable minting one per step. With `key` (the sandbox's secret), every token is minted as needed:
-        view for reading, control for frames, a one-step grant per step."""
+        view for reading, control for frames, a one-step grant per step. `patches`: small changes come as
+        lossless patches, drawn on the picture before (`Picture.patched`); off, every change is H.264."""
         if key is not None:
             token = token or key.view
             grants = grants or key.step
@@ -89,7 +90,8 @@ class Client:
                   else "ws://" + base.removeprefix("http://")) + "/ws"
         session = aiohttp.ClientSession()
         try:
-            connection = await Connection.open(session, ws_url, token, reconnect=reconnect, backoff=backoff)
+            connection = await Connection.open(session, ws_url, token, reconnect=reconnect, backoff=backoff,
+                                               patches=patches)
         except BaseException:
             await session.close()
             raise

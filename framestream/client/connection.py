@@ -26,7 +26,16 @@ from framestream.client.errors import ClientError, ConnectionLost, ServiceError,
 from framestream.client.grants import TokenSource, expires_at, token_now
 from framestream.client.view import FrameView
 from framestream.client.wire import encode_client_message
-from framestream.core.wire import ClientMessage, KeyframeRequest, Refresh, Unwatch, Watch, unpack_video_header
+from framestream.core.wire import (
+    KIND_PATCH,
+    KIND_VIDEO,
+    ClientMessage,
+    KeyframeRequest,
+    Refresh,
+    Unwatch,
+    Watch,
+    unpack_video_header,
+)
 
 __all__ = ["Connection"]
 
@@ -41,8 +50,11 @@ class Connection:
 
     def __init__(self, session: aiohttp.ClientSession, ws_url: str, token: TokenSource, *,
                  reconnect: bool = True, backoff: tuple[float, float] = (0.1, 5.0),
-                 hello_timeout: float = 10.0) -> None:
+                 hello_timeout: float = 10.0, patches: bool = True) -> None:
         self._session = session
+        # Small changes as lossless patches (docs/protocol.md): a frame sends them only while every viewer takes
+        # them, so an agent watching without them would turn them off for the people watching too.
+        self.patches = patches
         self.ws_url = ws_url
         self._token = token
         self.reconnect = reconnect
@@ -77,7 +89,10 @@ class Connection:
         ws = await self._session.ws_connect(self.ws_url, max_msg_size=0, autoping=True)
         token = token_now(self._token)
         try:
-            await ws.send_str(json.dumps({"type": "hello", "token": token}))
+            hello: dict[str, Any] = {"type": "hello", "token": token}
+            if self.patches:
+                hello["features"] = ["patches"]
+            await ws.send_str(json.dumps(hello))
             async with asyncio.timeout(self._hello_timeout):
                 msg = await ws.receive()
             if msg.type != aiohttp.WSMsgType.TEXT:
@@ -219,11 +234,15 @@ class Connection:
             listener(msg)
 
     def _on_binary(self, data: bytes) -> None:
-        if len(data) < 16 or data[0] != 1:  # only video (kind 1) is decoded here; other kinds are ignored
+        if len(data) < 16 or data[0] not in (KIND_VIDEO, KIND_PATCH):  # padding and unknown kinds are ignored
             return
         header = unpack_video_header(data)
         view = self._slots.get(header.slot)
-        if view is not None:
+        if view is None:
+            return
+        if data[0] == KIND_PATCH:
+            view.on_patch(header.sequence, header.capture_us, data[16:])
+        else:
             view.on_video(header.flags, header.sequence, header.capture_us, data[16:])
 
     def listen(self, callback: Callable[[dict[str, Any]], None]) -> Callable[[], None]:

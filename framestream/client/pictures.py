@@ -1,4 +1,5 @@
-"""Pictures: the stream's H.264 decoded with PyAV into numpy arrays, and PNG read, scaled and written.
+"""Pictures: the stream's H.264 decoded with PyAV into numpy arrays, patches drawn on them, and PNG read, scaled
+and written.
 
 A `Picture` keeps the decoded frame and converts it to RGB only when asked (`rgb`), so a client that decodes
 every picture to keep its decoder in step pays the colour conversion only for the pictures it looks at.
@@ -10,10 +11,11 @@ import time
 from dataclasses import dataclass, field
 
 import av
+import cv2
 import numpy as np
 from av.video.reformatter import ColorRange, Colorspace
 
-from framestream.core.wire import FLAG_KEYFRAME, VideoFlags
+from framestream.core.wire import FLAG_KEYFRAME, FORMAT_PNG, VideoFlags, unpack_patch_payload
 
 __all__ = ["Picture", "StreamDecoder", "png_size", "png_to_rgb", "rgb_to_png", "scale_png", "signalled_matrix"]
 
@@ -32,6 +34,7 @@ class Picture(VideoFlags):
     decoded_at: float  # time.monotonic() once decoded
     received_at: float = 0.0  # time.monotonic() when its message was received
     _rgb: Rgb | None = field(default=None, repr=False)
+    patched: bool = False  # the picture before with a patch message drawn on it (`frame` is that picture's)
 
     @property
     def width(self) -> int:
@@ -65,10 +68,33 @@ class Picture(VideoFlags):
         width, height = width or self.width, height or self.height
         if (width, height) == (self.width, self.height):
             return rgb_to_png(self.rgb)
+        if self.patched:  # the patches are in the RGB picture only
+            rgb = av.VideoFrame.from_ndarray(np.ascontiguousarray(self.rgb), format="rgb24")
+            return _encode_png(rgb.reformat(width, height, format="rgb24", interpolation="AREA"))
         scaled = self.frame.reformat(width, height, format="rgb24", interpolation="AREA",
                                      src_colorspace=signalled_matrix(self.frame), src_color_range=ColorRange.MPEG,
                                      dst_color_range=ColorRange.JPEG)
         return _encode_png(scaled)
+
+    def with_patch(self, payload: bytes, *, sequence: int, capture_us: int, received_us: int,
+                   received_at: float) -> Picture:
+        """This picture with a patch message's rectangles drawn on it, in order (docs/protocol.md, "Binary patch
+        messages"): the next picture of the stream. ValueError when the payload or an image is broken, or a
+        rectangle does not fit or is not the size its image is."""
+        rgb = self.rgb.copy()
+        for rect in unpack_patch_payload(payload):
+            if rect.format != FORMAT_PNG:
+                raise ValueError(f"patch format {rect.format} is not PNG")
+            image = cv2.imdecode(np.frombuffer(rect.data, np.uint8), cv2.IMREAD_COLOR)
+            if image is None:
+                raise ValueError("a patch image is not a PNG")
+            if image.shape[:2] != (rect.height, rect.width) or rect.x + rect.width > self.width \
+                    or rect.y + rect.height > self.height:
+                raise ValueError(f"patch {rect.width}x{rect.height} at ({rect.x}, {rect.y}) does not fit a "
+                                 f"{self.width}x{self.height} picture or its image")
+            rgb[rect.y:rect.y + rect.height, rect.x:rect.x + rect.width] = image[:, :, ::-1]
+        return Picture(self.frame, sequence, capture_us, 0, received_us, time.monotonic(), received_at, rgb,
+                       patched=True)
 
 
 def signalled_matrix(frame: av.VideoFrame) -> Colorspace:

@@ -137,6 +137,34 @@ class FrameView:
                     waiter.offer(picture)
         self._wake()
 
+    def on_patch(self, sequence: int, capture_us: int, payload: bytes) -> None:
+        """A patch message (the connection asked for `patches`): drawn on the picture before it, when it directly
+        follows that picture; after a gap it waits for a keyframe, as video does."""
+        received_us, received_at = time.time_ns() // 1000, time.monotonic()
+        self.pictures_received += 1
+        follows = self._last_sequence is not None and (sequence - self._last_sequence) & 0xFFFFFFFF == 1
+        self._last_sequence = sequence
+        self.last_change_at = received_at
+        if not self.decode:
+            self._wake()
+            return
+        base = self.latest
+        if not follows or not self._decoder.synced or base is None or base.sequence != (sequence - 1) & 0xFFFFFFFF:
+            self._decoder.lose_sync()  # nothing to draw it on: the service resumes us at a keyframe
+            self._need_keyframe(received_at)
+        else:
+            try:
+                picture = base.with_patch(payload, sequence=sequence, capture_us=capture_us,
+                                          received_us=received_us, received_at=received_at)
+            except ValueError:
+                self._decoder.lose_sync()
+                self._need_keyframe(received_at)
+            else:
+                self.latest = picture
+                for waiter in self._waiters:
+                    waiter.offer(picture)
+        self._wake()
+
     def _need_keyframe(self, now: float) -> None:
         # At most one request a second: the service coalesces them anyway, and sends one IDR a second at most.
         if now - self._keyframe_asked_at >= 1.0:

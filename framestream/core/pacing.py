@@ -250,7 +250,7 @@ class PatchRule:
 _STREAK_GAP_S = 0.1
 # An animation picture goes out when at least its slot minus this has passed (pictures come at 30 fps slots).
 _SLOT_SLACK_S = 0.015
-_FAST_HOLD_S = 0.5
+_FAST_HOLD_S = 0.5  # content stays fast this long after it last moved fast
 _NEAR_PX = 32  # how far a box of an animation may be from one of the picture before (a moving box's edges)
 
 
@@ -262,8 +262,8 @@ _LIKE_PX = 8  # how much a box may grow or shrink and still be the same thing mo
 
 
 def _moved(boxes: list[tuple[int, int, int, int]], previous: list[tuple[int, int, int, int]]) -> int:
-    """How far the change moved since the picture before: for each box the distance to the nearest box of about
-    its size there (none: it does not count), the largest of those. A spinner or a counter changes in place (0-2
+    """How far a change moved since the change before: for each box the distance to the nearest box of about its
+    size there (none: it does not count), the largest of those. A spinner or a counter changes in place (0-2
     pixels); a box crossing the page moves its two edges by its speed."""
     moved = 0
     for x0, y0, x1, y1 in boxes:

@@ -53,11 +53,12 @@ def has_extension(display: str, name: bytes) -> bool:
         x11.XCloseDisplay(dpy)
 
 
-def frame_display(service: Service, frame_id: str) -> str:
-    """The frame's display, opened from here with its browser's cookie (the display refuses clients without)."""
+def frame_display(service: Service, frame_id: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The frame's display, opened from here with its browser's cookie (the display refuses clients without), for
+    this test only: XAUTHORITY goes back as it was after it."""
     with open(f"/proc/{browser_pid(service, frame_id)}/environ", "rb") as fh:
         env = dict(item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item)
-    os.environ["XAUTHORITY"] = env[b"XAUTHORITY"].decode()
+    monkeypatch.setenv("XAUTHORITY", env[b"XAUTHORITY"].decode())
     return env[b"DISPLAY"].decode()
 
 
@@ -73,10 +74,10 @@ async def test_a_frame_runs_one_renderer_no_webui_no_network_process(service: Se
         "the network service runs in a process of its own (NetworkServiceInProcess2 was ignored)"
 
 
-async def test_the_frame_display_has_no_glx(service: Service) -> None:
+async def test_the_frame_display_has_no_glx(service: Service, monkeypatch: pytest.MonkeyPatch) -> None:
     (frame_id,) = service.frame_ids()
     await service.wait_state_async(frame_id, "live")
-    display = frame_display(service, frame_id)
+    display = frame_display(service, frame_id, monkeypatch)
     assert has_extension(display, b"DAMAGE"), "the capture needs DAMAGE"
     assert not has_extension(display, b"GLX"), "Xvfb loaded GLX (Mesa, LLVM) although nothing here uses it"
 

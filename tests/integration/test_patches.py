@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from framestream.client import Client
 from tests.fixtures import service_fixture
 from tests.patch_client import PatchClient, screenshot_rgb
 from tests.support import Service
@@ -197,3 +198,34 @@ async def test_a_box_crossing_the_page_goes_as_exact_patches(service: Service) -
     assert region[610:790, 1810:1990].all(), "the box's last place came as patches"
     assert np.array_equal(client.canvas[region], shot[region]), "patched pixels must equal the screenshot"
     await client.close()
+
+
+async def test_an_agents_client_takes_patches_and_leaves_them_on_for_the_people_watching(service: Service) -> None:
+    """framestream.client asks for patches. A frame sends them only while every viewer takes them, so an agent
+    watching without them turned them off for the people watching too; now both get the letters it types as
+    patches, and the agent's picture has them pixel for pixel."""
+    frame = frame_of(service, "typing")
+    person = await PatchClient.connect(service, features=["patches"])
+    await person.watch(frame)
+    grants = service.token("drive", frame=frame, subject="agent", ttl=120)
+    async with await Client.connect(service.base, token=service.token("view"), grants=grants) as agent:
+        view = await agent.watch(frame)
+        before = await view.settle(quiet=0.6, timeout=30)  # keyframe and its sharpening done
+        typed_us = time.time_ns() // 1000
+        await agent.type_text(frame, "agents")
+        await view.picture_after(typed_us, where=lambda p: p.patched, timeout=30)
+        while True:  # a screenshot taken while the agent's picture stayed the newest: the same pixels
+            after = await view.settle(quiet=0.6, timeout=30)
+            shot, _ = screenshot_rgb(service, frame)
+            if await view.settle(quiet=0.6, timeout=30) is after:
+                break
+        assert after.patched, "the letters came as patches"
+        drawn = (after.rgb != before.rgb).any(axis=2)
+        assert drawn.sum() > 50
+        assert np.array_equal(after.rgb[drawn], shot[drawn]), "patched pixels must equal the screenshot"
+    while not person.messages or person.messages[-1].capture_us < after.capture_us:
+        await person.next_message(30)  # the person's viewer, read up to the agent's last picture
+    typed = [m for m in person.messages if m.capture_us >= typed_us]
+    assert typed and all(m.patch or m.refinement or m.keyframe for m in typed), [(m.kind, m.flags) for m in typed]
+    assert any(m.patch for m in typed)
+    await person.close()
