@@ -115,7 +115,7 @@ async def measure(url: str, css: tuple[int, int], dpr: int, *, patches: bool, wa
     failed: list[Exception] = []
     worker = pipeline.FramePipeline(peer.display.name, peer.width, peer.height, on_picture=pictures.append,
                                     on_failure=failed.append, patch_gate=gate,
-                                    settings=EncoderSettings(threads=threads))
+                                    settings=EncoderSettings(threads=threads), light_size=css)
     try:
         with timed_stages(watch):
             worker.start()

@@ -137,10 +137,11 @@ class PatchRule:
     policy's sharpening 0.12 s later, as a patch: media/sender.py). Measured at 2560x1600 (docs/performance.md): a
     spinner's PNG is about 3.5x its H.264 P-frame, so at 30 patch pictures a second it sends 3.6x today's bytes;
     at 15, about 1.9x, for a third less CPU. Content that moves fast (a box crossing the page: some box of the
-    change moved at least `animation_fast_pps` pixels a second from its like in the change before, 24 a picture)
-    goes at the picture rate: at 15 a second its jumps show, and its H.264 pictures cost about as many bytes
-    (issue 29's moving box, 36 pixels a picture: 300-400 kbit/s as H.264, 400-420 as patches); a slower one (the
-    small animation, at most 16) keeps the animation's rate. A change elsewhere (a typed letter, a click's
+    change moved at least `animation_fast_pps` CSS pixels a second from its like in the change before, 12 a
+    picture; the picture's pixels are `dpr` times those) goes at the picture rate: at 15 a second its jumps show,
+    and its H.264 pictures cost about as many bytes (issue 29's moving box, 18 CSS pixels a picture: 300-400
+    kbit/s as H.264, 400-420 as patches at dpr 2); a slower one (the small animation, at most 8) keeps the
+    animation's rate. A change elsewhere (a typed letter, a click's
     effect) and the first `animation_after` seconds of any change still go at the picture rate.
     `animation_fps=None` sends every picture.
     """
@@ -155,7 +156,8 @@ class PatchRule:
         hold: float = 1.0,
         animation_fps: float | None = 15.0,
         animation_after: float = 1.0,
-        animation_fast_pps: float = 720.0,
+        animation_fast_pps: float = 360.0,
+        dpr: float = 1.0,
     ) -> None:
         self.max_area = max_area
         self.max_rects = max_rects
@@ -164,7 +166,7 @@ class PatchRule:
         self.hold = hold
         self.animation_fps = animation_fps
         self.animation_after = animation_after
-        self.animation_fast_pps = animation_fast_pps
+        self.animation_fast_pps = animation_fast_pps * dpr  # CSS pixels a second, in the picture's pixels
         self._fast = False  # the running change moved fast lately: it goes at the picture rate
         self._fast_until = -math.inf
         self._streak_since = -math.inf  # the first change of the current run of changes

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from framestream.core.errors import CaptureError
-from framestream.core.pacing import Encode, EncodePolicy, Wait
+from framestream.core.pacing import Encode, EncodePolicy, PatchRule, Wait
 from framestream.media.capture import DisplayCapture
 from framestream.media.changes import grab_changes
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
@@ -221,7 +221,8 @@ class FramePipeline:
         fresh = True  # the first picture of this capture and encoder: every row is new to them
         release_at = 0.0  # while paused: when to give everything back
         damage: list[DamageRect] = []
-        sender = ChangeSender(encoder, self._patch_gate)  # patches or H.264 for each change
+        # Patches or H.264 for each change; how fast content moves is judged in CSS pixels (the light size's).
+        sender = ChangeSender(encoder, self._patch_gate, PatchRule(dpr=self.width / self._light_size[0]))
         flush_at: float | None = None  # when patches must be in the H.264 stream (recorded frames only)
         flushed_at = -PATCH_FLUSH_EVERY_S
         timeout = 0.0

@@ -121,6 +121,9 @@ def test_content_moving_fast_goes_at_the_picture_rate_and_slow_at_the_animation_
     assert not any(waited[:30]) and waited[30:].count(True) >= 25, waited
     spinner = PatchRule(animation_fps=15, animation_after=1.0)
     assert _frames(spinner, 0.0, 60, (40, 40, 168, 168)).count(True) >= 14
+    # Judged in CSS pixels: 20 of the picture's pixels a picture is fast at dpr 1, slow at dpr 2.
+    assert not any(_crossing(PatchRule(animation_fps=15, animation_after=1.0, dpr=1), 20))
+    assert any(_crossing(PatchRule(animation_fps=15, animation_after=1.0, dpr=2), 20))
 
 
 def test_a_change_elsewhere_or_after_a_pause_goes_at_once() -> None:
