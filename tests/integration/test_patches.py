@@ -30,6 +30,28 @@ def frame_of(service: Service, page: str) -> str:
     return str(frame)
 
 
+async def driving(service: Service, page: str, subject: str) -> tuple[str, str, PatchClient]:
+    """The frame showing `page`, a drive token for it, and a patch-aware client that watches it with that token,
+    once its first keyframe is in."""
+    frame = frame_of(service, page)
+    token = service.token("drive", frame=frame, subject=subject)
+    client = await PatchClient.connect(service, token, features=["patches"])
+    await client.watch(frame)
+    while not (await client.next_message(30)).keyframe:
+        pass
+    return frame, token, client
+
+
+async def screenshot_seen(service: Service, frame: str, client: PatchClient) -> np.ndarray:
+    """A screenshot of the frame that the client has caught up with: its capture is no newer than the last message
+    the client read (it reads on until then)."""
+    while True:
+        shot, shot_us = screenshot_rgb(service, frame)
+        if shot_us <= client.messages[-1].capture_us:
+            return shot
+        await client.next_message()
+
+
 async def settled(client: PatchClient, count: int = 10, timeout: float = 30.0) -> None:
     """Wait for `count` patch messages in a row (the page is in its steady state)."""
     run = 0
@@ -102,12 +124,7 @@ def _key(action: str, letter: str) -> dict[str, Any]:
 
 
 async def test_typed_letters_are_patches_matching_the_screenshot_exactly(service: Service) -> None:
-    frame = frame_of(service, "typing")
-    token = service.token("drive", frame=frame, subject="typist")
-    client = await PatchClient.connect(service, token, features=["patches"])
-    await client.watch(frame)
-    while not (await client.next_message(30)).keyframe:
-        pass
+    frame, token, client = await driving(service, "typing", "typist")
     # That is the frame's kept keyframe; a frame that was paused makes a fresh one as it resumes, and a letter
     # typed before that is made would go in it, as video. So type once a keyframe asked now has come.
     asked = len(client.messages)
@@ -132,11 +149,7 @@ async def test_typed_letters_are_patches_matching_the_screenshot_exactly(service
     assert all(m.patch for m in client.messages[-3:]), f"no video once settled: {kinds}"
     # Wait until the last letter's patch is in: the screenshot then shows what the patches drew.
     assert client.canvas is not None and client.patched is not None
-    while True:
-        shot, shot_us = screenshot_rgb(service, frame)
-        if shot_us <= client.messages[-1].capture_us:
-            break
-        await client.next_message()
+    shot = await screenshot_seen(service, frame, client)
     region = client.patched
     assert region.sum() > 0
     assert not any(not m.patch for m in client.messages[-5:]), "typing must not produce video pictures"
@@ -145,12 +158,7 @@ async def test_typed_letters_are_patches_matching_the_screenshot_exactly(service
 
 
 async def test_a_whole_body_change_goes_as_video(service: Service) -> None:
-    frame = frame_of(service, "flip")
-    token = service.token("drive", frame=frame, subject="flipper")
-    client = await PatchClient.connect(service, token, features=["patches"])
-    await client.watch(frame)
-    while not (await client.next_message(30)).keyframe:
-        pass
+    frame, token, client = await driving(service, "flip", "flipper")
     press = [{"kind": "mouse", "action": action, "x": 100, "y": 100} for action in ("down", "up")]
     await client.send({"type": "input", "frame": frame, "grant": token, "seq": 1, "events": press})
     clicked = len(client.messages)
@@ -164,12 +172,7 @@ async def test_a_box_crossing_the_page_goes_as_exact_patches(service: Service) -
     """Issue 29: a box crossing the page and a counter far from it, damaged by Chromium as one rectangle of about
     1.5 million pixels at dpr 2, go out as patches of what changed (the box's edges, the digits), not as H.264
     pictures of whole rows; what they drew is the page, pixel for pixel."""
-    frame = frame_of(service, "crossing")
-    token = service.token("drive", frame=frame, subject="clicker")
-    client = await PatchClient.connect(service, token, features=["patches"])
-    await client.watch(frame)
-    while not (await client.next_message(30)).keyframe:
-        pass
+    frame, token, client = await driving(service, "crossing", "clicker")
     start = len(client.messages)
     clicked_us = time.time_ns() // 1000
     press = [{"kind": "mouse", "action": action, "x": 500, "y": 100} for action in ("down", "up")]
@@ -189,11 +192,7 @@ async def test_a_box_crossing_the_page_goes_as_exact_patches(service: Service) -
     # Besides patches: at most the sharpening owed to the keyframe the join brought (no picture of a change).
     assert all(m.patch or m.refinement or m.keyframe for m in moved), kinds
     assert client.canvas is not None and client.patched is not None
-    while True:
-        shot, shot_us = screenshot_rgb(service, frame)
-        if shot_us <= client.messages[-1].capture_us:
-            break
-        await client.next_message()
+    shot = await screenshot_seen(service, frame, client)
     region = client.patched
     assert region[610:790, 1810:1990].all(), "the box's last place came as patches"
     assert np.array_equal(client.canvas[region], shot[region]), "patched pixels must equal the screenshot"

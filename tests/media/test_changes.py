@@ -3,6 +3,7 @@ box copied from the grab) never stays older than the screen, whatever lands betw
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 from collections.abc import Iterator
@@ -136,28 +137,31 @@ def test_a_small_change_in_a_tall_band_of_a_wide_screen_stays_small() -> None:
     boxes (and x264's hint) stay the paints' own, not the band's full width (a small animation then still goes out
     as patches, and the conversion and x264 take only its columns)."""
     width, height = 2560, 900
+    with screen_of(width, height) as (_, cap, painter):
+        kept = _settled(cap, painter, width, height)
+        painter.fill(100, 40, 60, 30, 0x2040E0)
+        painter.fill(300, 500, 300, 300, 0x2040E0)
+        damage: list[DamageRect] = []
+        while not damage or not any(r.y >= 500 for r in damage):
+            damage += cap.pending_damage()
+        result = grab_changes(cap, kept, damage)
+    assert sorted(result.boxes) == [(100, 40, 160, 70), (300, 500, 600, 800)], result.boxes
+    assert result.hint is not None and all(w < width for _, _, w, _ in result.hint), result.hint
+
+
+@contextlib.contextmanager
+def screen_of(width: int, height: int) -> Iterator[tuple[str, DisplayCapture, Painter]]:
+    """An Xvfb screen of its own (its display name), a capture of it and a painter on it, ended after."""
     server = XvfbServer.start(width, height, xvfb_path=XVFB)
     try:
         with DisplayCapture(server.name, width, height) as cap:
             painter = Painter(server.name)
             try:
-                painter.fill(0, 0, width, height, 0xFFFFFF)
-                first = grab_changes(cap, np.zeros((height, width, 4), np.uint8), None, fresh=True)
-                kept = first.picture.copy()
-                while cap.pending_damage():
-                    kept = grab_changes(cap, kept, None).picture.copy()
-                painter.fill(100, 40, 60, 30, 0x2040E0)
-                painter.fill(300, 500, 300, 300, 0x2040E0)
-                damage: list[DamageRect] = []
-                while not damage or not any(r.y >= 500 for r in damage):
-                    damage += cap.pending_damage()
-                result = grab_changes(cap, kept, damage)
+                yield server.name, cap, painter
             finally:
                 painter.close()
     finally:
         server.kill()
-    assert sorted(result.boxes) == [(100, 40, 160, 70), (300, 500, 600, 800)], result.boxes
-    assert result.hint is not None and all(w < width for _, _, w, _ in result.hint), result.hint
 
 
 def _settled(cap: DisplayCapture, painter: Painter, width: int, height: int) -> np.ndarray:
@@ -174,26 +178,18 @@ def test_large_damage_is_compared_pixel_by_pixel_when_asked() -> None:
     the box's edges and the counter's digits change. Asked for tight boxes (patches may go), the grab gives them,
     not the rows' full width, and says its boxes are tight; not asked, it keeps the cheaper scan of whole rows."""
     width, height = 2560, 900
-    server = XvfbServer.start(width, height, xvfb_path=XVFB)
-    try:
-        with DisplayCapture(server.name, width, height) as cap:
-            painter = Painter(server.name)
-            try:
-                results = []
-                for tight, colour in ((True, 0x2040E0), (False, 0xE04020)):
-                    kept = _settled(cap, painter, width, height)
-                    painter.fill(80, 40, 2388, 840, 0xFFFFFF)  # damaged, and the same pixels as before
-                    painter.fill(100, 46, 30, 30, colour)
-                    painter.fill(1800, 480, 60, 400, colour)
-                    damage: list[DamageRect] = []
-                    while not any(r.width * r.height > 1 << 20 for r in damage) or not any(
-                            r.x <= 1800 < r.x + r.width and r.y <= 480 < r.y + r.height for r in damage):
-                        damage += cap.pending_damage()
-                    results.append(grab_changes(cap, kept, damage, tight=tight))
-            finally:
-                painter.close()
-    finally:
-        server.kill()
+    results = []
+    with screen_of(width, height) as (_, cap, painter):
+        for tight, colour in ((True, 0x2040E0), (False, 0xE04020)):
+            kept = _settled(cap, painter, width, height)
+            painter.fill(80, 40, 2388, 840, 0xFFFFFF)  # damaged, and the same pixels as before
+            painter.fill(100, 46, 30, 30, colour)
+            painter.fill(1800, 480, 60, 400, colour)
+            damage: list[DamageRect] = []
+            while not any(r.width * r.height > 1 << 20 for r in damage) or not any(
+                    r.x <= 1800 < r.x + r.width and r.y <= 480 < r.y + r.height for r in damage):
+                damage += cap.pending_damage()
+            results.append(grab_changes(cap, kept, damage, tight=tight))
     asked, not_asked = results
     assert sorted(asked.boxes) == [(100, 46, 130, 76), (1800, 480, 1860, 880)] and asked.tight, asked.boxes
     assert not not_asked.tight and any(x1 - x0 >= 2388 for x0, _, x1, _ in not_asked.boxes), not_asked.boxes
@@ -205,39 +201,31 @@ def test_a_viewer_of_tight_grabs_of_large_damage_is_never_older_than_the_screen(
     width, height = 1280, 800
     seed = int(os.environ.get("FRAMESTREAM_TEST_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
-    server = XvfbServer.start(width, height, xvfb_path=XVFB)
-    try:
-        with DisplayCapture(server.name, width, height) as cap, DisplayCapture(server.name, width, height) as truth:
-            painter = Painter(server.name)
-            try:
-                painter.fill(0, 0, width, height, 0x000000)
-                model = ViewerModel(cap, width, height)
-                model.settle()
+    with screen_of(width, height) as (name, cap, painter), DisplayCapture(name, width, height) as truth:
+        painter.fill(0, 0, width, height, 0x000000)
+        model = ViewerModel(cap, width, height)
+        model.settle()
 
-                def paint() -> None:
-                    big = rng.random() < 0.3  # up to the whole screen, often the colour already there
-                    w = rng.randint(600, width) if big else rng.randint(1, 120)
-                    h = rng.randint(500, height) if big else rng.randint(1, 60)
-                    rgb = 0x000000 if big and rng.random() < 0.5 else rng.randrange(1 << 24)
-                    painter.fill(rng.randrange(width - w + 1), rng.randrange(height - h + 1), w, h, rgb)
+        def paint() -> None:
+            big = rng.random() < 0.3  # up to the whole screen, often the colour already there
+            w = rng.randint(600, width) if big else rng.randint(1, 120)
+            h = rng.randint(500, height) if big else rng.randint(1, 60)
+            rgb = 0x000000 if big and rng.random() < 0.5 else rng.randrange(1 << 24)
+            painter.fill(rng.randrange(width - w + 1), rng.randrange(height - h + 1), w, h, rgb)
 
-                large = 0
-                for step in range(120):
-                    for _ in range(rng.randint(0, 2)):
-                        paint()
-                    damage = cap.pending_damage()
-                    large += any(r.width * r.height > TIGHT_AREA for r in damage)
-                    if damage and rng.random() < 0.5:
-                        paint()  # lands after the damage was taken, before the grab
-                    if damage:
-                        model.grab(damage, tight=rng.random() < 0.7)
-                    if step % 10 == 9:
-                        while more := cap.pending_damage():
-                            model.grab(more, tight=rng.random() < 0.7)
-                        differ = np.argwhere((model.shown != screen(truth)).any(axis=2))
-                        assert not differ.size, f"seed {seed}, step {step}: viewer older than the screen: {differ[:5]}"
-            finally:
-                painter.close()
-    finally:
-        server.kill()
+        large = 0
+        for step in range(120):
+            for _ in range(rng.randint(0, 2)):
+                paint()
+            damage = cap.pending_damage()
+            large += any(r.width * r.height > TIGHT_AREA for r in damage)
+            if damage and rng.random() < 0.5:
+                paint()  # lands after the damage was taken, before the grab
+            if damage:
+                model.grab(damage, tight=rng.random() < 0.7)
+            if step % 10 == 9:
+                while more := cap.pending_damage():
+                    model.grab(more, tight=rng.random() < 0.7)
+                differ = np.argwhere((model.shown != screen(truth)).any(axis=2))
+                assert not differ.size, f"seed {seed}, step {step}: viewer older than the screen: {differ[:5]}"
     assert large > 10, "large damage was hardly exercised"
