@@ -5,8 +5,9 @@ A page whose button turns green or red on each click (tests/pages/clicker.html),
 on. Each click is one WebSocket `input` message (mouse down + up) under a person's drive grant; the latency is
 from just before the send to the moment the first picture showing the new colour at the button has been
 received AND decoded (`view.picture_after`, which checks every decoded picture). Between clicks the client keeps
-reading and decoding for a short random pause, so clicks never queue behind each other; a last row at dpr 2 pauses
-3.5 s before each click, as a person reading does, so the display has gone back to the stream's 30 Hz.
+reading and decoding for a short random pause, so clicks never queue behind each other; a row at dpr 2 pauses
+3.5 s before each click, as a person reading does, so the display has gone back to the stream's 30 Hz; and one
+where the client takes patches, as the web viewer does (the button's new colour is then a patch).
 
 The breakdown uses the header's capture time (the service's wall clock, the same machine's):
 send -> capture of the first changed picture (page reaction + damage + grab),
@@ -48,15 +49,15 @@ async def colour_now(view: FrameView, dpr: int) -> tuple[int, int, int]:
     return GREEN if showing(GREEN, dpr)(picture) else RED
 
 
-async def run_one(bench: Bench, service: Service, size: tuple[int, int, int], clicks: int,
-                  pause: float | None = None) -> dict[str, Any]:
+async def run_one(bench: Bench, service: Service, size: tuple[int, int, int], clicks: int, *,
+                  pause: float | None = None, patches: bool = False) -> dict[str, Any]:
     """`clicks` clicks, each after a short random pause, or after `pause` seconds without input (a person's click
-    after reading: the display has gone back to the stream's rate, core/refresh.py)."""
+    after reading: the display has gone back to the stream's rate, core/refresh.py). H.264 only, as every run
+    before, unless `patches`: the click's answer (a 200x120 CSS button) is then a patch, as the viewer gets it."""
     css_w, css_h, dpr = size
     frame_id = await create_frame(service, bench.page("clicker.html"), css_w, css_h, dpr)
-    # H.264 only, as every run before: the click's answer (a 200x120 CSS button) would otherwise be a patch.
     client = await Client.connect(service.base, token=service.token("view"), grants=service.token("drive", ttl=120),
-                                  reconnect=False, patches=False)
+                                  reconnect=False, patches=patches)
     totals, to_capture, capture_to_recv, recv_to_decoded, acks = [], [], [], [], []
     misses = 0
     x, y = PROBE_CSS
@@ -91,7 +92,8 @@ async def run_one(bench: Bench, service: Service, size: tuple[int, int, int], cl
         await client.close()
         await delete_frame(service, frame_id)
     return {
-        "size": f"{css_w}x{css_h}@{dpr}x" + ("" if pause is None else f", after {pause:g} s"), "pause_s": pause,
+        "size": f"{css_w}x{css_h}@{dpr}x" + ("" if pause is None else f", after {pause:g} s")
+                + (", patches" if patches else ""), "pause_s": pause, "patches": patches,
         "clicks": clicks, "missed": misses,
         "input_to_picture_ms": percentiles(totals),
         "send_to_capture_ms": percentiles(to_capture),
@@ -113,4 +115,6 @@ async def run(bench: Bench, service: Service) -> list[dict[str, Any]]:
         pause = INPUT_HOLD_S + 1.5
         bench.say(f"latency: {PAUSED_CLICKS} clicks at 1280x800 dpr 2, each after {pause:g} s without input")
         out.append(await run_one(bench, service, (1280, 800, 2), PAUSED_CLICKS, pause=pause))
+        bench.say(f"latency: {bench.timing.clicks} clicks at 1280x800 dpr 2, the client taking patches")
+        out.append(await run_one(bench, service, (1280, 800, 2), bench.timing.clicks, patches=True))
     return out
