@@ -48,9 +48,12 @@ class Picture(VideoFlags):
     def rgb(self) -> Rgb:
         """(height, width, 3) uint8, converted with the limited-range matrix the stream signals in its SPS."""
         if self._rgb is None:
-            self._rgb = self.frame.to_ndarray(format="rgb24", src_colorspace=signalled_matrix(self.frame),
-                                              src_color_range=ColorRange.MPEG, dst_color_range=ColorRange.JPEG)
+            self._rgb = self._converted()
         return self._rgb
+
+    def _converted(self) -> Rgb:
+        return self.frame.to_ndarray(format="rgb24", src_colorspace=signalled_matrix(self.frame),
+                                     src_color_range=ColorRange.MPEG, dst_color_range=ColorRange.JPEG)
 
     def pixel(self, x: float, y: float, dpr: float = 1.0) -> tuple[int, int, int]:
         """The colour at CSS point (x, y) of a frame at `dpr`.
@@ -81,7 +84,8 @@ class Picture(VideoFlags):
         """This picture with a patch message's rectangles drawn on it, in order (docs/protocol.md, "Binary patch
         messages"): the next picture of the stream. ValueError when the payload or an image is broken, or a
         rectangle does not fit or is not the size its image is."""
-        rgb = self.rgb.copy()
+        # A fresh conversion is already a copy of its own; only a picture converted before must be copied.
+        rgb = self._converted() if self._rgb is None else self._rgb.copy()
         for rect in unpack_patch_payload(payload):
             if rect.format != FORMAT_PNG:
                 raise ValueError(f"patch format {rect.format} is not PNG")

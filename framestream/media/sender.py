@@ -58,6 +58,11 @@ class ChangeSender:
         self._video_refines_owed = 0  # refinements the last lossy H.264 picture still needs
 
     @property
+    def _patching(self) -> bool:
+        """Whether patches may go out now (every viewer of the full stream takes them)."""
+        return self._gate is not None and self._gate.open
+
+    @property
     def codec(self) -> str | None:
         return self._encoder.codec_string
 
@@ -75,11 +80,11 @@ class ChangeSender:
 
     def compares_tightly(self, now: float) -> bool:
         """Whether this grab's large damage should be compared pixel by pixel: only when patches may be sent."""
-        return self._gate is not None and self._gate.open and self.rule.compares_tightly(now)
+        return self._patching and self.rule.compares_tightly(now)
 
     def grab_after(self, now: float, damage: Sequence[Box]) -> float:
         """Seconds the grab of this damage can wait (`PatchRule.grab_after`); 0 unless patches are on."""
-        if self._gate is None or not self._gate.open:
+        if not self._patching:
             return 0.0
         return self.rule.grab_after(now, list(damage))
 
@@ -120,7 +125,7 @@ class ChangeSender:
         tight: bool = True,
     ) -> Outgoing | object | None:
         """The change as patches; None when it must go as video; `_WAITING` when an animation's picture waits."""
-        if self._gate is None or not self._gate.open:
+        if not self._patching:
             return None
         merged = merge_boxes(boxes)
         waiting = self._waiting

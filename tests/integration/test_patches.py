@@ -44,10 +44,14 @@ async def driving(service: Service, page: str, subject: str) -> tuple[str, str, 
 
 async def screenshot_seen(service: Service, frame: str, client: PatchClient) -> np.ndarray:
     """A screenshot of the frame that the client has caught up with: its capture is no newer than the last message
-    the client read (it reads on until then)."""
+    the client read, or the patched pixels already match it (a grab of repainted, identical pixels is newer than
+    any message and sends none); otherwise the client reads on."""
     while True:
         shot, shot_us = screenshot_rgb(service, frame)
-        if shot_us <= client.messages[-1].capture_us:
+        region = client.patched
+        if shot_us <= client.messages[-1].capture_us or (
+                client.canvas is not None and region is not None and region.any()
+                and np.array_equal(client.canvas[region], shot[region])):
             return shot
         await client.next_message()
 
