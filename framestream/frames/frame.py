@@ -2,10 +2,10 @@
 
 While its browser runs a frame owns one `Runtime` (Xvfb, Chromium, pipeline: frames/runtime.py); its `FrameFeed`
 outlives them, so sequence numbers and viewers survive a reopen. Every change of what runs goes through the
-frame's lock, so concurrent watches, input and deletes never start two browsers for one frame; every input step
-goes through its step lock (`apply_step`). What viewers must hear leaves as events (frames/events.py), never as
-wire messages. Parts of its job live in helpers it owns: which pictures viewers get (frames/pictures.py), what a
-step does (frames/steps.py), relaunch and reload after a failure (frames/recovery.py).
+frame's `run_lock` (an input holds it while it goes in, so no pause freezes the page under it): concurrent watches,
+input and deletes never start two browsers for one frame. What viewers must hear leaves as events
+(frames/events.py), never as wire messages. Parts of its job live in helpers it owns: which pictures viewers get
+(frames/pictures.py), what a step does (frames/steps.py), relaunch and reload after a failure (frames/recovery.py).
 """
 
 from __future__ import annotations
@@ -84,10 +84,10 @@ class Frame:
         self.last_viewed = time.monotonic() if last_viewed is None else last_viewed
         self.idle_since: float | None = None
         self.deleted = False
-        self._lock = asyncio.Lock()  # what runs: launch, pause, resume, close, recovery
+        self.run_lock = asyncio.Lock()  # launch, pause, resume, close, recovery; an input going in
         self._runtime: Runtime | None = None
         self._pause_timer: asyncio.TimerHandle | None = None
-        self.recovery = FrameRecovery(self, self._lock, spawn=manager.spawn, note_restart=manager.note_restart)
+        self.recovery = FrameRecovery(self, self.run_lock, spawn=manager.spawn, note_restart=manager.note_restart)
         self._encode_seconds_before = 0.0  # by runtimes that have ended
         self._launches = 0  # runtimes launched so far: a fault names the launch whose runtime failed
         settings = manager.settings
@@ -245,7 +245,7 @@ class Frame:
 
     async def ensure_running(self) -> None:
         """Make the frame live: resume it when paused, reopen it (within the cap) when closed or failed."""
-        async with self._lock:
+        async with self.run_lock:
             if self.deleted or self.manager.closing:
                 raise FrameGone(self.id)
             if self.state is FrameState.PAUSED:
@@ -254,7 +254,7 @@ class Frame:
             if self._runtime is not None:
                 return
         await self.manager.make_room_for(self)
-        async with self._lock:
+        async with self.run_lock:
             if self.deleted or self.manager.closing:
                 raise FrameGone(self.id)
             if self._runtime is None:
@@ -262,7 +262,7 @@ class Frame:
 
     async def start(self) -> None:
         """Launch the browser of a frame whose place under the cap is already reserved (`launching`)."""
-        async with self._lock:
+        async with self.run_lock:
             if not self.deleted and self._runtime is None:
                 await self.launch_locked()
 
@@ -325,7 +325,7 @@ class Frame:
         self.set_state(FrameState.LIVE)
 
     async def pause(self) -> None:
-        async with self._lock:
+        async with self.run_lock:
             # Eligibility only, not the time: the timer may fire a hair before the deadline.
             if self._runtime is None or self._pause_deadline() is None:
                 return
@@ -335,7 +335,7 @@ class Frame:
 
     async def close_browser(self, *, state: FrameState = FrameState.CLOSED) -> None:
         """Close the browser gracefully (its profile flushed and kept); the frame stays, `closed`."""
-        async with self._lock:
+        async with self.run_lock:
             await self.teardown_locked()
             if not self.deleted:
                 self.set_state(state)

@@ -7,6 +7,7 @@ imports this module, so this one names the frame only through `Steppable`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
@@ -26,6 +27,7 @@ class Steppable(Protocol):
 
     id: str
     state: FrameState
+    run_lock: asyncio.Lock  # held while the frame launches, pauses, resumes, closes or recovers
     driving: Driving
     browsing: Browsing
     recorder: FrameRecorder
@@ -85,13 +87,22 @@ class FrameSteps:
         await self._frame.browsing.apply(action)
 
     async def apply_input(self, events: Sequence[InputEvent]) -> None:
+        """Bring the frame up, then apply `events` holding its run lock: a pause that started first ends before
+        them and is undone; none starts while they go in (its freeze would stop the page under them: Chromium's
+        stopped renderer never answers, and the step failed after 5 s)."""
         frame = self._frame
-        await self._running()
-        runtime = frame.runtime
-        if runtime is None:
-            raise BrowserError(f"frame {frame.id} has no running browser ({frame.state.value})")
-        await runtime.dispatch(events)
-        frame.control.record(events)
+        for _ in range(3):
+            await self._running()
+            async with frame.run_lock:
+                if frame.state is FrameState.PAUSED:
+                    continue  # paused between the two: resume it again
+                runtime = frame.runtime
+                if runtime is None:
+                    raise BrowserError(f"frame {frame.id} has no running browser ({frame.state.value})")
+                await runtime.dispatch(events)
+                frame.control.record(events)
+                return
+        raise BrowserError(f"frame {frame.id} paused again each time it was resumed for input")
 
 
 __all__ = ["FrameSteps", "Steppable"]

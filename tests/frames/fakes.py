@@ -39,6 +39,8 @@ class FakeRuntime:
         self.dispatched: list[InputEvent] = []
         self.dispatch_error: Exception | None = None
         self.dispatch_gate: asyncio.Event | None = None  # when set, dispatch waits for it
+        self.freeze_gate: asyncio.Event | None = None  # when set, freeze waits for it (a pause under way)
+        self.frozen_at_dispatch: list[bool] = []  # whether the page was frozen as each dispatch reached it
         self.keyframe_requests: list[int] = []
         self.fresh_keyframe_requests = 0
         self.light_kbps: int | None = None
@@ -61,6 +63,8 @@ class FakeRuntime:
         return None
 
     async def freeze(self) -> None:
+        if self.freeze_gate is not None:
+            await self.freeze_gate.wait()
         self.frozen = True
         self.froze.set()
 
@@ -68,6 +72,8 @@ class FakeRuntime:
         self.frozen = False
 
     async def dispatch(self, events: Sequence[InputEvent]) -> None:
+        freezing = self.freeze_gate is not None and not self.freeze_gate.is_set()
+        self.frozen_at_dispatch.append(self.frozen or freezing)
         if self.dispatch_gate is not None:
             await self.dispatch_gate.wait()
         if self.dispatch_error is not None:

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from framestream.core.errors import CDPError, FrameGone, ProtocolError
+from framestream.core.lifecycle import FrameState
 from framestream.core.tokens import Claims, mint
 from framestream.core.wire import KeyEvent, MouseEvent
 from framestream.frames.events import ControlChanged, StateChanged
@@ -134,3 +135,25 @@ async def test_a_frame_that_cannot_get_a_browser_refuses_input_with_capacity(fra
         await apply_step(ctx, starved, token(ctx), 1, [MOVE])
     assert (err.value.code, err.value.frame) == ("capacity", starved.id)
     assert ctx.inputs_refused == {"capacity": 1}
+
+
+async def test_input_that_comes_while_the_frame_is_pausing_waits_and_finds_it_live(
+        frames: FrameManager, launches: Launches) -> None:
+    """A step that lands while a pause is freezing the page (the frame still says `live`) must not reach the page
+    being frozen: in Chromium the stopped renderer never answers, the step failed after 5 s and the frame stayed
+    paused (found by CI in test_fresh_pictures). It waits for the pause, which it then undoes."""
+    frame, watcher = await live_frame(frames)
+    frame.remove_viewer(watcher.viewer)
+    runtime = launches.last
+    runtime.freeze_gate = asyncio.Event()
+    pausing = asyncio.create_task(frame.pause())
+    try:
+        await asyncio.sleep(0)  # the pause holds the frame and waits in freeze
+        assert frame.state is FrameState.LIVE
+        step = asyncio.create_task(frame.apply_step(grant("alice", 1), 1, [MOVE]))
+        await asyncio.sleep(0)
+    finally:
+        runtime.freeze_gate.set()
+    await asyncio.wait_for(asyncio.gather(pausing, step), 5.0)
+    assert runtime.dispatched == [MOVE] and runtime.frozen_at_dispatch == [False]
+    assert frame.state is FrameState.LIVE and not runtime.frozen
