@@ -91,7 +91,7 @@ class PatchViewer:
         ws = await websockets.connect(service.ws_url, max_size=None, max_queue=None)
         hello: dict[str, Any] = {"type": "hello", "token": service.token("view")}
         if patches:
-            hello["features"] = ["patches"]
+            hello["features"] = ["patches", "copies"]
         await ws.send(json.dumps(hello))
         welcome = json.loads(await ws.recv())
         assert welcome["type"] == "welcome", welcome

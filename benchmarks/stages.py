@@ -110,7 +110,7 @@ async def measure(url: str, css: tuple[int, int], dpr: int, *, patches: bool, wa
     peer = await PeerDisplay.start(url, css[0], css[1], dpr)
     pictures: list[Picture] = []
     gate = PatchGate()
-    gate.open = patches
+    gate.open = gate.copies = patches
     watch = Stopwatch()
     failed: list[Exception] = []
     worker = pipeline.FramePipeline(peer.display.name, peer.width, peer.height, on_picture=pictures.append,

@@ -1,5 +1,5 @@
-"""A patch-aware viewer for tests: asks for `patches` in hello and composes H.264 pictures and PNG patches
-into one RGB picture, in sequence order, the way a viewer's canvas does."""
+"""A patch-aware viewer for tests: asks for `patches` (and `copies`) in hello and composes H.264 pictures, PNG
+patches and copies into one RGB picture, in sequence order, the way a viewer's canvas does."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import numpy as np
 import websockets
 
 from framestream.core.wire import (
+    FORMAT_COPY,
     FORMAT_PNG,
     KIND_PATCH,
     KIND_VIDEO,
@@ -62,6 +63,7 @@ class PatchClient(StreamClient):
         self._decoder = av.CodecContext.create("h264", "r")
         self._last_sequence: int | None = None
         self.gaps = 0
+        self.copies = 0  # copy rectangles drawn (a scroll)
 
     def _binary(self, raw: bytes) -> Message:
         h = unpack_video_header(raw)
@@ -94,6 +96,12 @@ class PatchClient(StreamClient):
 
     def draw(self, rect: PatchRect) -> None:
         assert self.canvas is not None and self.patched is not None
+        if rect.format == FORMAT_COPY:  # (the message's first rectangle: the canvas is still the picture before)
+            (sx, sy), w, h = rect.source, rect.width, rect.height
+            self.copies += 1
+            for plane in (self.canvas, self.patched):  # exact where its source was
+                plane[rect.y : rect.y + h, rect.x : rect.x + w] = plane[sy : sy + h, sx : sx + w]
+            return
         assert rect.format == FORMAT_PNG
         image = png_rgb(rect.data)
         assert image.shape == (rect.height, rect.width, 3), (image.shape, rect)

@@ -29,7 +29,8 @@ export interface ConnectOptions {
   backoff?: BackoffOptions;
   /** Set each canvas's CSS width and aspect ratio to the frame's CSS size (default true). */
   sizeCanvas?: boolean;
-  /** Take small changes as lossless patches (hello `features`; default true). */
+  /** Take small changes as lossless patches, and scrolls as copies of what the canvas shows (hello `features`
+   * `patches` and `copies`; default true). */
   patches?: boolean;
   transport?: 'websocket' | 'webrtc';
   webrtcTimeoutMs?: number;

@@ -85,6 +85,8 @@ export type InputEvent = MouseEvent | WheelEvent | KeyEvent | TextEvent | PasteE
 export interface HelloMessage {
   type: 'hello';
   token: string;
+  /** Known: `patches` (binary patch messages, kind 2), `copies` (their format 2, a scroll; only with `patches`).
+   * The service ignores names it does not know. */
   features?: string[];
 }
 export interface RefreshMessage {
@@ -148,6 +150,7 @@ export interface WelcomeMessage {
   protocol: 1;
   sandbox: string;
   shared_frames: boolean;
+  /** The hello features granted (`patches`, `copies`). */
   features?: string[];
 }
 export interface VideoConfigMessage {

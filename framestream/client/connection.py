@@ -91,7 +91,7 @@ class Connection:
         try:
             hello: dict[str, Any] = {"type": "hello", "token": token}
             if self.patches:
-                hello["features"] = ["patches"]
+                hello["features"] = ["patches", "copies"]
             await ws.send_str(json.dumps(hello))
             async with asyncio.timeout(self._hello_timeout):
                 msg = await ws.receive()

@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 from av.video.reformatter import ColorRange, Colorspace
 
-from framestream.core.wire import FLAG_KEYFRAME, FORMAT_PNG, VideoFlags, unpack_patch_payload
+from framestream.core.wire import FLAG_KEYFRAME, FORMAT_COPY, FORMAT_PNG, VideoFlags, unpack_patch_payload
 
 __all__ = ["Picture", "StreamDecoder", "png_size", "png_to_rgb", "rgb_to_png", "scale_png", "signalled_matrix"]
 
@@ -79,23 +79,35 @@ class Picture(VideoFlags):
                                      dst_color_range=ColorRange.JPEG)
         return _encode_png(scaled)
 
+    def _fits(self, x: int, y: int, width: int, height: int) -> bool:
+        return x + width <= self.width and y + height <= self.height
+
     def with_patch(self, payload: bytes, *, sequence: int, capture_us: int, received_us: int,
                    received_at: float) -> Picture:
         """This picture with a patch message's rectangles drawn on it, in order (docs/protocol.md, "Binary patch
-        messages"): the next picture of the stream. ValueError when the payload or an image is broken, or a
-        rectangle does not fit or is not the size its image is."""
+        messages"): the next picture of the stream. ValueError when the payload or an image is broken, a rectangle
+        does not fit or is not the size its image is, or a copy is not the message's first rectangle."""
         # A fresh conversion is already a copy of its own; only a picture converted before must be copied.
         rgb = self._converted() if self._rgb is None else self._rgb.copy()
-        for rect in unpack_patch_payload(payload):
+        for n, rect in enumerate(unpack_patch_payload(payload)):
+            if not self._fits(rect.x, rect.y, rect.width, rect.height):
+                raise ValueError(f"patch {rect.width}x{rect.height} at ({rect.x}, {rect.y}) does not fit a "
+                                 f"{self.width}x{self.height} picture")
+            if rect.format == FORMAT_COPY:
+                # The picture before the message: only a first rectangle reads it unchanged.
+                (sx, sy), w, h = rect.source, rect.width, rect.height
+                if n or not self._fits(sx, sy, w, h):
+                    raise ValueError(f"a copy from ({sx}, {sy}) that is not first or does not fit")
+                rgb[rect.y:rect.y + h, rect.x:rect.x + w] = rgb[sy:sy + h, sx:sx + w]  # numpy copies overlaps
+                continue
             if rect.format != FORMAT_PNG:
-                raise ValueError(f"patch format {rect.format} is not PNG")
+                raise ValueError(f"patch format {rect.format} is neither PNG nor a copy")
             image = cv2.imdecode(np.frombuffer(rect.data, np.uint8), cv2.IMREAD_COLOR)
             if image is None:
                 raise ValueError("a patch image is not a PNG")
-            if image.shape[:2] != (rect.height, rect.width) or rect.x + rect.width > self.width \
-                    or rect.y + rect.height > self.height:
-                raise ValueError(f"patch {rect.width}x{rect.height} at ({rect.x}, {rect.y}) does not fit a "
-                                 f"{self.width}x{self.height} picture or its image")
+            if image.shape[:2] != (rect.height, rect.width):
+                raise ValueError(f"a patch image is {image.shape[1]}x{image.shape[0]}, its rectangle "
+                                 f"{rect.width}x{rect.height}")
             rgb[rect.y:rect.y + rect.height, rect.x:rect.x + rect.width] = image[:, :, ::-1]
         return Picture(self.frame, sequence, capture_us, 0, received_us, time.monotonic(), received_at, rgb,
                        patched=True)

@@ -189,6 +189,16 @@ class PatchRule:
             return False
         return True
 
+    def allows_scroll(self, now: float, rest: list[tuple[int, int, int, int]]) -> bool:
+        """Whether a scroll may go out as a copy with images of the `rest` of the change (boxes x0, y0, x1, y1;
+        none at all is fine): while patches are not held, the rest within the limits of a change. The copy itself
+        costs the viewer a move of what it shows, not bytes; a scroll's damage is compared by rows for `hold`
+        seconds after (its copy is compared exactly anyway)."""
+        if now < self._video_until or len(rest) >= self.max_rects or _area(rest) > self.max_area:
+            return False
+        self._large_until = now + self.hold
+        return True
+
     def compares_tightly(self, now: float) -> bool:
         """Whether large X damage is worth comparing pixel by pixel (1-3 ms at 2560x1600) for boxes tight enough
         to go out as patches: not while changes go through H.264 anyway (`hold` seconds after one too costly or

@@ -58,6 +58,7 @@ class Viewer:
     choice: StreamChoice = field(default_factory=StreamChoice)  # full stream, or the light one (a slow link)
     asked_keyframe: bool = True  # its frame asks for one when it is added
     patches: bool = False  # granted the `patches` feature: takes patch messages (kind 2) beside video
+    copies: bool = False  # granted `copies` too: takes a patch message's copy rectangles (a scroll)
     light: bool = False  # on the frame's light stream (its link cannot carry the full one), not the full stream
 
     def offer(self, picture: Picture, sequence: int, request_keyframe: Callable[[bool], None]) -> bool:
@@ -234,6 +235,7 @@ class FrameFeed:
         # H.264 stream. The light stream has none.
         full = [v for v in self.viewers if not v.light]
         self.patch_gate.open = bool(full) and all(v.patches for v in full)
+        self.patch_gate.copies = self.patch_gate.open and all(v.copies for v in full)
         # The light stream while anyone takes it, capped to what the slowest of them carries (measured where
         # its link held sends back: a light stream below its link leaves at once and would read it as loopback).
         kbps = light_kbps([((v.outbox.link.held_rate or 0.0) * v.choice.share(), v.outbox.link.reporting)

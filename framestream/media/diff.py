@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from framestream.media.rects import DamageRect, clip
 
-__all__ = ["TIGHT_AREA", "changed_boxes", "changed_rows"]
+__all__ = ["TIGHT_AREA", "changed_boxes", "changed_rows", "rows_equal"]
 
 Picture = npt.NDArray[np.uint8]
 
@@ -95,6 +95,21 @@ def changed_boxes(
         else:
             found.append((x0, top, x1, bottom))
     return found
+
+
+def rows_equal(pa: Picture, pb: Picture) -> npt.NDArray[np.bool_]:
+    """Per row, whether two (rows, cols, 4) regions of one shape hold the same pixels: blocks of rows compared at
+    once (memcmp for whole rows), row by row only within blocks that differ."""
+    rows = int(pa.shape[0])
+    same = np.ones(rows, np.bool_)
+    wide = _wide_ok(pa) and _wide_ok(pb)
+    a, b = _words(pa, wide), _words(pb, wide)
+    step = _block_cap(a)
+    for y in range(0, rows, step):
+        end = min(rows, y + step)
+        if not _same(a[y:end], b[y:end]):
+            same[y:end] = np.asarray(a[y:end] == b[y:end]).all(axis=1)
+    return same
 
 
 # Tight boxes are cut at runs of unchanged columns, then of unchanged rows, wider than a gap, so that two things

@@ -27,7 +27,9 @@ class Picture:
 
 class PatchGate:
     """Whether the frame's worker may send small changes as patches: the feed opens it while every viewer of
-    the frame asked for them, and the worker reads it before each picture (a plain bool: atomic to read)."""
+    the frame asked for them, and the worker reads it before each picture (plain bools: atomic to read).
+    `copies`: every one of them also takes copy rectangles (a scroll moves what the viewer shows)."""
 
     def __init__(self) -> None:
         self.open = False
+        self.copies = False

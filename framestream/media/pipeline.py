@@ -283,6 +283,7 @@ class FramePipeline:
             capture_us = self._last_capture_us
             hint: list[tuple[int, int, int, int]] | None = None
             tight = False
+            previous = kept  # the capture's other segment: intact through this grab (a scroll is found against it)
             if decision.grab and (full_grab_needed or damage):
                 # Band grabs are exact only with every damage rectangle since the last grab, which we have. A new
                 # capture's first grab is new in every row: the new encoder's own picture is blank.
@@ -307,7 +308,7 @@ class FramePipeline:
             if changed or decision.keyframe or decision.refinement:
                 started = time.perf_counter()
                 out = sender.send(kept, now=now, keyframe=decision.keyframe, refinement=decision.refinement,
-                                  rows=rows, boxes=boxes, hint=hint, tight=tight)
+                                  rows=rows, boxes=boxes, hint=hint, tight=tight, previous=previous)
                 self.stats.encode_seconds += time.perf_counter() - started
                 self.stats.pictures += 1
                 if out is not None:

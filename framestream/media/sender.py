@@ -5,6 +5,11 @@ H.264 picture, which is made whenever something else changes, a keyframe is aske
 first brings the encoder's picture up to date with every pending change. That picture then carries the whole
 current picture, so it also covers whatever the patches showed, and every decoder stays exact.
 
+A scroll (media/scroll.py) goes as one copy of what the viewer shows and images of the rest, when every viewer
+takes copies: the copy reads the viewer's picture before the message, which is the picture before (each change
+went out, or is pending in the encoder as a patch the viewer drew), so none is tried while an animation's picture
+waits unsent.
+
 A picture of a running animation may wait (core/pacing.py `PatchRule.waits`): `send` then returns None and keeps
 its boxes, pending like a patch's; they go out with the next patch, or with the policy's sharpening 0.12 s after
 the animation stops (it owes one for a change that sent nothing). A sharpening after patches alone is no H.264
@@ -20,10 +25,13 @@ import numpy as np
 import numpy.typing as npt
 
 from framestream.core.pacing import PatchRule
-from framestream.core.wire import pack_patch_payload
+from framestream.core.wire import PatchRect, pack_patch_payload
+from framestream.media.diff import changed_boxes
 from framestream.media.encoder import H264Encoder
 from framestream.media.patches import Box, PngCache, make_patches, merge_boxes
 from framestream.media.picture import KIND_PATCH, KIND_VIDEO, PatchGate
+from framestream.media.rects import DamageRect
+from framestream.media.scroll import find_scroll
 
 _WAITING = object()  # an animation's picture that waits for its next slot (PatchRule.waits)
 
@@ -63,6 +71,11 @@ class ChangeSender:
         return self._gate is not None and self._gate.open
 
     @property
+    def _copying(self) -> bool:
+        """Whether a scroll may go out as a copy (every viewer of the full stream takes copies too)."""
+        return self._patching and self._gate is not None and self._gate.copies
+
+    @property
     def codec(self) -> str | None:
         return self._encoder.codec_string
 
@@ -99,13 +112,14 @@ class ChangeSender:
         boxes: Sequence[Box],
         hint: list[tuple[int, int, int, int]] | None,
         tight: bool = True,
+        previous: npt.NDArray[np.uint8] | None = None,
     ) -> Outgoing | None:
         """Send the current picture `kept` (BGRX). `rows` and `boxes` (x0, y0, x1, y1) say what changed since the
         last send (rows None: nothing); `hint` is what x264 may restrict its analysis to (None: everything);
-        `tight`: the boxes hold only what changed (not whole rows of large damage). None when the encoder made no
-        access unit."""
+        `tight`: the boxes hold only what changed (not whole rows of large damage); `previous`: the picture of the
+        last send (a scroll is found against it). None when the encoder made no access unit."""
         if rows is not None and not (keyframe or refinement) and hint is not None:
-            patch = self._patches(kept, now, boxes, tight=tight)
+            patch = self._patches(kept, now, boxes, tight=tight, previous=previous)
             if patch is _WAITING:
                 return None
             if isinstance(patch, Outgoing):
@@ -122,13 +136,17 @@ class ChangeSender:
 
     def _patches(
         self, kept: npt.NDArray[np.uint8], now: float, boxes: Sequence[Box], *, wait: bool = True,
-        tight: bool = True,
+        tight: bool = True, previous: npt.NDArray[np.uint8] | None = None,
     ) -> Outgoing | object | None:
         """The change as patches; None when it must go as video; `_WAITING` when an animation's picture waits."""
         if not self._patching:
             return None
         merged = merge_boxes(boxes)
         waiting = self._waiting
+        if previous is not None and not waiting and self._copying and _area(merged) > self.rule.max_area:
+            scrolled = self._scrolled(previous, kept, now, merged)
+            if scrolled is not None:
+                return scrolled
         if not self.rule.allows(now, merge_boxes([*merged, *waiting]) if waiting else merged, tight=tight):
             return None
         if wait and self.rule.waits(now, merged):
@@ -147,6 +165,32 @@ class ChangeSender:
         self._pend(merged)
         self._patched_last = True
         return Outgoing(pack_patch_payload(rects), False, False, KIND_PATCH, size)
+
+    def _scrolled(self, previous: npt.NDArray[np.uint8], kept: npt.NDArray[np.uint8], now: float,
+                  boxes: list[Box]) -> Outgoing | None:
+        """The change as a copy of the largest box's scrolled rows and images of the rest; None when it is no
+        scroll, or the rest is too large for patches."""
+        largest = max(boxes, key=lambda b: (b[2] - b[0]) * (b[3] - b[1]))
+        scroll = find_scroll(previous, kept, largest)
+        if scroll is None:
+            return None
+        x0, y0, x1, y1 = largest
+        top, bottom = scroll.box[1], scroll.box[3]
+        # Where the viewer still shows the picture before: the box's rows the copy does not cover, every other box.
+        around = [DamageRect(x0, a, x1 - x0, b - a) for a, b in ((y0, top), (bottom, y1)) if b > a]
+        around += [DamageRect(b[0], b[1], b[2] - b[0], b[3] - b[1]) for b in boxes if b != largest]
+        rest = merge_boxes(changed_boxes(previous, kept, around))
+        if not self.rule.allows_scroll(now, rest):
+            return None
+        images = make_patches(kept, rest, self._images)
+        size = sum(len(r.data) for r in images)
+        if not self.rule.note_sent(now, size):
+            return None
+        self.rule.note_patch(now)
+        self._pend(boxes)
+        self._patched_last = True
+        copy = PatchRect.copy((x0, top, x1 - x0, bottom - top), scroll.source)
+        return Outgoing(pack_patch_payload([copy, *images]), False, False, KIND_PATCH, size)
 
     def _pend(self, boxes: Sequence[Box]) -> None:
         pending = self._pending_boxes
@@ -194,6 +238,10 @@ class ChangeSender:
         else:
             self._video_refines_owed = 0 if keyframe else max(0, self._video_refines_owed - 1)
         return Outgoing(encoded.data, encoded.keyframe, encoded.refinement, KIND_VIDEO)
+
+
+def _area(boxes: Sequence[Box]) -> int:
+    return sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes)
 
 
 def _bound(boxes: Sequence[Box]) -> Box:

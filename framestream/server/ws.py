@@ -148,6 +148,7 @@ class ViewerConnection:
             on_event=self._on_event,
             configured=configured,
             patches=offer is None and "patches" in self.session.features,
+            copies=offer is None and {"patches", "copies"} <= set(self.session.features),
         )
         viewer.choice.expect_keyframes(frame.size.width * frame.size.height)
         self.viewers[frame.id] = viewer

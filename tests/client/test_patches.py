@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from framestream.client.view import FrameView
-from framestream.core.wire import FORMAT_PNG, PatchRect, pack_patch_payload
+from framestream.core.wire import FORMAT_COPY, FORMAT_PNG, PatchRect, pack_patch_payload
 from framestream.media.encoder import EncoderSettings, H264Encoder
 
 W, H = 64, 48
@@ -64,6 +64,28 @@ def test_a_patch_draws_its_rectangles_in_order_on_a_copy(stream: list[bytes]) ->
     assert patched.pixel(41, 31) == (220, 20, 20) and patched.pixel(45, 35) == (20, 200, 20), "drawn in order"
     assert base.pixel(45, 35) != (20, 200, 20), "the picture before is left as it was"
     assert patched.png() and len(patched.png(32, 24)) > 0  # scaled from the patched pixels, not the frame's
+
+
+def test_a_copy_moves_the_picture_before_then_its_images_are_drawn(stream: list[bytes]) -> None:
+    v, asked = view()
+    v.on_video(1, 10, 1000, stream[0])
+    base = v.latest
+    assert base is not None
+    before = base.rgb.copy()
+    strip = solid(W, 6, (250, 10, 10))
+    # The content moved up 6 rows (overlapping source and destination), the strip at the bottom came into view.
+    v.on_patch(11, 2000, pack_patch_payload([PatchRect.copy((0, 0, W, H - 6), (0, 6)),
+                                             PatchRect(0, H - 6, W, 6, FORMAT_PNG, png(strip))]))
+    moved = v.latest
+    assert moved is not None and moved.patched and not asked
+    assert np.array_equal(moved.rgb[: H - 6], before[6:]) and np.array_equal(moved.rgb[H - 6 :], strip)
+    assert np.array_equal(base.rgb, before), "the picture before is left as it was"
+    for wrong in (
+        PatchRect(0, 0, W, H, FORMAT_COPY, (0).to_bytes(2, "big") + (1).to_bytes(2, "big")),  # source past the end
+        PatchRect(0, 1, W, H, FORMAT_COPY, bytes(4)),  # destination past the end
+    ):
+        with pytest.raises(ValueError, match="fit"):
+            moved.with_patch(pack_patch_payload([wrong]), sequence=12, capture_us=0, received_us=0, received_at=0.0)
 
 
 def test_video_after_patches_replaces_them_and_a_gap_waits_for_a_keyframe(stream: list[bytes]) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from framestream.core.errors import ProtocolError
 from framestream.core.wire import (
+    FORMAT_COPY,
     FORMAT_PNG,
     KIND_PADDING,
     KIND_PATCH,
@@ -47,6 +48,30 @@ def test_several_rectangles_round_trip_in_order() -> None:
 def test_packing_refuses_what_the_contract_does_not_have(rects: list[PatchRect]) -> None:
     with pytest.raises(ValueError):
         pack_patch_payload(rects)
+
+
+def test_the_copy_example_of_docs_protocol() -> None:
+    # A 6-row scroll of a 2560x1600 picture under a 56-row header: one copy, then the strip's PNG of 3150 bytes.
+    strip = b"\x89PNG\r\n\x1a\n" + b"\x00" * 3142
+    payload = pack_patch_payload([PatchRect.copy((0, 56, 2560, 1538), (0, 62)),
+                                  PatchRect(0, 1594, 2560, 6, FORMAT_PNG, strip)])
+    assert payload[:20].hex(" ") == "00 02 00 00 00 38 0a 00 06 02 02 00 00 00 00 04 00 00 00 3e"
+    assert payload[20:34].hex(" ") == "00 00 06 3a 0a 00 00 06 01 00 00 00 0c 4e"
+
+
+def test_a_copy_carries_its_source_and_comes_first() -> None:
+    copy = PatchRect.copy((0, 40, 640, 360), (0, 52))
+    rects = [copy, PatchRect(0, 400, 640, 12, FORMAT_PNG, b"strip")]
+    payload = pack_patch_payload(rects)
+    assert payload[2:20] == bytes.fromhex("0000 0028 0280 0168 02 00 00000004 0000 0034")  # x y w h format - length src
+    assert unpack_patch_payload(payload) == rects and unpack_patch_payload(payload)[0].source == (0, 52)
+    for wrong in ([rects[1], copy], [copy, copy], [PatchRect(0, 0, 1, 1, FORMAT_COPY, b"\x00\x01\x02")]):
+        with pytest.raises(ValueError, match="copy"):
+            pack_patch_payload(wrong)
+    with pytest.raises(ValueError, match="copy"):  # a copy's source must be 4 bytes
+        unpack_patch_payload(bytes.fromhex("0001 0000 0000 0001 0001 02 00 00000003 000000"))
+    with pytest.raises(ValueError, match="not a copy"):
+        _ = rects[1].source
 
 
 def test_unpacking_refuses_a_cut_or_padded_payload() -> None:

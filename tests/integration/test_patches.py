@@ -6,6 +6,7 @@ without the feature must get today's stream, H.264 only. No timing is asserted: 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -20,7 +21,7 @@ from tests.support import Service
 pytestmark = pytest.mark.integration
 
 service = service_fixture("spinner.html@320x200", "typing.html@480x120", "flip.html@320x200",
-                          "crossing.html@1024x600", scope="module")
+                          "crossing.html@1024x600", "scroller.html@480x300", scope="module")
 
 
 def frame_of(service: Service, page: str) -> str:
@@ -30,12 +31,13 @@ def frame_of(service: Service, page: str) -> str:
     return str(frame)
 
 
-async def driving(service: Service, page: str, subject: str) -> tuple[str, str, PatchClient]:
+async def driving(service: Service, page: str, subject: str,
+                  features: tuple[str, ...] = ("patches",)) -> tuple[str, str, PatchClient]:
     """The frame showing `page`, a drive token for it, and a patch-aware client that watches it with that token,
     once its first keyframe is in."""
     frame = frame_of(service, page)
     token = service.token("drive", frame=frame, subject=subject)
-    client = await PatchClient.connect(service, token, features=["patches"])
+    client = await PatchClient.connect(service, token, features=list(features))
     await client.watch(frame)
     while not (await client.next_message(30)).keyframe:
         pass
@@ -46,8 +48,8 @@ async def screenshot_seen(service: Service, frame: str, client: PatchClient) -> 
     """A screenshot of the frame that the client has caught up with: its capture is no newer than the last message
     the client read, or the patched pixels already match it (a grab of repainted, identical pixels is newer than
     any message and sends none); otherwise the client reads on."""
-    while True:
-        shot, shot_us = screenshot_rgb(service, frame)
+    while True:  # (in a thread: the loop goes on reading the socket, as a viewer does)
+        shot, shot_us = await asyncio.to_thread(screenshot_rgb, service, frame)
         region = client.patched
         if shot_us <= client.messages[-1].capture_us or (
                 client.canvas is not None and region is not None and region.any()
@@ -232,3 +234,65 @@ async def test_an_agents_client_takes_patches_and_leaves_them_on_for_the_people_
     assert typed and all(m.patch or m.refinement or m.keyframe for m in typed), [(m.kind, m.flags) for m in typed]
     assert any(m.patch for m in typed)
     await person.close()
+
+
+def wheel(service: Service, frame: str, token: str, seq: int, dy: float) -> None:
+    event = {"kind": "wheel", "x": 240, "y": 150, "dx": 0, "dy": dy}
+    status, body = service.request("POST", f"/frames/{frame}/input", {"seq": seq, "events": [event]}, token=token)
+    assert status == 200, body
+
+
+async def scrolled_as_copies(service: Service, frame: str, token: str, client: PatchClient, *, seq: int,
+                             dy: float) -> tuple[np.ndarray, np.ndarray]:
+    """Scroll the page by three wheel steps of `dy` CSS pixels (a touchpad's: a mouse wheel's 100-odd at once
+    brings more into view than patches take, and goes as H.264) until a copy came; the picture before and the
+    screenshot the client then caught up with."""
+    before, _ = await asyncio.to_thread(screenshot_rgb, service, frame)
+    copies = client.copies
+    for n in range(3):
+        await asyncio.to_thread(wheel, service, frame, token, seq + n, dy)
+    while client.copies == copies:
+        await client.next_message()
+    return before, await screenshot_seen(service, frame, client)
+
+
+async def test_a_scroll_goes_as_copies_and_the_viewer_shows_the_page(service: Service) -> None:
+    frame, token, client = await driving(service, "scroller", "scroller", ("patches", "copies"))
+    assert client.welcome["features"] == ["patches", "copies"]
+    start = len(client.messages)
+    for seq, dy in ((1, 30.0), (10, -20.0), (20, 40.0)):  # down, back up a little, down again
+        before, shot = await scrolled_as_copies(service, frame, token, client, seq=seq, dy=dy)
+        assert np.abs(shot.astype(int) - before.astype(int)).mean() > 10, "the page scrolled"
+        assert client.canvas is not None and client.patched is not None
+        # Every change of the scroll went as patches (H.264 refinements only sharpen the joiner's keyframe): the
+        # copies moved what the viewer showed (the keyframe's pixels, within H.264's tolerance) and the strips that
+        # came into view are exact, wherever they moved to.
+        changes = [m for m in client.messages[start:] if not m.refinement]
+        assert all(m.patch for m in changes), [(m.kind, m.flags, len(m.payload)) for m in changes]
+        exact = client.patched
+        assert exact.sum() > 20 * 480, "the strips that came into view, drawn exactly"
+        assert np.array_equal(client.canvas[exact], shot[exact])
+        assert np.abs(client.canvas.astype(int) - shot.astype(int)).mean() < 3
+    assert client.gaps == 0
+    await client.close()
+
+
+async def test_without_copies_a_scroll_goes_as_h264(service: Service) -> None:
+    """A viewer that takes patches but not copies: the frame sends every viewer the scroll as H.264, and each ends
+    on the page."""
+    frame, token, copying = await driving(service, "scroller", "scroller", ("patches", "copies"))
+    plain = await PatchClient.connect(service, features=["patches"])
+    await plain.watch(frame)
+    while not (await plain.next_message(30)).keyframe:
+        pass
+    copies = copying.copies
+    for n in range(3):
+        await asyncio.to_thread(wheel, service, frame, token, 40 + n, -30.0)
+    shot = await screenshot_seen(service, frame, plain)
+    for client in (copying, plain):
+        await screenshot_seen(service, frame, client)
+        assert client.canvas is not None
+        assert np.abs(client.canvas.astype(int) - shot.astype(int)).mean() < 3
+    assert copying.copies == copies, "no copies while a viewer cannot take them"
+    await plain.close()
+    await copying.close()

@@ -36,7 +36,7 @@ test('hello first, watch only after welcome, then decode by slot', async () => {
   c.open();
   await tick();
   const ws = sockets[0];
-  assert.deepEqual(ws.sent, [{ type: 'hello', token: TOKEN, features: ['patches'] }]);
+  assert.deepEqual(ws.sent, [{ type: 'hello', token: TOKEN, features: ['patches', 'copies'] }]);
   ws.receive({ type: 'welcome', protocol: 1, sandbox: 'local', shared_frames: true });
   assert.deepEqual(ws.sent[1], { type: 'watch', frame: 'f1' });
   ws.receive(CONFIG);

@@ -1,9 +1,11 @@
 // One frame's decoding and drawing (web/lib/decoder.js) with a stand-in VideoDecoder and canvas: the canvas is
-// sized only on a change, pictures are drawn and let go, a decoder that falls behind or cannot be configured.
+// sized only on a change, pictures are drawn and let go, a decoder that falls behind or cannot be configured, a
+// patch message's copy (a scroll) drawn from the canvas onto itself before its PNG.
 import { test, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { FrameDecoder, MAX_DECODE_QUEUE, webCodecsAvailable } from '../../web/lib/decoder.js';
-import { FakeCanvas, decoders, installWebCodecs } from './fakes.mjs';
+import { FORMAT_COPY, FORMAT_PNG, encodePatchPayload } from '../../web/lib/patches.js';
+import { FakeCanvas, decoders, installWebCodecs, until } from './fakes.mjs';
 
 installWebCodecs();
 beforeEach(() => { decoders.length = 0; });
@@ -111,4 +113,30 @@ test('reset waits for a keyframe without asking; dispose closes the decoder', ()
   d.dispose();
   assert.equal(decoders[0].state, 'closed');
   assert.equal(d.info().decoderState, null);
+});
+
+test('a copy is drawn from the canvas onto itself, before the PNG of its message', async () => {
+  // createImageBitmap stand-in: the "image" is u16 width | u16 height.
+  globalThis.createImageBitmap = async (blob) => {
+    const view = new DataView(await blob.arrayBuffer());
+    return { width: view.getUint16(0), height: view.getUint16(2), closed: false, close() { this.closed = true; } };
+  };
+  const { d, canvas, errors } = frameDecoder();
+  d.configure(CONFIG);
+  d.onPicture(picture(1, true), 100);
+  const frame = decoders[0].emit({ timestamp: 1 });
+  // A scroll by 40 pixels: the top 360 rows move up, the 40 that came into view are a PNG.
+  d.onPatch({ sequence: 2, captureUs: 2, payload: encodePatchPayload([
+    { x: 0, y: 0, width: 640, height: 360, format: FORMAT_COPY, source: { x: 0, y: 40 } },
+    { x: 0, y: 360, width: 640, height: 40, format: FORMAT_PNG, data: Uint8Array.of(0x02, 0x80, 0, 40) },
+  ]) }, 60);
+  await until(() => canvas.calls.length === 3 || errors.length > 0);
+  assert.deepEqual(errors, []);
+  assert.equal(canvas.calls.length, 3);
+  assert.deepEqual(canvas.calls[0], ['drawImage', frame, 0, 0, 640, 400]);
+  assert.deepEqual(canvas.calls[1], ['drawImage', canvas, 0, 40, 640, 360, 0, 0, 640, 360]);
+  assert.equal(canvas.calls[2][0], 'drawImage');
+  assert.deepEqual(canvas.calls[2].slice(2), [0, 360]);
+  assert.equal(canvas.calls[2][1].closed, true);
+  assert.equal(d.info().patchesDrawn, 1);
 });

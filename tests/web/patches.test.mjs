@@ -1,12 +1,14 @@
 // Patch messages in the viewer (web/lib/patches.js and the decoder's use of them), with stand-ins: the payload
 // parsed and built, pictures and patches presented in sequence order, a gap never drawing a patch, a patch
-// that fails to decode asking for a keyframe and turning the client video-only, and hello's features.
+// that fails to decode asking for a keyframe and turning the client video-only, and hello's features. Copies
+// (format 2, a scroll): parsed and built, refused when malformed, resolved without an image.
 import { test, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeCanvas, FakeSocket, b64url, decoders, installWebCodecs, sockets, tick, until } from './fakes.mjs';
 import { FrameDecoder } from '../../web/lib/decoder.js';
 import {
-  FORMAT_PNG, KIND_PATCH, PatchError, PresentQueue, decodePatches, encodePatchPayload, parsePatchPayload,
+  FEATURE_COPIES, FEATURE_PATCHES, FORMAT_COPY, FORMAT_PNG, KIND_PATCH, PatchError, PresentQueue, decodePatches,
+  encodePatchPayload, parsePatchPayload,
 } from '../../web/lib/patches.js';
 
 installWebCodecs();
@@ -21,6 +23,7 @@ beforeEach(() => { decoders.length = 0; sockets.length = 0; });
 const CONFIG = { type: 'video-config', frame: 'f1', slot: 5, codec: 'avc1.42C01F', width: 640, height: 400,
   css_width: 320, css_height: 200 };
 const rect = (x, y, w, h, data = new Uint8Array([w, h])) => ({ x, y, width: w, height: h, format: FORMAT_PNG, data });
+const copy = (x, y, w, h, sx, sy) => ({ x, y, width: w, height: h, format: FORMAT_COPY, source: { x: sx, y: sy } });
 const patchMsg = (sequence, rects, captureUs = sequence) => ({ kind: KIND_PATCH, sequence, keyframe: false,
   captureUs, payload: encodePatchPayload(rects) });
 const picture = (sequence, keyframe = false, captureUs = sequence) => ({ sequence, keyframe, captureUs,
@@ -57,6 +60,54 @@ test('a cut or padded payload is refused', () => {
     Uint8Array.from([...full, 0])]) {
     assert.throws(() => parsePatchPayload(bad), PatchError);
   }
+});
+
+test('a copy then a PNG round-trips; a copy is its 4 source bytes', () => {
+  const payload = encodePatchPayload([copy(0, 0, 640, 360, 0, 40), rect(0, 360, 640, 40, new Uint8Array([7, 8]))]);
+  assert.deepEqual([...payload.subarray(0, 2 + 14 + 4)], [0x00, 0x02,
+    0x00, 0x00, 0x00, 0x00, 0x02, 0x80, 0x01, 0x68, 0x02, 0x00, 0x00, 0x00, 0x00, 0x04, // x y w h format=2 length=4
+    0x00, 0x00, 0x00, 0x28]); // source_x=0 source_y=40
+  const parsed = parsePatchPayload(payload);
+  assert.deepEqual(parsed.map((r) => [r.x, r.y, r.width, r.height, r.format, [...r.data], r.source]),
+    [[0, 0, 640, 360, FORMAT_COPY, [0, 0, 0, 40], { x: 0, y: 40 }], [0, 360, 640, 40, FORMAT_PNG, [7, 8], undefined]]);
+  assert.deepEqual(parsePatchPayload(encodePatchPayload(parsed)), parsed);
+  assert.deepEqual(parsePatchPayload(encodePatchPayload([copy(300, 200, 1, 2, 65535, 258)]))[0].source,
+    { x: 65535, y: 258 });
+});
+
+test('a copy whose length is not 4, or that is not the first rectangle, is refused', () => {
+  for (const length of [0, 3, 5]) {
+    const bad = encodePatchPayload([{ ...rect(0, 0, 8, 8, new Uint8Array(length)), format: FORMAT_COPY }]);
+    assert.throws(() => parsePatchPayload(bad), (err) => err instanceof PatchError && /copy.*not 4/.test(err.message));
+  }
+  const late = encodePatchPayload([rect(0, 0, 2, 2), copy(0, 0, 8, 8, 0, 4)]);
+  assert.throws(() => parsePatchPayload(late), (err) => err instanceof PatchError && /first/.test(err.message));
+  const twice = encodePatchPayload([copy(0, 0, 8, 8, 0, 4), copy(0, 8, 8, 8, 0, 12)]);
+  assert.throws(() => parsePatchPayload(twice), PatchError);
+});
+
+test('decodePatches resolves a copy without decoding an image; the queue lets go of it without one', async () => {
+  const decoded = [];
+  const decodeImage = async (data) => {
+    decoded.push([...data]);
+    return { width: data[0], height: data[1], close() {} };
+  };
+  const rects = parsePatchPayload(encodePatchPayload([copy(0, 0, 64, 40, 0, 8), rect(0, 40, 64, 8,
+    new Uint8Array([64, 8]))]));
+  const patches = await decodePatches(rects, decodeImage);
+  assert.deepEqual(decoded, [[64, 8]]); // the PNG only
+  assert.deepEqual(patches[0], { x: 0, y: 0, width: 64, height: 40, source: { x: 0, y: 8 } });
+  assert.equal(patches[1].image.width, 64);
+  // A copy beside a broken image still rejects, and the decoded images are let go.
+  const closed = [];
+  await assert.rejects(decodePatches([copy(0, 0, 4, 4, 0, 1), rect(0, 4, 2, 2), { ...rect(0, 6, 2, 2), format: 9 }],
+    async () => ({ width: 2, height: 2, close() { closed.push(true); } })), /unknown patch format 9/);
+  assert.deepEqual(closed, [true]);
+  const q = new PresentQueue(() => {});
+  q.addVideo(1);
+  q.patchReady(q.addPatch(2), patches);
+  q.clear();
+  q.patchReady({ kind: 'patch' }, patches); // an entry already forgotten
 });
 
 test('decodePatches waits for every image and refuses a wrong size or a broken image', async () => {
@@ -130,7 +181,7 @@ test('a patch that fails to decode asks for a keyframe and reports the failure',
 
 const TOKEN = `${b64url(JSON.stringify({ role: 'view', sub: 'v' }))}.mac`;
 
-test('the client asks for patches, and goes video-only (a new hello without them) after a failure', async () => {
+test('the client asks for patches and copies, and goes video-only (a new hello without them) after a failure', async () => {
   const { FramestreamClient } = await import('../../web/framestream.js');
   const plain = new FramestreamClient({ url: 'ws://x/ws', token: TOKEN, WebSocket: FakeSocket, patches: false });
   plain.open();
@@ -145,8 +196,10 @@ test('the client asks for patches, and goes video-only (a new hello without them
   c.open();
   await tick();
   const ws = sockets[1];
-  assert.deepEqual(ws.sent[0], { type: 'hello', token: TOKEN, features: ['patches'] });
-  ws.receive({ type: 'welcome', protocol: 1, sandbox: 'local', shared_frames: true, features: ['patches'] });
+  assert.deepEqual(ws.sent[0], { type: 'hello', token: TOKEN, features: ['patches', 'copies'] });
+  assert.deepEqual([FEATURE_PATCHES, FEATURE_COPIES], ['patches', 'copies']);
+  ws.receive({ type: 'welcome', protocol: 1, sandbox: 'local', shared_frames: true,
+    features: ['patches', 'copies'] });
   ws.receive(CONFIG);
   ws.binary({ slot: 5, sequence: 1, captureUs: 1, keyframe: true });
   ws.binary({ kind: KIND_PATCH, slot: 5, sequence: 2, captureUs: 2,

@@ -69,7 +69,7 @@ def type_letter(service: Service, frame: str, grant: str, seq: int, letter: str)
 async def open_patch_viewer(service: Service, page: Page, frame: str) -> None:
     await open_viewer(page, service.base, service.token("view", subject="watcher"), [frame])
     await page.wait_for("window.framestream.client.welcome && window.framestream.client.welcome.features")
-    assert await page.eval("window.framestream.client.welcome.features") == ["patches"]
+    assert await page.eval("window.framestream.client.welcome.features") == ["patches", "copies"]
     await page.wait_for(f"window.framestream.client.info({json.dumps(frame)})?.drawn > 0", within=30)
     assert await page.eval(JS_TRACE.format(frame=frame))
     # Drawn first is the frame's kept keyframe; a frame that was paused makes a fresh one as it resumes, and a

@@ -6,7 +6,7 @@ import { Transport, defaultUrl } from './transport.js';
 import { Router, WatchedFrame } from './router.js';
 import { FrameDecoder } from './decoder.js';
 import { WebRtcVideo, webRtcAvailable } from './webrtc.js';
-import { FEATURE_PATCHES } from './patches.js';
+import { FEATURE_COPIES, FEATURE_PATCHES } from './patches.js';
 import { debugHooks } from './debug.js';
 import { decodeClaims, roleOf } from './token.js';
 import { monotonicMs as now } from './clock.js';
@@ -29,8 +29,9 @@ export class FramestreamClient extends EventTarget {
    * @param {boolean} [o.reconnect=true] reconnect with backoff after a lost connection
    * @param {import('./backoff.js').Backoff|object} [o.backoff] a Backoff, or options for one
    * @param {boolean} [o.sizeCanvas=true] set the canvas's CSS width (and aspect ratio) to the frame's CSS size
-   * @param {boolean} [o.patches=true] take small changes as lossless patches beside the video (hello
-   *   `features`); turned off for the next connections if a patch fails to decode
+   * @param {boolean} [o.patches=true] take small changes as lossless patches beside the video, and scrolls as
+   *   copies of what the canvas shows (hello `features`); turned off for the next connections if a patch fails
+   *   to decode
    * @param {'websocket'|'webrtc'} [o.transport='websocket'] how pictures come: over the WebSocket, or over a
    *   WebRTC peer connection per frame (lib/webrtc.js; back to the WebSocket when ICE does not connect)
    * @param {number} [o.webrtcTimeoutMs] how long ICE may take to connect before falling back
@@ -51,7 +52,7 @@ export class FramestreamClient extends EventTarget {
     this.pendingInput = new Map(); // seq -> {frame, sentAt}
     this.transport = new Transport({
       url: url || defaultUrl(), token, reconnect, backoff, WebSocket,
-      features: patches ? [FEATURE_PATCHES] : [],
+      features: patches ? [FEATURE_PATCHES, FEATURE_COPIES] : [],
       onWelcome: (welcome) => this._welcomed(welcome),
       onMessage: (msg) => this._onMessage(msg),
       onBinary: (data) => this.router.routeBinary(data),
@@ -173,10 +174,11 @@ export class FramestreamClient extends EventTarget {
     this.transport.send({ type: 'watch', frame: f.id });
   }
 
-  /** A patch could not be decoded here: reconnect without `patches` (the service then sends H.264 only). */
+  /** A patch could not be decoded here: reconnect without `patches` and `copies` (the service then sends H.264
+   * only; copies come only inside patch messages). */
   _videoOnly(error) {
     if (!this.transport.features.includes(FEATURE_PATCHES)) return;
-    this.transport.features = this.transport.features.filter((f) => f !== FEATURE_PATCHES);
+    this.transport.features = this.transport.features.filter((f) => f !== FEATURE_PATCHES && f !== FEATURE_COPIES);
     this.emit('patches-off', { error });
     this.transport.ws?.close(1000, 'video only');
   }

@@ -1,8 +1,9 @@
 // One frame's pictures: a WebCodecs VideoDecoder fed with the frame's video messages, kept in step by
 // DecodeSync (after a gap or a broken decoder only a keyframe may be decoded), and every decoded picture drawn
 // into the canvas at once. Patch messages (patches.js) share the sequence numbering: decoded off the main
-// thread, a picture's patches are drawn together and in order with the pictures (PresentQueue). It knows
-// nothing of the socket: keyframe requests and errors go to callbacks.
+// thread, a picture's patches are drawn together and in order with the pictures (PresentQueue), so a copy (a
+// scroll) moves exactly the picture before its message. It knows nothing of the socket: keyframe requests and
+// errors go to callbacks.
 
 import { DecodeSync, DECODE } from './sync.js';
 import { StatsWindow } from './stats.js';
@@ -328,8 +329,16 @@ export class FrameDecoder {
       }
     } else {
       for (const p of entry.patches) {
-        if (this.ctx) this.ctx.drawImage(p.image, p.x, p.y);
-        p.image.close?.();
+        if (p.source) {
+          // A copy (a scroll): the canvas onto itself, 1:1 at whole pixels (no smoothing comes into it). HTML's
+          // drawImage takes the source before drawing when both are the same canvas, so overlaps are exact.
+          if (this.ctx) {
+            this.ctx.drawImage(this.canvas, p.source.x, p.source.y, p.width, p.height, p.x, p.y, p.width, p.height);
+          }
+        } else {
+          if (this.ctx) this.ctx.drawImage(p.image, p.x, p.y);
+          p.image.close?.();
+        }
       }
       this.counts.patchesDrawn += 1;
     }

@@ -1,22 +1,30 @@
 // Patch messages (binary kind 2, PROTOCOL.md "Binary patch messages"): a picture's changed rectangles as
 // lossless PNG images, sharing the frame's sequence numbering with its H.264 pictures. After the common
 // 16-byte header (header.js) the payload is, big-endian:
-//   u16 count | count x { u16 x | u16 y | u16 width | u16 height | u8 format (1 = PNG) | u8 reserved
-//   | u32 length | length bytes of image }
+//   u16 count | count x { u16 x | u16 y | u16 width | u16 height | u8 format | u8 reserved
+//   | u32 length | length bytes }
+// Format 1 (PNG): the bytes are the rectangle's image. Format 2 (copy, hello feature `copies`): a scroll, the
+// 4 bytes are u16 source_x | u16 source_y, and the rectangle is filled from the same-sized one at the source
+// in the picture as it stood before the message. At most one copy, and it comes first: drawn in order, it
+// then reads the picture before any of the message's PNGs, and only the strip the scroll exposed is an image.
 // Parsing is pure (node tests); decoding uses createImageBitmap, which Chromium runs off the main thread.
 
 export const KIND_PATCH = 2;
 export const FORMAT_PNG = 1;
+export const FORMAT_COPY = 2;
 export const FEATURE_PATCHES = 'patches';
+export const FEATURE_COPIES = 'copies'; // asked for with FEATURE_PATCHES, never alone
 const ENTRY_BYTES = 14;
+const COPY_BYTES = 4;
 
 /** A patch payload that could not be parsed. */
 export class PatchError extends Error {}
 
 /**
  * The rectangles of a patch message's payload (a Uint8Array), in drawing order.
- * @returns {{x:number, y:number, width:number, height:number, format:number, data:Uint8Array}[]}
- *   `data` is a view into the same buffer (no copy).
+ * @returns {{x:number, y:number, width:number, height:number, format:number, data:Uint8Array,
+ *   source?:{x:number, y:number}}[]} `data` is a view into the same buffer (no copy); a copy (FORMAT_COPY)
+ *   also has its `source`.
  */
 export function parsePatchPayload(payload) {
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
@@ -35,8 +43,14 @@ export function parsePatchPayload(payload) {
     };
     const length = view.getUint32(offset + 10);
     offset += ENTRY_BYTES;
+    if (rect.format === FORMAT_COPY) {
+      if (length !== COPY_BYTES) throw new PatchError(`patch copy rectangle of ${length} bytes, not ${COPY_BYTES}`);
+      // Drawn first, a copy reads the picture as it stood before the message; later, it would read its PNGs.
+      if (i !== 0) throw new PatchError('patch copy rectangle that is not the first of its message');
+    }
     if (payload.byteLength < offset + length) throw new PatchError('patch payload cut inside an image');
     rect.data = payload.subarray(offset, offset + length);
+    if (rect.format === FORMAT_COPY) rect.source = { x: view.getUint16(offset), y: view.getUint16(offset + 2) };
     offset += length;
     rects.push(rect);
   }
@@ -44,45 +58,64 @@ export function parsePatchPayload(payload) {
   return rects;
 }
 
-/** Build a patch payload (tests and fakes). */
+/**
+ * Build a patch payload (tests and fakes). A copy (`format: FORMAT_COPY`) gives its `source: {x, y}`; one
+ * without a source has its `data` written as it is (a malformed copy, for tests).
+ */
 export function encodePatchPayload(rects) {
-  const size = rects.reduce((n, r) => n + ENTRY_BYTES + r.data.byteLength, 2);
+  const datas = rects.map((r) => (r.format === FORMAT_COPY && r.source ? copyBytes(r.source) : r.data));
+  const size = datas.reduce((n, data) => n + ENTRY_BYTES + data.byteLength, 2);
   const out = new Uint8Array(size);
   const view = new DataView(out.buffer);
   view.setUint16(0, rects.length);
   let offset = 2;
-  for (const r of rects) {
+  rects.forEach((r, i) => {
+    const data = datas[i];
     view.setUint16(offset, r.x);
     view.setUint16(offset + 2, r.y);
     view.setUint16(offset + 4, r.width);
     view.setUint16(offset + 6, r.height);
     view.setUint8(offset + 8, r.format ?? FORMAT_PNG);
-    view.setUint32(offset + 10, r.data.byteLength);
-    out.set(r.data, offset + ENTRY_BYTES);
-    offset += ENTRY_BYTES + r.data.byteLength;
-  }
+    view.setUint32(offset + 10, data.byteLength);
+    out.set(data, offset + ENTRY_BYTES);
+    offset += ENTRY_BYTES + data.byteLength;
+  });
   return out;
+}
+
+function copyBytes(source) {
+  const data = new Uint8Array(COPY_BYTES);
+  const view = new DataView(data.buffer);
+  view.setUint16(0, source.x);
+  view.setUint16(2, source.y);
+  return data;
 }
 
 /**
  * Decode every rectangle of one patch message; resolves to [{x, y, width, height, image}] once all are ready
- * (so a picture's patches are drawn together), rejects if any fails. `decodeImage` is createImageBitmap by
- * default: no colour conversion, so the pixels drawn are the pixels captured.
+ * (so a picture's patches are drawn together), rejects if any fails. A copy has nothing to decode (its pixels
+ * are on the canvas already): it resolves to {x, y, width, height, source} without an image. `decodeImage` is
+ * createImageBitmap by default: no colour conversion, so the pixels drawn are the pixels captured.
  */
 export async function decodePatches(rects, decodeImage = defaultDecodeImage) {
   const images = await Promise.allSettled(rects.map((r) => {
+    if (r.format === FORMAT_COPY) return Promise.resolve(null);
     if (r.format !== FORMAT_PNG) return Promise.reject(new PatchError(`unknown patch format ${r.format}`));
     return decodeImage(r.data);
   }));
+  const closeAll = () => { for (const s of images) if (s.status === 'fulfilled') s.value?.close?.(); };
   const failed = images.find((s) => s.status === 'rejected');
   if (failed) {
-    for (const s of images) if (s.status === 'fulfilled') s.value.close?.();
+    closeAll();
     throw failed.reason;
   }
   return rects.map((r, i) => {
+    if (r.format === FORMAT_COPY) {
+      return { x: r.x, y: r.y, width: r.width, height: r.height, source: { x: r.source.x, y: r.source.y } };
+    }
     const image = images[i].value;
     if (image.width !== r.width || image.height !== r.height) {
-      for (const s of images) s.value.close?.();
+      closeAll();
       throw new PatchError(`patch image is ${image.width}x${image.height}, its rectangle ${r.width}x${r.height}`);
     }
     return { x: r.x, y: r.y, width: r.width, height: r.height, image };
@@ -139,7 +172,7 @@ export class PresentQueue {
 
   patchReady(entry, patches) {
     if (!this.entries.includes(entry)) {
-      for (const p of patches) p.image.close?.();
+      for (const p of patches) p.image?.close?.(); // a copy has no image
       return;
     }
     entry.patches = patches;
@@ -162,7 +195,7 @@ export class PresentQueue {
   clear() {
     for (const e of this.entries) {
       e.frame?.close();
-      for (const p of e.patches || []) p.image.close?.();
+      for (const p of e.patches || []) p.image?.close?.();
     }
     this.entries = [];
   }

@@ -90,6 +90,7 @@ from framestream.core.wire._limits import (
     MAX_WHEEL_DELTA,
 )
 from framestream.core.wire._patch_message import (
+    FORMAT_COPY,
     FORMAT_PNG,
     PATCH_ENTRY,
     PatchRect,
@@ -172,6 +173,7 @@ __all__ = [
     "FEATURES",
     "FLAG_KEYFRAME",
     "FLAG_REFINEMENT",
+    "FORMAT_COPY",
     "FORMAT_PNG",
     "FRAME_STATES",
     "HELP_OUTCOMES",

@@ -78,7 +78,8 @@ from framestream.core.wire._tab_messages import (
 from framestream.core.wire._webrtc_messages import WebrtcIce, WebrtcOffer, parse_webrtc_ice, parse_webrtc_offer
 
 # What a client may ask for in hello's `features` (the service grants those it has; unknown names are ignored).
-FEATURES = ("patches",)
+# `copies` (a scroll as a copy of what the viewer shows, docs/protocol.md) is used only beside `patches`.
+FEATURES = ("patches", "copies")
 _MAX_FEATURES = 16
 _MAX_FEATURE_CHARS = 64
 
