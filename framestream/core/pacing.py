@@ -158,6 +158,9 @@ class PatchRule:
         animation_after: float = 1.0,
         animation_fast_pps: float = 360.0,
         dpr: float = 1.0,
+        scroll_share: float = 0.25,
+        max_scroll_bytes: int = 256 * 1024,
+        max_scroll_rate: int = 2048 * 1024,
     ) -> None:
         self.max_area = max_area
         self.max_rects = max_rects
@@ -167,6 +170,9 @@ class PatchRule:
         self.animation_fps = animation_fps
         self.animation_after = animation_after
         self.animation_fast_pps = animation_fast_pps * dpr  # CSS pixels a second, in the picture's pixels
+        self.scroll_share = scroll_share
+        self.max_scroll_bytes = max_scroll_bytes
+        self.max_scroll_rate = max_scroll_rate
         self._fast = False  # the running change moved fast lately: it goes at the picture rate
         self._fast_until = -math.inf
         self._streak_since = -math.inf  # the first change of the current run of changes
@@ -189,12 +195,16 @@ class PatchRule:
             return False
         return True
 
-    def allows_scroll(self, now: float, rest: list[tuple[int, int, int, int]]) -> bool:
+    def allows_scroll(self, now: float, rest: list[tuple[int, int, int, int]], picture_area: int) -> bool:
         """Whether a scroll may go out as a copy with images of the `rest` of the change (boxes x0, y0, x1, y1;
-        none at all is fine): while patches are not held, the rest within the limits of a change. The copy itself
+        none at all is fine): while patches are not held, the rest at most `scroll_share` of the picture. More
+        than a change's `max_area`: as H.264 a scroll is no cheap picture either (x264 finds no shift beyond its
+        16-pixel search, measured at 2560x1600 on a text page: a wheel notch of 53 CSS pixels 170 KB and 14-30 ms,
+        then a 150 KB refinement; its 106-row strip as a PNG at most 85 KB and 6 ms, exact at once). The copy
         costs the viewer a move of what it shows, not bytes; a scroll's damage is compared by rows for `hold`
         seconds after (its copy is compared exactly anyway)."""
-        if now < self._video_until or len(rest) >= self.max_rects or _area(rest) > self.max_area:
+        limit = max(self.max_area, int(self.scroll_share * picture_area))
+        if now < self._video_until or len(rest) >= self.max_rects or _area(rest) > limit:
             return False
         self._large_until = now + self.hold
         return True
@@ -205,11 +215,14 @@ class PatchRule:
         too large), so a scroll pays it about once a second."""
         return now >= self._video_until and now >= self._large_until
 
-    def note_sent(self, now: float, size: int) -> bool:
-        """Patches of `size` bytes were made; False (and video for `hold` s) when they cost too much to send."""
+    def note_sent(self, now: float, size: int, *, scroll: bool = False) -> bool:
+        """Patches of `size` bytes were made; False (and video for `hold` s) when they cost too much to send. A
+        scroll's images (`scroll`) have larger limits, `max_scroll_bytes` and `max_scroll_rate` (see
+        `allows_scroll`)."""
         while self._sent and self._sent[0][0] <= now - 1.0:
             self._sent_bytes -= self._sent.popleft()[1]
-        if size > self.max_bytes or self._sent_bytes + size > self.max_rate:
+        most, rate = (self.max_scroll_bytes, self.max_scroll_rate) if scroll else (self.max_bytes, self.max_rate)
+        if size > most or self._sent_bytes + size > rate:
             self._video_until = now + self.hold
             return False
         self._sent.append((now, size))

@@ -180,11 +180,11 @@ class ChangeSender:
         around = [DamageRect(x0, a, x1 - x0, b - a) for a, b in ((y0, top), (bottom, y1)) if b > a]
         around += [DamageRect(b[0], b[1], b[2] - b[0], b[3] - b[1]) for b in boxes if b != largest]
         rest = merge_boxes(changed_boxes(previous, kept, around))
-        if not self.rule.allows_scroll(now, rest):
+        if not self.rule.allows_scroll(now, rest, int(kept.shape[0]) * int(kept.shape[1])):
             return None
         images = make_patches(kept, rest, self._images)
         size = sum(len(r.data) for r in images)
-        if not self.rule.note_sent(now, size):
+        if not self.rule.note_sent(now, size, scroll=True):
             return None
         self.rule.note_patch(now)
         self._pend(boxes)

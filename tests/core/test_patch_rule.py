@@ -45,6 +45,23 @@ def test_costly_patches_send_video_for_a_while() -> None:
     assert rule.note_sent(2.5, 900)  # the window has moved on
 
 
+def test_a_scroll_s_rest_may_be_a_quarter_of_the_picture_and_its_images_larger() -> None:
+    rule = PatchRule(max_area=10_000, max_rects=3, max_bytes=1000, max_scroll_bytes=4000, max_scroll_rate=6000,
+                     hold=1.0)
+    assert rule.allows_scroll(0.0, [], 100 * 100), "a copy alone"
+    assert rule.allows_scroll(0.0, [(0, 0, 100, 100)], 100 * 100), "the change's own limit on a small picture"
+    assert rule.allows_scroll(0.0, [(0, 0, 1000, 100)], 1000 * 400), "a quarter of the picture"
+    assert not rule.allows_scroll(0.0, [(0, 0, 1000, 101)], 1000 * 400)
+    assert not rule.allows_scroll(0.0, [(0, 0, 1, 1)] * 3, 1000 * 400), "the copy is one of the message's rects"
+    assert not rule.compares_tightly(0.5), "a scroll's damage is compared by rows for a while"
+    assert rule.note_sent(0.0, 3000, scroll=True) and not rule.note_sent(0.1, 3000)  # a change's limit is lower
+    assert not rule.allows_scroll(0.5, [], 100 * 100), "held as video after images too costly"
+    assert rule.note_sent(1.2, 3900, scroll=True) and not rule.note_sent(1.3, 4001, scroll=True)
+    rule = PatchRule(max_scroll_bytes=4000, max_scroll_rate=6000)
+    assert rule.note_sent(0.0, 3000, scroll=True) and rule.note_sent(0.1, 3000, scroll=True)
+    assert not rule.note_sent(0.2, 1, scroll=True), "past the scroll's rate within a second"
+
+
 def test_a_patched_change_asks_for_no_refinement() -> None:
     policy = EncodePolicy(fps=30, refine_after=0.1)
     first = policy.decide(0.0)
