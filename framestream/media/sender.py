@@ -168,18 +168,27 @@ class ChangeSender:
 
     def _scrolled(self, previous: npt.NDArray[np.uint8], kept: npt.NDArray[np.uint8], now: float,
                   boxes: list[Box]) -> Outgoing | None:
-        """The change as a copy of the largest box's scrolled rows and images of the rest; None when it is no
-        scroll, or the rest is too large for patches."""
+        """The change as a copy of scrolled rows and images of the rest; None when it is no scroll, or the rest is
+        too large for patches. The scroll is looked for in the bounding box of the change (two columns of text
+        scrolled together are two boxes), then in its largest box (a list scrolled beside a still sidebar)."""
         largest = max(boxes, key=lambda b: (b[2] - b[0]) * (b[3] - b[1]))
-        scroll = find_scroll(previous, kept, largest)
+        scroll, within = None, largest
+        for within in dict.fromkeys([_bound(boxes), largest]):
+            scroll = find_scroll(previous, kept, within)
+            if scroll is not None:
+                break
         if scroll is None:
             return None
-        x0, y0, x1, y1 = largest
+        x0, y0, x1, y1 = within
         top, bottom = scroll.box[1], scroll.box[3]
-        # Where the viewer still shows the picture before: the box's rows the copy does not cover, every other box.
-        around = [DamageRect(x0, a, x1 - x0, b - a) for a, b in ((y0, top), (bottom, y1)) if b > a]
-        around += [DamageRect(b[0], b[1], b[2] - b[0], b[3] - b[1]) for b in boxes if b != largest]
-        rest = merge_boxes(changed_boxes(previous, kept, around))
+        # Where the viewer still shows the picture before: the box's rows the copy does not cover (the strip that
+        # came into view, as whole rows: compared tightly, a line of text is dozens of boxes), every other box.
+        strips = [DamageRect(x0, a, x1 - x0, b - a) for a, b in ((y0, top), (bottom, y1)) if b > a]
+        others = [DamageRect(b[0], b[1], b[2] - b[0], b[3] - b[1]) for b in boxes
+                  if not (x0 <= b[0] and y0 <= b[1] and b[2] <= x1 and b[3] <= y1)]
+        rest = merge_boxes(changed_boxes(previous, kept, strips, tight_area=0) + changed_boxes(previous, kept, others))
+        if len(rest) >= self.rule.max_rects:
+            rest = [_bound(rest)]
         if not self.rule.allows_scroll(now, rest, int(kept.shape[0]) * int(kept.shape[1])):
             return None
         images = make_patches(kept, rest, self._images)

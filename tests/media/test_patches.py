@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import zlib
 from typing import Any
 
 import av
@@ -28,6 +29,20 @@ def test_png_is_exact() -> None:
     assert np.array_equal(rgb_of_png(encode_png(bgrx)), bgrx[:, :, 2::-1])
     strided = np.random.default_rng(4).integers(0, 256, (40, 80, 4), np.uint8)[5:20, 7:30]
     assert np.array_equal(rgb_of_png(encode_png(strided)), strided[:, :, 2::-1])
+
+
+def test_a_small_rgb_region_takes_the_sub_filter_when_smaller_and_stays_exact() -> None:
+    # Smooth colour along rows (a gradient, antialiased coloured text): Sub leaves small numbers that compress.
+    ramp = (np.arange(600)[None, :, None] * np.array([1, 3, 7, 0]) + np.arange(6)[:, None, None]) % 256
+    bgrx = ramp.astype(np.uint8)
+    data = encode_png(bgrx)
+    raw = zlib.decompress(data[data.index(b"IDAT") + 4 : data.index(b"IEND") - 8])
+    assert raw[0] == 1, "filter type Sub"
+    assert np.array_equal(rgb_of_png(data), bgrx[:, :, 2::-1])
+    noise = np.random.default_rng(9).integers(0, 256, (6, 600, 4), np.uint8)  # Sub cannot help: left as it is
+    data = encode_png(noise)
+    assert zlib.decompress(data[data.index(b"IDAT") + 4 : data.index(b"IEND") - 8])[0] == 0
+    assert np.array_equal(rgb_of_png(data), noise[:, :, 2::-1])
 
 
 def test_few_colours_make_an_exact_palette_png() -> None:

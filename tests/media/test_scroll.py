@@ -107,11 +107,15 @@ def send(chooser: ChangeSender, before: np.ndarray, after: np.ndarray, now: floa
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 1 << 16), shifts=st.lists(st.integers(-30, 30), min_size=1, max_size=4),
-       header=st.sampled_from([0, 16, 24]), extra=st.booleans())
-def test_what_a_viewer_composes_is_the_new_picture(seed: int, shifts: list[int], header: int, extra: bool) -> None:
+       header=st.sampled_from([0, 16, 24]), extra=st.booleans(), columns=st.booleans())
+def test_what_a_viewer_composes_is_the_new_picture(seed: int, shifts: list[int], header: int, extra: bool,
+                                                   columns: bool) -> None:
     """Issue 26's invariant for copies: after each message a viewer's picture is the page, exactly (a message that
-    is no patch is H.264, which carries the whole picture)."""
+    is no patch is H.264, which carries the whole picture). `columns`: two columns of text with a blank gap, so
+    the change is two boxes that scrolled together."""
     content = page(3 * H, seed)
+    if columns:
+        content[:, 140:200] = 255
     chooser, encoder = sender()
     try:
         top = H
