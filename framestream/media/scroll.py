@@ -26,6 +26,7 @@ _STRIP_PX = 32
 _MIN_ROWS = 32  # a box shorter than this is no scroll worth a copy
 _MIN_VOTES = 4  # distinctive rows that must agree on the shift
 _MIN_RUN = 16  # rows the copy must cover
+_EDGE_PX = 48  # a scrollbar at the box's right edge: 15 CSS pixels up to dpr 3
 # Random odd 64-bit weights: a row's signature is its sampled words' weighted sum (wrapping), so two rows with
 # the same signature almost surely hold the same samples; every candidate is compared exactly anyway.
 _WEIGHTS = np.random.default_rng(29).integers(1, 1 << 62, _STRIPS * _STRIP_PX // 2, dtype=np.uint64) * 2 + 1
@@ -48,7 +49,9 @@ class Scroll:
 def find_scroll(previous: Picture, picture: Picture, box: Box) -> Scroll | None:
     """The scroll inside `box` (x0, y0, x1, y1) of two (height, width, 4) pictures of one size: the shift most
     distinctive rows agree on, then the longest run of rows of `box` that equal the picture before shifted by it,
-    within the box's columns. None when the box is small, nothing agrees, or the run is short."""
+    within the box's columns, or without its right edge when that is longer (a scrollbar's thumb moves otherwise
+    than the content and cuts every row it shares with it: the copy leaves its columns to images). None when the
+    box is small, nothing agrees, or the run is short."""
     x0, y0, x1, y1 = box
     height = int(picture.shape[0])
     if y1 - y0 < _MIN_ROWS or x1 - x0 < _STRIPS * _STRIP_PX:
@@ -60,8 +63,12 @@ def find_scroll(previous: Picture, picture: Picture, box: Box) -> Scroll | None:
     top, bottom = max(y0, dy), min(y1, height + dy)
     if bottom - top < _MIN_RUN:
         return None
-    same = rows_equal(picture[top:bottom, x0:x1], previous[top - dy : bottom - dy, x0:x1])
-    run = _longest_run(same)
+    run = _longest_run(rows_equal(picture[top:bottom, x0:x1], previous[top - dy : bottom - dy, x0:x1]))
+    if run is not None and run[1] - run[0] < bottom - top and x1 - x0 >= 8 * _EDGE_PX:
+        inner = x1 - _EDGE_PX
+        narrow = _longest_run(rows_equal(picture[top:bottom, x0:inner], previous[top - dy : bottom - dy, x0:inner]))
+        if narrow is not None and narrow[1] - narrow[0] > run[1] - run[0]:
+            run, x1 = narrow, inner
     if run is None or run[1] - run[0] < _MIN_RUN:
         return None
     return Scroll(dy, (x0, top + run[0], x1, top + run[1]))

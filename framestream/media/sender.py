@@ -180,13 +180,17 @@ class ChangeSender:
         if scroll is None:
             return None
         x0, y0, x1, y1 = within
-        top, bottom = scroll.box[1], scroll.box[3]
+        cx0, top, cx1, bottom = scroll.box
         # Where the viewer still shows the picture before: the box's rows the copy does not cover (the strip that
-        # came into view, as whole rows: compared tightly, a line of text is dozens of boxes), every other box.
+        # came into view, as whole rows: compared tightly, a line of text is dozens of boxes), its columns beside
+        # the copy (a scrollbar), every other box. Strips and the rest are merged apart: merged together, a strip
+        # and a scrollbar's thumb beside the copy would be their bounding box, the whole screen.
         strips = [DamageRect(x0, a, x1 - x0, b - a) for a, b in ((y0, top), (bottom, y1)) if b > a]
+        sides = [DamageRect(a, top, b - a, bottom - top) for a, b in ((x0, cx0), (cx1, x1)) if b > a]
         others = [DamageRect(b[0], b[1], b[2] - b[0], b[3] - b[1]) for b in boxes
                   if not (x0 <= b[0] and y0 <= b[1] and b[2] <= x1 and b[3] <= y1)]
-        rest = merge_boxes(changed_boxes(previous, kept, strips, tight_area=0) + changed_boxes(previous, kept, others))
+        rest = changed_boxes(previous, kept, strips, tight_area=0) + merge_boxes(
+            changed_boxes(previous, kept, sides + others))
         if len(rest) >= self.rule.max_rects:
             rest = [_bound(rest)]
         if not self.rule.allows_scroll(now, rest, int(kept.shape[0]) * int(kept.shape[1])):
@@ -198,7 +202,7 @@ class ChangeSender:
         self.rule.note_patch(now)
         self._pend(boxes)
         self._patched_last = True
-        copy = PatchRect.copy((x0, top, x1 - x0, bottom - top), scroll.source)
+        copy = PatchRect.copy((cx0, top, cx1 - cx0, bottom - top), scroll.source)
         return Outgoing(pack_patch_payload([copy, *images]), False, False, KIND_PATCH, size)
 
     def _pend(self, boxes: Sequence[Box]) -> None:

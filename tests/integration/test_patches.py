@@ -247,11 +247,15 @@ async def scrolled_as_copies(service: Service, frame: str, token: str, client: P
     """Scroll the page by three wheel notches of `dy` CSS pixels until a copy came; the picture before and the
     screenshot the client then caught up with."""
     before, _ = await asyncio.to_thread(screenshot_rgb, service, frame)
-    copies = client.copies
+    copies, start = client.copies, len(client.messages)
     for n in range(3):
         await asyncio.to_thread(wheel, service, frame, token, seq + n, dy)
-    while client.copies == copies:
-        await client.next_message()
+    try:
+        while client.copies == copies:
+            await client.next_message()
+    except AssertionError as exc:
+        seen = [(m.kind, m.flags, len(m.payload)) for m in client.messages[start:]]
+        raise AssertionError(f"no copy came: {seen}") from exc
     return before, await screenshot_seen(service, frame, client)
 
 

@@ -17,7 +17,7 @@ from framestream.media.picture import KIND_PATCH, PatchGate
 from framestream.media.scroll import Scroll, find_scroll
 from framestream.media.sender import ChangeSender
 
-W, H = 320, 240
+W, H = 480, 240
 
 
 def page(rows: int, seed: int) -> np.ndarray:
@@ -36,10 +36,15 @@ def page(rows: int, seed: int) -> np.ndarray:
     return out
 
 
-def viewport(content: np.ndarray, top: int, header: int) -> np.ndarray:
-    """The screen: `content` from row `top` under a fixed header of `header` rows."""
+def viewport(content: np.ndarray, top: int, header: int, scrollbar: bool = False) -> np.ndarray:
+    """The screen: `content` from row `top` under a fixed header of `header` rows, and a scrollbar at the right
+    whose thumb moves a little where the content moves much."""
     screen = content[top : top + H].copy()
     screen[:header] = (40, 160, 40, 255)
+    if scrollbar:
+        screen[:, W - 14 :] = (230, 230, 230, 255)
+        thumb = top * H // len(content)
+        screen[thumb : thumb + 40, W - 12 : W - 2] = (120, 120, 120, 255)
     return screen
 
 
@@ -63,6 +68,14 @@ def test_a_scroll_is_found_with_its_shift_and_the_rows_it_covers() -> None:
     x0, y0, x1, y1 = scroll.box
     assert np.array_equal(after[y0:y1, x0:x1], before[y0 - scroll.dy : y1 - scroll.dy, x0:x1])
     assert find_scroll(after, before, (0, 24, W, H)) == Scroll(12, (0, 36, W, H))  # back up
+
+
+def test_a_scrollbar_s_thumb_is_left_out_of_the_copy() -> None:
+    content = page(3 * H, 6)
+    before, after = viewport(content, H, 24, scrollbar=True), viewport(content, H + 30, 24, scrollbar=True)
+    scroll = find_scroll(before, after, (0, 24, W, H))
+    assert scroll is not None and scroll.dy == -30
+    assert scroll.box == (0, 24, W - 48, H - 30), "every row the content moved in, without the scrollbar's columns"
 
 
 def test_no_scroll_in_noise_a_small_box_or_a_still_picture() -> None:
@@ -107,25 +120,25 @@ def send(chooser: ChangeSender, before: np.ndarray, after: np.ndarray, now: floa
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 1 << 16), shifts=st.lists(st.integers(-30, 30), min_size=1, max_size=4),
-       header=st.sampled_from([0, 16, 24]), extra=st.booleans(), columns=st.booleans())
-def test_what_a_viewer_composes_is_the_new_picture(seed: int, shifts: list[int], header: int, extra: bool,
-                                                   columns: bool) -> None:
+       header=st.sampled_from([0, 16, 24]), extra=st.booleans(), columns=st.booleans(), scrollbar=st.booleans())
+def test_what_a_viewer_composes_is_the_new_picture(*, seed: int, shifts: list[int], header: int, extra: bool,
+                                                   columns: bool, scrollbar: bool) -> None:
     """Issue 26's invariant for copies: after each message a viewer's picture is the page, exactly (a message that
     is no patch is H.264, which carries the whole picture). `columns`: two columns of text with a blank gap, so
-    the change is two boxes that scrolled together."""
+    the change is two boxes that scrolled together; `scrollbar`: a thumb at the right edge cuts the rows."""
     content = page(3 * H, seed)
     if columns:
         content[:, 140:200] = 255
     chooser, encoder = sender()
     try:
         top = H
-        before = viewport(content, top, header)
+        before = viewport(content, top, header, scrollbar)
         shown = before[:, :, :3].copy()
         encoder.update(before)
         encoder.encode(keyframe=True)
         for n, shift in enumerate(shifts):
             top += shift
-            after = viewport(content, top, header)
+            after = viewport(content, top, header, scrollbar)
             if extra:  # something else changed too: a counter in the header, a caret in the content
                 after[2:10, 200 + n : 208 + n, :3] = (n * 40) % 255
             sent = send(chooser, before, after, now=float(n) / 30)
