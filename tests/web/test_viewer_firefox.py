@@ -11,15 +11,13 @@ and real input goes through BiDi `input.performActions` on the canvas. Colours a
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 
 from tests.fixtures import service_fixture
 from tests.support import Service
 from tests.web.browser import JS_CANVAS_POINT, close_to, info, open_viewer, pixel, wait_pixel
-from tests.web.firefox import FIREFOX, Firefox, Tab, firefox_available
+from tests.web.firefox import Tab
 from tests.web.viewer_page import BLANK, BLUE, BOX, CSS_H, CSS_W, FLAG, GREEN, GREY, RED, WHITE, YELLOW
 
 # One event loop and one Firefox for the module (a fresh one costs ~3 s).
@@ -28,25 +26,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
 SHIFT = "\ue008"  # WebDriver's key value for Shift
 
 service = service_fixture(f"viewer.html@{CSS_W}x{CSS_H}", scope="module", pages="web_pages", timeout=60)
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def firefox() -> AsyncIterator[Firefox]:
-    if not firefox_available():  # never silently: `make system-deps` installs it
-        pytest.fail(f"{FIREFOX} not found: run `make system-deps` (Debian's firefox-esr)")
-    async with Firefox() as f:
-        yield f
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def tab(firefox: Firefox) -> AsyncIterator[Tab]:
-    """The module's Firefox tab, on about:blank, with no exception seen yet."""
-    t = firefox.tabs[0] if firefox.tabs else await firefox.tab()
-    await t.navigate("about:blank")
-    t.exceptions.clear()
-    t.console.clear()
-    yield t
-    assert not t.exceptions, t.exceptions
 
 
 async def click_css(tab: Tab, frame: str, css: tuple[int, int]) -> None:

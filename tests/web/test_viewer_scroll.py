@@ -23,17 +23,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
 import pytest
-import pytest_asyncio
 
 from tests.fixtures import service_fixture
 from tests.support import Service
 from tests.web.browser import BrowserTab, Page, info
-from tests.web.firefox import FIREFOX, Firefox, Tab, firefox_available
+from tests.web.firefox import Tab
 from tests.web.test_viewer_patches import canvas_rgb, open_patch_viewer, screenshot
 
 # One event loop, one service, one Chromium and one Firefox for the module; a fresh frame for each test.
@@ -228,25 +226,6 @@ async def test_chromium_draws_a_wheel_scroll_from_copies_and_pngs(service: Servi
     print(await scroll_and_check(page, service))
     assert "Chrome/" in await page.eval("navigator.userAgent")
     print(f"Chromium: {time.monotonic() - started:.1f} s")
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def firefox() -> AsyncIterator[Firefox]:
-    if not firefox_available():  # never silently: `make system-deps` installs it
-        pytest.fail(f"{FIREFOX} not found: run `make system-deps` (Debian's firefox-esr)")
-    async with Firefox() as f:
-        yield f
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def tab(firefox: Firefox) -> AsyncIterator[Tab]:
-    """The module's Firefox tab, on about:blank, with no exception seen yet."""
-    t = firefox.tabs[0] if firefox.tabs else await firefox.tab()
-    await t.navigate("about:blank")
-    t.exceptions.clear()
-    t.console.clear()
-    yield t
-    assert not t.exceptions, t.exceptions
 
 
 async def test_firefox_draws_a_wheel_scroll_from_copies_and_pngs(service: Service, tab: Tab) -> None:
