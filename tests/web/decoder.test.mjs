@@ -140,3 +140,23 @@ test('a copy is drawn from the canvas onto itself, before the PNG of its message
   assert.equal(canvas.calls[2][1].closed, true);
   assert.equal(d.info().patchesDrawn, 1);
 });
+
+test('a copy that does not fit the picture draws nothing of its message and asks for a keyframe', async () => {
+  globalThis.createImageBitmap = async (blob) => {
+    const view = new DataView(await blob.arrayBuffer());
+    return { width: view.getUint16(0), height: view.getUint16(2), closed: false, close() { this.closed = true; } };
+  };
+  const { d, canvas, errors, asks } = frameDecoder();
+  d.configure(CONFIG);
+  d.onPicture(picture(1, true), 100);
+  decoders[0].emit({ timestamp: 1 });
+  d.onPatch({ sequence: 2, captureUs: 2, payload: encodePatchPayload([
+    { x: 0, y: 0, width: 640, height: 360, format: FORMAT_COPY, source: { x: 0, y: 41 } },  // 41 + 360 > 400
+    { x: 0, y: 360, width: 640, height: 40, format: FORMAT_PNG, data: Uint8Array.of(0x02, 0x80, 0, 40) },
+  ]) }, 60);
+  await until(() => errors.length > 0);
+  assert.equal(canvas.calls.length, 1, 'only the keyframe was drawn');
+  assert.match(errors[0].error, /does not fit/);
+  assert.equal(d.info().patchErrors, 1);
+  assert.deepEqual(asks, ['patch-error'], 'a keyframe was asked for');
+});

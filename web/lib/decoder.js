@@ -328,6 +328,16 @@ export class FrameDecoder {
         frame.close();
       }
     } else {
+      const outside = this.canvas && entry.patches.find((p) => p.source && !this.copyFits(p));
+      if (outside) {
+        // A broken message (the protocol's copies stay on the picture): nothing of it is drawn, a keyframe repairs.
+        for (const p of entry.patches) p.image?.close?.();
+        this.counts.patchErrors += 1;
+        const { x, y } = outside.source;
+        this.onError({ error: `patch: a copy from (${x}, ${y}) does not fit the picture` });
+        if (this.sync.onDecoderError(now())) this.requestKeyframe('patch-error');
+        return;
+      }
       for (const p of entry.patches) {
         if (p.source) {
           // A copy (a scroll): the canvas onto itself, 1:1 at whole pixels (no smoothing comes into it). HTML's
@@ -348,6 +358,12 @@ export class FrameDecoder {
     const latencyMs = entry.captureUs >= this.liveFromUs ? (drawnUs - entry.captureUs) / 1000 : null;
     this.stats.drawn(t, entry.decodeMs || 0, latencyMs);
     this.tracer?.(entry.kind === 'patch' ? { drawn: entry.captureUs, patch: true } : { drawn: entry.captureUs });
+  }
+
+  /** Whether a copy's source and destination both lie on the canvas. */
+  copyFits(p) {
+    const { width, height } = this.canvas;
+    return Math.max(p.x, p.source.x) + p.width <= width && Math.max(p.y, p.source.y) + p.height <= height;
   }
 
   /** The connection is gone: wait for the keyframe that starts the next watch. */
