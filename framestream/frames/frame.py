@@ -1,11 +1,11 @@
 """A frame: one shared page, its state, its viewers, who drives it, and the runtime it has while it runs.
 
 While its browser runs a frame owns one `Runtime` (Xvfb, Chromium, pipeline: frames/runtime.py); its `FrameFeed`
-outlives them, so sequence numbers and viewers survive a reopen. Every change of what runs goes through the
-frame's `run_lock` (an input holds it while it goes in, so no pause freezes the page under it): concurrent watches,
-input and deletes never start two browsers for one frame. What viewers must hear leaves as events
-(frames/events.py), never as wire messages. Parts of its job live in helpers it owns: which pictures viewers get
-(frames/pictures.py), what a step does (frames/steps.py), relaunch and reload after a failure (frames/recovery.py).
+outlives them, so sequence numbers and viewers survive a reopen. Every change of what runs goes through the frame's
+`run_lock` (an input holds it while it goes in; no pause starts while a step is applied): concurrent watches, input
+and deletes never start two browsers for one frame. What viewers must hear leaves as events (frames/events.py).
+Helpers it owns: which pictures viewers get (frames/pictures.py), what a step does (frames/steps.py), relaunch and
+reload after a failure (frames/recovery.py).
 """
 
 from __future__ import annotations
@@ -123,19 +123,11 @@ class Frame:
         return FrameView(self.id, self.state, self.viewers, self.last_viewed, self.browser_running)
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "url": self.url,
-            "state": self.state.value,
-            "width": self.size.css_width,
-            "height": self.size.css_height,
-            "dpr": self.size.dpr,
-            "encoded_width": self.size.width,
-            "encoded_height": self.size.height,
-            "viewers": self.viewers,
-            "driver": self.control.driver,
-            "message": self.message,
-        }
+        size = self.size
+        return {"id": self.id, "url": self.url, "state": self.state.value, "width": size.css_width,
+                "height": size.css_height, "dpr": size.dpr, "encoded_width": size.width,
+                "encoded_height": size.height, "viewers": self.viewers, "driver": self.control.driver,
+                "message": self.message}
 
     def state_event(self) -> StateChanged:
         return StateChanged(self.id, self.state, self.url, self.viewers, self.control.driver, self.message,
@@ -326,8 +318,9 @@ class Frame:
 
     async def pause(self) -> None:
         async with self.run_lock:
-            # Eligibility only, not the time: the timer may fire a hair before the deadline.
-            if self._runtime is None or self._pause_deadline() is None:
+            # Eligibility only, not the time: the timer may fire a hair before the deadline. Never under a step
+            # (a navigation waits for its page: frozen, it never loads); the last one to end sets the timer again.
+            if self._runtime is None or self.steps.busy or self._pause_deadline() is None:
                 return
             await self._runtime.freeze()
             self.feed.forget()
@@ -376,6 +369,10 @@ class Frame:
         return self.driving.request_help(claims, seq, reason, timeout_s, presenter=presenter, notify=notify)
 
     # -- the pause timer ---------------------------------------------------------------------------------
+
+    def steps_ended(self) -> None:
+        """No step is being applied any more: unwatched, the frame pauses `idle_pause_s` from now."""
+        self.set_state(self.state, self.message)  # (a live frame without viewers restarts its idle clock there)
 
     def _pause_deadline(self) -> float | None:
         return pause_deadline(self.state, self.viewers, self.idle_since, self.manager.settings.idle_pause_s)

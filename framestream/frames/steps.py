@@ -8,7 +8,8 @@ imports this module, so this one names the frame only through `Steppable`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Protocol
 
 from framestream.core.control import FrameControl
@@ -40,10 +41,28 @@ class Steppable(Protocol):
 
     async def ensure_running(self) -> None: ...
 
+    def steps_ended(self) -> None: ...
+
 
 class FrameSteps:
     def __init__(self, frame: Steppable) -> None:
         self._frame = frame
+        self._applying = 0  # inputs and actions going in now: the frame does not pause under them
+
+    @property
+    def busy(self) -> bool:
+        """Whether an input or an action is being applied to the page (a pause waits for them to end)."""
+        return self._applying > 0
+
+    @contextlib.asynccontextmanager
+    async def _applied(self) -> AsyncIterator[None]:
+        self._applying += 1
+        try:
+            yield
+        finally:
+            self._applying -= 1
+            if not self._applying:
+                self._frame.steps_ended()
 
     async def apply_step(self, claims: Claims, seq: int, events: Sequence[InputEvent], presenter: int | None) -> int:
         """Apply one step of input under verified `claims`: admission (newest grant drives), release of what the
@@ -83,25 +102,27 @@ class FrameSteps:
             await self.apply_input(events)
 
     async def _apply_action(self, action: FrameAction) -> None:
-        await self._running()
-        await self._frame.browsing.apply(action)
+        async with self._applied():
+            await self._running()
+            await self._frame.browsing.apply(action)
 
     async def apply_input(self, events: Sequence[InputEvent]) -> None:
         """Bring the frame up, then apply `events` holding its run lock: a pause that started first ends before
         them and is undone; none starts while they go in (its freeze would stop the page under them: Chromium's
         stopped renderer never answers, and the step failed after 5 s)."""
         frame = self._frame
-        for _ in range(3):
-            await self._running()
-            async with frame.run_lock:
-                if frame.state is FrameState.PAUSED:
-                    continue  # paused between the two: resume it again
-                runtime = frame.runtime
-                if runtime is None:
-                    raise BrowserError(f"frame {frame.id} has no running browser ({frame.state.value})")
-                await runtime.dispatch(events)
-                frame.control.record(events)
-                return
+        async with self._applied():
+            for _ in range(3):
+                await self._running()
+                async with frame.run_lock:
+                    if frame.state is FrameState.PAUSED:
+                        continue  # paused between the two: resume it again
+                    runtime = frame.runtime
+                    if runtime is None:
+                        raise BrowserError(f"frame {frame.id} has no running browser ({frame.state.value})")
+                    await runtime.dispatch(events)
+                    frame.control.record(events)
+                    return
         raise BrowserError(f"frame {frame.id} paused again each time it was resumed for input")
 
 

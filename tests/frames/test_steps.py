@@ -12,7 +12,7 @@ import pytest
 from framestream.core.errors import CDPError, FrameGone, ProtocolError
 from framestream.core.lifecycle import FrameState
 from framestream.core.tokens import Claims, mint
-from framestream.core.wire import KeyEvent, MouseEvent
+from framestream.core.wire import KeyEvent, MouseEvent, Navigate
 from framestream.frames.events import ControlChanged, StateChanged
 from framestream.frames.manager import FrameManager
 from framestream.server.context import ServiceContext
@@ -157,3 +157,32 @@ async def test_input_that_comes_while_the_frame_is_pausing_waits_and_finds_it_li
     await asyncio.wait_for(asyncio.gather(pausing, step), 5.0)
     assert runtime.dispatched == [MOVE] and runtime.frozen_at_dispatch == [False]
     assert frame.state is FrameState.LIVE and not runtime.frozen
+
+
+async def test_no_pause_starts_while_an_action_goes_in_and_the_idle_clock_restarts_after_it(
+        frames: FrameManager, launches: Launches, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A navigation waits for its page: frozen by a pause meanwhile, the page never loads and the step fails. An
+    unwatched frame therefore pauses only `idle_pause_s` after its last step ended, never under one."""
+    frame, watcher = await live_frame(frames)
+    frame.remove_viewer(watcher.viewer)
+    loading, started = asyncio.Event(), asyncio.Event()
+    reached: list[bool] = []
+
+    async def navigate(action: Navigate) -> None:  # the page loads until the test lets it
+        reached.append(launches.last.frozen)
+        started.set()
+        await loading.wait()
+        reached.append(launches.last.frozen)
+
+    monkeypatch.setattr(frame.browsing, "apply", navigate)
+    step = asyncio.create_task(frame.apply_action(grant("agent", 1), 1, Navigate(frame.id, "g", 1, url=URL)))
+    await asyncio.wait_for(started.wait(), 5.0)
+    await frame.pause()  # the idle timer fires while the page loads
+    assert frame.state is FrameState.LIVE and not launches.last.frozen, "no pause under a step"
+    loading.set()
+    before_end = time.monotonic()
+    await asyncio.wait_for(step, 5.0)
+    assert reached == [False, False]
+    assert frame.idle_since is not None and frame.idle_since >= before_end, "idle from the step's end"
+    await frame.pause()  # due once that idle time has passed (eligibility only: the timer keeps the time)
+    assert frame.state is FrameState.PAUSED and launches.last.frozen
