@@ -189,11 +189,15 @@ class PatchRule:
         only what changed (not whole rows of large damage), so too large means large changes."""
         if not boxes or len(boxes) > self.max_rects or now < self._video_until:
             return False
-        if _area(boxes) > self.max_area:
+        if self.too_large(boxes):
             if tight:
                 self._large_until = now + self.hold
             return False
         return True
+
+    def too_large(self, boxes: list[tuple[int, int, int, int]]) -> bool:
+        """Whether a change's boxes cover more than patches take (a scroll may still go, as a copy)."""
+        return _area(boxes) > self.max_area
 
     def allows_scroll(self, now: float, rest: list[tuple[int, int, int, int]], picture_area: int) -> bool:
         """Whether a scroll may go out as a copy with images of the `rest` of the change (boxes x0, y0, x1, y1;

@@ -56,7 +56,7 @@ def find_scroll(previous: Picture, picture: Picture, box: Box) -> Scroll | None:
     height = int(picture.shape[0])
     if y1 - y0 < _MIN_ROWS or x1 - x0 < _STRIPS * _STRIP_PX:
         return None
-    dy = _likely_shift(_signatures(previous, x0, x1), _signatures(picture, x0, x1), y0, y1)
+    dy = _likely_shift(_signatures(previous, x0, x1), _signatures(picture[y0:y1], x0, x1), y0)
     if dy is None:
         return None
     # Rows y of the box whose source y - dy lies on the picture.
@@ -75,7 +75,8 @@ def find_scroll(previous: Picture, picture: Picture, box: Box) -> Scroll | None:
 
 
 def _signatures(picture: Picture, x0: int, x1: int) -> npt.NDArray[np.uint64]:
-    """One 64-bit signature per row of the picture, from three strips of `_STRIP_PX` pixels within [x0, x1)."""
+    """One 64-bit signature per row of `picture` (rows of a picture), from three strips of `_STRIP_PX` pixels within
+    [x0, x1)."""
     step = (x1 - x0) // (_STRIPS + 1)
     starts = [min(x1 - _STRIP_PX, x0 + step * (k + 1) - _STRIP_PX // 2) for k in range(_STRIPS)]
     strips = np.concatenate([picture[:, s : s + _STRIP_PX] for s in starts], axis=1)  # (rows, 96, 4), a copy
@@ -84,12 +85,12 @@ def _signatures(picture: Picture, x0: int, x1: int) -> npt.NDArray[np.uint64]:
     return signatures
 
 
-def _likely_shift(before: npt.NDArray[np.uint64], after: npt.NDArray[np.uint64], y0: int, y1: int) -> int | None:
-    """The shift dy (after[y] == before[y - dy]) most rows of [y0, y1) vote for: each row whose signature appears
-    once in `after`'s box and once in all of `before` votes for the distance to that row. Blank and repeated rows
-    (the same in many places) do not vote. None for no shift, or too few votes."""
-    rows = after[y0:y1]
-    values, index, counts = np.unique(rows, return_index=True, return_counts=True)
+def _likely_shift(before: npt.NDArray[np.uint64], after: npt.NDArray[np.uint64], y0: int) -> int | None:
+    """The shift dy most rows of the box vote for: `after` holds the signatures of the new picture's rows from `y0`
+    on, `before` those of every row of the picture before (after[y - y0] == before[y - dy]). Each row whose
+    signature appears once in `after` and once in `before` votes for the distance to that row; blank and repeated
+    rows (the same in many places) do not. None for no shift, or too few votes."""
+    values, index, counts = np.unique(after, return_index=True, return_counts=True)
     values, index = values[counts == 1], index[counts == 1]
     old_values, old_index, old_counts = np.unique(before, return_index=True, return_counts=True)
     found = np.searchsorted(old_values, values)

@@ -143,7 +143,7 @@ class ChangeSender:
             return None
         merged = merge_boxes(boxes)
         waiting = self._waiting
-        if previous is not None and not waiting and self._copying and _area(merged) > self.rule.max_area:
+        if previous is not None and not waiting and self._copying and self.rule.too_large(merged):
             scrolled = self._scrolled(previous, kept, now, merged)
             if scrolled is not None:
                 return scrolled
@@ -251,10 +251,6 @@ class ChangeSender:
         else:
             self._video_refines_owed = 0 if keyframe else max(0, self._video_refines_owed - 1)
         return Outgoing(encoded.data, encoded.keyframe, encoded.refinement, KIND_VIDEO)
-
-
-def _area(boxes: Sequence[Box]) -> int:
-    return sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes)
 
 
 def _bound(boxes: Sequence[Box]) -> Box:
