@@ -44,8 +44,17 @@ def _value(row: dict[str, Any], name: str) -> float | None:
     return None if value is None else float(value)
 
 
+def _size_order(row: dict[str, Any]) -> tuple[int, int]:
+    size = str(row["size"]).split(" ")[0]  # "1280x800@2x" or "640x400"
+    css, _, dpr = size.partition("@")
+    width, _, height = css.partition("x")
+    return -int(dpr.rstrip("x") or 1), -int(width) * int(height)
+
+
 def svg(results: dict[str, Any]) -> str:
-    rows = results["cpu"]
+    # The default size (dpr 2) first, then larger before smaller, as every table quotes them; a stable sort keeps
+    # the run's order of pages within a size.
+    rows = sorted(results["cpu"], key=_size_order)
     groups = [(f"{r['page']}\n{r['size'].split(' ')[0]}", r) for r in rows]
     values = [v for _, r in groups for n, _ in SERIES if (v := _value(r, n)) is not None]
     top = max(0.05, max(values, default=0.05)) * 1.2
