@@ -20,6 +20,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from benchmarks.report import size_order
 from benchmarks.saving import latest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,17 +45,8 @@ def _value(row: dict[str, Any], name: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _size_order(row: dict[str, Any]) -> tuple[int, int]:
-    size = str(row["size"]).split(" ")[0]  # "1280x800@2x" or "640x400"
-    css, _, dpr = size.partition("@")
-    width, _, height = css.partition("x")
-    return -int(dpr.rstrip("x") or 1), -int(width) * int(height)
-
-
 def svg(results: dict[str, Any]) -> str:
-    # The default size (dpr 2) first, then larger before smaller, as every table quotes them; a stable sort keeps
-    # the run's order of pages within a size.
-    rows = sorted(results["cpu"], key=_size_order)
+    rows = sorted(results["cpu"], key=lambda r: size_order(str(r["size"])))  # dpr 2 first, as the tables
     groups = [(f"{r['page']}\n{r['size'].split(' ')[0]}", r) for r in rows]
     values = [v for _, r in groups for n, _ in SERIES if (v := _value(r, n)) is not None]
     top = max(0.05, max(values, default=0.05)) * 1.2

@@ -46,11 +46,23 @@ def _others(row: dict[str, Any]) -> float | None:
     return max(present) if present else None
 
 
+def size_order(size: str) -> tuple[int, int]:
+    """Sort key of a size label ("1280x800@2x (2560x1600)", "640x400", "1280x800@2x, patches"): the default dpr 2
+    first, then larger pictures before smaller, as the docs quote them; sorted() keeps the run's order within one."""
+    css, _, dpr = size.partition(" ")[0].partition(",")[0].partition("@")
+    width, _, height = css.partition("x")
+    return -int(dpr.rstrip("x") or 1), -int(width) * int(height)
+
+
+def _by_size(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda r: size_order(str(r["size"])))
+
+
 def cpu_table(rows: list[dict[str, Any]]) -> str:
     header = ["size", "page", "fs svc", "fs chrome", "fs xvfb", "fs fps", "fs kbit/s", "ffmpeg", "ff chrome",
               "ff fps", "selkies", "sk chrome", "sk fps", "sk kbit/s", "fs/ffmpeg", "fs/selkies", "others"]
     out = []
-    for r in rows:
+    for r in _by_size(rows):
         fs = r["framestream"]
         ff, ffc, fff = _peer_cpu(r, "ffmpeg")
         sk, skc, skf = _peer_cpu(r, "selkies")
@@ -79,7 +91,7 @@ def per_picture_table(rows: list[dict[str, Any]]) -> str:
     header = ["size", "fs fps", "fs ms/pic", "ffmpeg fps", "ff ms/pic", "selkies fps", "sk ms/pic",
               "fs/ff per pic", "fs/sk per pic"]
     out = []
-    for r in rows:
+    for r in _by_size(rows):
         if r["page"] != "animated":
             continue
         (ffps, fms), (gfps, gms), (sfps, sms) = (per_picture(r, n) for n in ("framestream", "ffmpeg", "selkies"))
@@ -92,7 +104,7 @@ def stream_table(rows: list[dict[str, Any]]) -> str:
     header = ["size", "fps", "drop-free", "kbit/s", "capture->recv p50 ms", "p95 ms", "convert+encode ms/pic",
               "loop thread vCPU", "worker threads vCPU"]
     out = []
-    for r in rows:
+    for r in _by_size(rows):
         if r["page"] != "animated":
             continue
         s = r["framestream"]["stream"]
@@ -108,7 +120,7 @@ def latency_table(rows: list[dict[str, Any]]) -> str:
     header = ["size", "clicks", "missed", "input->picture p50", "p95", "send->capture p50", "capture->recv p50",
               "recv->decoded p50", "input-ack p50"]
     out = []
-    for r in rows:
+    for r in _by_size(rows):
         def p(key: str, q: str = "p50", r: dict[str, Any] = r) -> str:
             v = r.get(key) or {}
             return _f(v.get(q), 1)
@@ -120,12 +132,12 @@ def latency_table(rows: list[dict[str, Any]]) -> str:
 def quality_table(q: dict[str, Any]) -> str:
     header = ["case", "size", "PSNR dB", "SSIM", "kbit/s", "notes"]
     out = []
-    for s in q.get("still", []):
+    for s in _by_size(q.get("still", [])):
         out.append(["still (text page, refined)", s["size"], _f(s["psnr_db"], 2), _f(s["ssim"], 4),
                     _f(s["still_kbps"], 2),
                     f"burst {s['burst_bytes'] // 1024} KiB in {s['pictures']} pictures, "
                     f"first picture {s['first_picture_psnr_db']} dB"])
-    for a in q.get("animated", []):
+    for a in _by_size(q.get("animated", [])):
         out.append([f"animated ({a['page']})", a["size"], _f(a["psnr_db"], 2), _f(a["ssim"], 4), _f(a["kbps"], 0),
                     f"{a['matched']}/{a['screenshots']} screenshots matched, min {a['psnr_min_db']} dB"])
     return table(header, out)
