@@ -160,11 +160,7 @@ class ChangeSender:
         size = sum(len(r.data) for r in rects)
         if not self.rule.note_sent(now, size):
             return None  # too costly to send as images: this change (and the next ones for a while) as video
-        self.rule.note_patch(now)
-        self._waiting = []
-        self._pend(merged)
-        self._patched_last = True
-        return Outgoing(pack_patch_payload(rects), False, False, KIND_PATCH, size)
+        return self._patch_message(now, merged, rects, size)
 
     def _scrolled(self, previous: npt.NDArray[np.uint8], kept: npt.NDArray[np.uint8], now: float,
                   boxes: list[Box]) -> Outgoing | None:
@@ -199,11 +195,17 @@ class ChangeSender:
         size = sum(len(r.data) for r in images)
         if not self.rule.note_sent(now, size, scroll=True):
             return None
+        copy = PatchRect.copy((cx0, top, cx1 - cx0, bottom - top), scroll.source)
+        return self._patch_message(now, boxes, [copy, *images], size)
+
+    def _patch_message(self, now: float, boxes: Sequence[Box], rects: list[PatchRect], size: int) -> Outgoing:
+        """A patch message of `rects` goes out: what waited goes with it, and its `boxes` are pending until an
+        H.264 picture carries them too."""
         self.rule.note_patch(now)
+        self._waiting = []
         self._pend(boxes)
         self._patched_last = True
-        copy = PatchRect.copy((cx0, top, cx1 - cx0, bottom - top), scroll.source)
-        return Outgoing(pack_patch_payload([copy, *images]), False, False, KIND_PATCH, size)
+        return Outgoing(pack_patch_payload(rects), False, False, KIND_PATCH, size)
 
     def _pend(self, boxes: Sequence[Box]) -> None:
         pending = self._pending_boxes
