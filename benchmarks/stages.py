@@ -35,13 +35,13 @@ import numpy as np
 from benchmarks.common import pages
 from benchmarks.peers import PeerDisplay
 from benchmarks.procstat import CLK_TCK, thread_ticks
-from framestream.media import capture, changes, encoder, pipeline, sender, x264
+from framestream.media import capture, changes, encoder, moved_pictures, pipeline, sender, x264
 from framestream.media.encoder import EncoderSettings, H264Encoder
 from framestream.media.picture import KIND_PATCH, PatchGate, Picture
 
 PAGES = {"move": ("bench", "move_box.html"), "scroll": ("bench", "scroll_fast.html"),
          "spinner": ("bench", "patch_spinner.html"), "small": ("bench", "patch_box.html")}
-STAGES = ("grab", "compare", "convert", "x264", "png")
+STAGES = ("grab", "compare", "convert", "motion", "slices", "x264", "png")
 
 
 @dataclass
@@ -82,6 +82,8 @@ def timed_stages(watch: Stopwatch) -> Iterator[None]:
         (capture.DisplayCapture, "grab", "grab"),
         (changes, "changed_boxes", "compare"),
         (encoder.H264Encoder, "update", "convert"),
+        (encoder, "moved_macroblocks", "motion"),
+        (moved_pictures, "p_slice", "slices"),
         (x264.X264Encoder, "encode", "x264"),
         (sender, "make_patches", "png"),
     ]
@@ -179,13 +181,14 @@ def x264_floor(size: tuple[int, int], threads: int, pictures: int = 60) -> list[
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = ("| page | size | patches | fps | vCPU | grab | compare | convert | x264 wall (CPU) | png | other | "
-            "kbit/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+    head = ("| page | size | patches | fps | vCPU | grab | compare | convert | motion | slices | x264 wall (CPU) | png "
+            "| other | kbit/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for r in rows:
         ms = r["ms_per_grab"]
         lines.append(f"| {r['page']} | {r['size']} | {'yes' if r['patches'] else 'no'} ({r['patch_share']:.0%}) | "
                      f"{r['fps']} | {r['vcpu']:.3f} | {ms['grab']:.2f} | {ms['compare']:.2f} | {ms['convert']:.2f} | "
+                     f"{ms['motion']:.2f} | {ms['slices']:.2f} | "
                      f"{ms['x264']:.2f} ({r['x264_cpu_ms']:.2f}) | {ms['png']:.2f} | {r['other_ms']:.2f} | "
                      f"{r['kbit_s']} |")
     return "\n".join(lines)

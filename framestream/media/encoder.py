@@ -23,20 +23,28 @@ outside them are marked unchanged (x264's `mb_info`) and x264 skips them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import cv2
 import numpy as np
 
 from framestream.core.h264 import choose_level, codec_string_from_access_unit
+from framestream.core.h264_bits import H264SyntaxError
 from framestream.core.quantizer import QuantizerPolicy, QuantizerRange
+from framestream.media.motion import moved_macroblocks, runs
+from framestream.media.moved_pictures import MovedPictures, stream_headers
 from framestream.media.rects import clip
 from framestream.media.x264 import ConstantQuantizer, ConstantRateFactor, X264Encoder, unchanged_map
 
 # Each frame's worker thread converts its own pictures; OpenCV's pool beside it would only add threads that spin.
 cv2.setNumThreads(1)
 _QP_RANGE = ConstantQuantizer(lowest=8, highest=46)
+# Changes on fewer than one macroblock in this many are left to x264 without looking for motion.
+_SMALL_CHANGE = 64
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +56,7 @@ class EncoderSettings:
     threads: int = 0  # 0: one for small pictures, two slices for large ones (see H264Encoder)
     max_kbps: int | None = None  # a rate cap (x264's VBV, a buffer of `buffer_s`); changeable while it runs
     buffer_s: float = 0.25
+    moved_pictures: bool = True  # moved content as copies of what the decoder shows (media/moved_pictures.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +77,17 @@ def _i420_planes(i420: np.ndarray, width: int, height: int) -> list[np.ndarray]:
     return [flat[:luma].reshape(height, width),
             flat[luma : luma + chroma].reshape(height // 2, width // 2),
             flat[luma + chroma : luma + 2 * chroma].reshape(height // 2, width // 2)]
+
+
+def _x264_options(fps: int, level: str, threads: int) -> dict[str, str]:
+    return {
+        "fps": str(fps), "level": level, "keyint": "infinite", "min-keyint": "1", "scenecut": "0",
+        "repeat-headers": "1", "bframes": "0", "sliced-threads": "1" if threads > 1 else "0",
+        "threads": str(threads), "log": "1",  # warnings and errors, on stderr
+        # Signal the matrix we convert with (BT.601, SMPTE 170M) and limited range in the VUI, so every decoder
+        # converts back with it; the pixels themselves are sRGB (BT.709 primaries and transfer).
+        "colormatrix": "smpte170m", "colorprim": "bt709", "transfer": "bt709", "fullrange": "off",
+    }
 
 
 def _band(span: tuple[int, int], band: int, limit: int) -> tuple[int, int]:
@@ -95,14 +115,7 @@ class H264Encoder:
         # Large pictures take x264 ~15-20 ms on one core; two slice threads halve the latency for the same CPU.
         # Sliced threads add no delay (frame threads would hold a picture back).
         threads = s.threads or (2 if width * height > 1_500_000 else 1)
-        options = {
-            "fps": str(s.fps), "level": self.level, "keyint": "infinite", "min-keyint": "1", "scenecut": "0",
-            "repeat-headers": "1", "bframes": "0", "sliced-threads": "1" if threads > 1 else "0",
-            "threads": str(threads), "log": "1",  # warnings and errors, on stderr
-            # Signal the matrix we convert with (BT.601, SMPTE 170M) and limited range in the VUI, so every decoder
-            # converts back with it; the pixels themselves are sRGB (BT.709 primaries and transfer).
-            "colormatrix": "smpte170m", "colorprim": "bt709", "transfer": "bt709", "fullrange": "off",
-        }
+        options = _x264_options(s.fps, self.level, threads)
         rate: ConstantQuantizer | ConstantRateFactor
         if s.max_kbps is None:
             rate = _QP_RANGE
@@ -123,6 +136,20 @@ class H264Encoder:
         self._planes = _i420_planes(self._i420, width, height)
         self._pts = 0
         self.codec_string: str | None = None
+        # Pictures of copies (media/moved_pictures.py), for a constant-QP stream of whole macroblocks: what the
+        # decoder shows (the source of what it shows: `_reference`), and where the stream stands.
+        self._moved: MovedPictures | None = None
+        if self._policy is not None and width % 16 == 0 and height % 16 == 0 and s.moved_pictures:
+            self._moved = MovedPictures(width, height, partial(_band_encoder, s))
+        self._reference: np.ndarray | None = None  # made after the first large change went out
+        self._reference_wanted = False
+        self._reference_planes: list[np.ndarray] = []
+        self._x264_behind = False  # a picture of ours went out: x264's reference is not the decoder's
+        self._frame_num = 0  # of the last picture, counted from its IDR (every picture is a reference)
+        self._shifts: list[tuple[int, int]] = []  # the last picture of copies' motion: tried first on the next
+        self._misses = 0  # pictures in a row where looking for motion found none
+        self._unexplained: np.ndarray | None = None  # rows with new blocks in the last picture of copies
+        self._copies_from = 0  # no picture of copies before this picture (after copies had to stop)
 
     def update(self, bgrx: np.ndarray, rows: tuple[int, int] | None = None,
                columns: tuple[int, int] | None = None) -> None:
@@ -195,14 +222,101 @@ class H264Encoder:
             crf = float(self.settings.refine_crf if refinement else self.settings.crf)
             if crf != self._crf and self._x264.reconfigure(crf=crf):
                 self._crf = crf
+        if unchanged is not None and qp is not None and not refinement and not keyframe:
+            moved = self._moved_picture(unchanged, qp)
+            if moved is not None:
+                return moved
+        if self._x264_behind:  # x264 has not seen what the decoder shows: start it afresh
+            if not (keyframe or refinement):
+                # Copies could not carry on (an odd shift, much new): without a pause, each time they came back
+                # and stopped again would cost an IDR.
+                self._copies_from = self._pts + self.settings.fps
+            keyframe, unchanged = True, None
         data, is_key = self._x264.encode(self._i420, self._pts, keyframe=keyframe, qp=qp, unchanged=unchanged)
         self._pts += 1
         if self._policy is not None and qp is not None:
             self._policy.encoded(qp=qp, size_bytes=len(data), keyframe=is_key, refinement=refinement)
         if is_key and self.codec_string is None:
             self.codec_string = codec_string_from_access_unit(data)
+        if self._moved is not None:
+            if is_key:
+                self._x264_behind, self._frame_num = False, 0
+                if not self._moved.ready and (headers := stream_headers(data)) is not None:
+                    self._moved.use_headers(*headers)
+            else:
+                self._frame_num += 1
+            self._keep_reference(None if is_key else unchanged)
         return EncodedPicture(data=data, keyframe=is_key, refinement=refinement)
+
+    def _moved_picture(self, unchanged: np.ndarray, qp: int) -> EncodedPicture | None:
+        """This P picture made of copies and x264 intra rows (media/moved_pictures.py), when content moved and
+        little is new; None leaves it to x264."""
+        moved = self._moved
+        if moved is None or not moved.ready:
+            return None
+        changed = ~unchanged
+        # Small changes cost x264 little; looking for motion that is not there costs us, so look less often.
+        if not self._x264_behind and (changed.sum() * _SMALL_CHANGE < changed.size or self._pts < self._copies_from
+                                      or (self._misses >= 3 and self._pts % 8)):
+            return None
+        if self._reference is None:  # kept from this picture on (a still page never pays for it)
+            self._reference_wanted = True
+            return None
+        # Rows that were new last time (a counter) are searched again only now and then.
+        motion = moved_macroblocks(self._planes, self._reference_planes, changed, self._shifts,
+                                   self._unexplained if self._pts % 8 else None)
+        new_rows = int(motion.new.any(axis=1).sum())
+        if not (motion.moved or self._x264_behind) or 2 * new_rows > changed.shape[0]:
+            self._misses += not motion.moved
+            return None
+        self._misses = 0
+        self._shifts = motion.main_shifts()
+        self._unexplained = np.asarray(motion.new.any(axis=1), bool)
+        try:
+            data = moved.write(self._planes, motion, qp=qp, frame_num=self._frame_num + 1,
+                               poc_lsb=2 * (self._frame_num + 1))
+        except H264SyntaxError as error:  # a stream we cannot write into: x264 alone from here on
+            _log.warning("pictures of copies off for this stream: %s", error)
+            self._moved = None
+            return None
+        self._pts += 1
+        self._x264_behind = True
+        self._frame_num += 1
+        assert self._policy is not None
+        self._policy.encoded(qp=qp, size_bytes=len(data), keyframe=False, refinement=False)
+        # Blocks found in place are as they were: only those moved or new differ from the reference.
+        self._keep_reference(~(motion.new | motion.moved_blocks))
+        return EncodedPicture(data=data, keyframe=False, refinement=False)
+
+    def _keep_reference(self, unchanged: np.ndarray | None) -> None:
+        """Bring `_reference` up to the picture just sent: the blocks not `unchanged` (all: None), as the box of
+        each run of rows. The first copy is whole: x264 sent the whole picture (what it skipped had not changed)."""
+        if self._reference is None:
+            if not self._reference_wanted:
+                return
+            self._reference = np.empty_like(self._i420)
+            self._reference_planes = _i420_planes(self._reference, self.width, self.height)
+            unchanged = None
+        if unchanged is None:
+            np.copyto(self._reference, self._i420)
+            return
+        changed = ~unchanged
+        for top, bottom in runs(changed.any(axis=1)):
+            columns = np.flatnonzero(changed[top:bottom].any(axis=0))
+            left, right = int(columns[0]), int(columns[-1]) + 1
+            for index, shift in enumerate((0, 1, 1)):
+                box = (slice(top * 16 >> shift, bottom * 16 >> shift), slice(left * 16 >> shift, right * 16 >> shift))
+                self._reference_planes[index][box] = self._planes[index][box]
 
     def close(self) -> None:
         # zerolatency holds no pictures back, so there is nothing to flush; closing stops x264's threads now.
         self._x264.close()
+        if self._moved is not None:
+            self._moved.close()
+
+
+def _band_encoder(settings: EncoderSettings, width: int, height: int, slice_blocks: int) -> X264Encoder:
+    """An x264 for the new blocks of a picture of copies: the stream's options, a slice every `slice_blocks`."""
+    options = _x264_options(settings.fps, choose_level(width, height, settings.fps), 1)
+    options["slice-max-mbs"] = str(slice_blocks)
+    return X264Encoder(width, height, rate=_QP_RANGE, options=options, preset=settings.preset, profile="baseline")

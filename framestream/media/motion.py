@@ -1,0 +1,176 @@
+"""Which changed macroblocks are the picture before, moved: the motion an encoder of our own can copy exactly.
+
+Content on a page moves by whole device pixels (a scroll, a box carried by a transform), so a moved macroblock is
+often bit for bit its old pixels somewhere else. `moved_macroblocks` takes the encoder's reference and current
+pictures (I420 planes) and the macroblocks that changed, guesses a few shifts per band of changed rows from 1-D
+profiles (row sums for vertical motion, column sums for horizontal), and keeps, for each changed macroblock, the
+first guess under which its luma and chroma equal the reference's exactly. Only even shifts are tried: 4:2:0
+chroma then moves by whole samples, and a decoder's copy is exact. What no guess explains is new content.
+
+Cost is bounded by the changed area: profiles are sums over it, and each guess is checked on one sample row of
+macroblocks before the whole band.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+Planes = Sequence[npt.NDArray[np.uint8]]  # Y, U, V of 4:2:0
+_WORDS = {1: np.uint8, 2: np.uint16, 4: np.int32}  # OpenCV compares no unsigned 32-bit words; equality is bits
+
+MB = 16
+# Furthest a shift may go, in pixels: vertical vectors are limited to [-256, 255.75] up to level 3 (table A-1).
+SEARCH = 254
+
+
+@dataclass(frozen=True, slots=True)
+class Motion:
+    vectors: npt.NDArray[np.int32]  # (rows, columns, 2): x, y in pixels; where the reference is copied from is minus
+    new: npt.NDArray[np.bool_]  # (rows, columns): changed and explained by no shift
+    taken: dict[tuple[int, int], int] = field(default_factory=dict)  # blocks each shift other than none explained
+
+    @property
+    def moved(self) -> bool:
+        return bool(self.taken)
+
+    @property
+    def moved_blocks(self) -> npt.NDArray[np.bool_]:
+        """(rows, columns): True where a shift other than none was taken."""
+        return np.asarray(self.vectors.view(np.int64)[..., 0] != 0, bool)  # (x, y) is 0 when its 8 bytes are
+
+    def main_shifts(self, most: int = 3) -> list[tuple[int, int]]:
+        """The shifts other than none that the most macroblocks took, most first."""
+        return sorted(self.taken, key=lambda shift: -self.taken[shift])[:most]
+
+
+def runs(flags: npt.ArrayLike) -> list[tuple[int, int]]:
+    """[start, end) of each run of True."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], np.asarray(flags, np.int8), [0]])))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
+
+
+def _profile(plane: npt.NDArray[np.uint8], axis: int) -> npt.NDArray[np.float32]:
+    """Sums along `axis` (0: one per column, 1: one per row)."""
+    summed = cv2.reduce(plane, axis, cv2.REDUCE_SUM, dtype=cv2.CV_32S)
+    return np.asarray(summed.reshape(-1), np.float32)
+
+
+def _best_shift(current: npt.NDArray[np.float32], reference: npt.NDArray[np.float32], start: int, end: int,
+                margin: int) -> int | None:
+    """The shift d (current[x] == reference[x - d]) that best lines up current[start + margin : end - margin]
+    with the reference, or None when no such part is left."""
+    a, b = start + margin, end - margin
+    if b - a < 8:
+        return None
+    lo, hi = max(0, a - SEARCH), min(len(reference), b + SEARCH)
+    if hi - lo <= b - a:
+        return None
+    scores = cv2.matchTemplate(reference[lo:hi].reshape(1, -1), current[a:b].reshape(1, -1), cv2.TM_SQDIFF)
+    return a - (lo + int(np.argmin(scores)))
+
+
+def _equal_blocks(current: Planes, reference: Planes, rows: tuple[int, int], columns: tuple[int, int],
+                  shift: tuple[int, int]) -> npt.NDArray[np.bool_]:
+    """(rows, columns) map of macroblocks equal to the reference moved by `shift` (even); False where the
+    moved-from block would leave the picture."""
+    dx, dy = shift
+    height, width = current[0].shape
+    out = np.zeros((rows[1] - rows[0], columns[1] - columns[0]), bool)
+    # Macroblocks whose source lies inside the picture.
+    r0, r1 = max(rows[0], -(-dy // MB)), min(rows[1], (height + dy) // MB)
+    c0, c1 = max(columns[0], -(-dx // MB)), min(columns[1], (width + dx) // MB)
+    if r1 <= r0 or c1 <= c0:
+        return out
+    same = np.ones((r1 - r0, c1 - c0), bool)
+    for index, plane in enumerate(current):
+        scale = 1 if index == 0 else 2
+        size, sx, sy = MB // scale, dx // scale, dy // scale
+        y0, y1, x0, x1 = r0 * size, r1 * size, c0 * size, c1 * size
+        now = plane[y0:y1, x0:x1]
+        before = reference[index][y0 - sy : y1 - sy, x0 - sx : x1 - sx]
+        # Compared as words of up to 4 samples (fewer to compare and to sum), as the shift's alignment allows.
+        word = _WORDS[min(4, sx & -sx if sx else 4)]
+        differs = cv2.compare(now.view(word), before.view(word), cv2.CMP_NE)
+        # The mean of each block: any differing sample (255) leaves it above zero.
+        blocks = cv2.resize(differs, (c1 - c0, r1 - r0), interpolation=cv2.INTER_AREA)
+        same &= blocks == 0
+    out[r0 - rows[0] : r1 - rows[0], c0 - columns[0] : c1 - columns[0]] = same
+    return out
+
+
+def _guesses(current: Planes, reference: Planes, rows: tuple[int, int], columns: tuple[int, int],
+             ) -> list[tuple[int, int]]:
+    """Shifts that line up the band's row sums (vertical motion) or column sums (horizontal), even only."""
+    y0, y1, x0, x1 = rows[0] * MB, rows[1] * MB, columns[0] * MB, columns[1] * MB
+    luma_now, luma_before = current[0], reference[0]
+    found: list[tuple[int, int]] = []
+    # Vertical: row sums over the band's columns, a band widened by the search so content moved in is seen.
+    top, bottom = max(0, y0 - SEARCH), min(luma_now.shape[0], y1 + SEARCH)
+    now_rows = _profile(luma_now[top:bottom, x0:x1], 1)
+    before_rows = _profile(luma_before[top:bottom, x0:x1], 1)
+    for margin in (0, (y1 - y0) // 4):  # whole band (an object moved inside it), its middle (a scroll)
+        if dy := _best_shift(now_rows, before_rows, y0 - top, y1 - top, margin):
+            found.append((0, dy))
+    left, right = max(0, x0 - SEARCH), min(luma_now.shape[1], x1 + SEARCH)
+    now_columns = _profile(luma_now[y0:y1, left:right], 0)
+    before_columns = _profile(luma_before[y0:y1, left:right], 0)
+    vertical = [dy for _, dy in found]
+    for margin in (0, (x1 - x0) // 4):
+        if dx := _best_shift(now_columns, before_columns, x0 - left, x1 - left, margin):
+            found.append((dx, 0))
+            found.extend((dx, dy) for dy in vertical)
+    return [shift for shift in found if not shift[0] % 2 and not shift[1] % 2]
+
+
+def moved_macroblocks(current: Planes, reference: Planes, changed: npt.NDArray[np.bool_],
+                      previous: Sequence[tuple[int, int]] = (),
+                      unexplained: npt.NDArray[np.bool_] | None = None) -> Motion:
+    """For each macroblock that `changed` marks, the shift under which it equals `reference`, or new.
+
+    `previous` are shifts worth trying first (those of the picture before: motion goes on). A band whose rows
+    `unexplained` all marks (new in the picture before: a counter) is not searched for other shifts."""
+    vectors = np.zeros((*changed.shape, 2), np.int32)
+    open_ = changed.copy()
+    taken: dict[tuple[int, int], int] = {}
+
+    def attempt(shift: tuple[int, int], r0: int, r1: int) -> bool:
+        """Give the shift to the band's open blocks it explains; True once none is left open."""
+        cols = np.flatnonzero(open_[r0:r1].any(axis=0))
+        if not cols.size:
+            return True
+        c0, c1 = int(cols[0]), int(cols[-1]) + 1
+        # A guess must explain some of the band's middle row (at its edges, moved-from blocks may leave it).
+        middle = (r0 + r1) // 2
+        if shift != (0, 0) and not _equal_blocks(current, reference, (middle, middle + 1), (c0, c1), shift).any():
+            return False
+        hits = _equal_blocks(current, reference, (r0, r1), (c0, c1), shift) & open_[r0:r1, c0:c1]
+        if shift != (0, 0) and (count := int(np.count_nonzero(hits))):
+            vectors[r0:r1, c0:c1][hits] = shift
+            taken[shift] = taken.get(shift, 0) + count
+        open_[r0:r1, c0:c1] &= ~hits
+        return not open_[r0:r1].any()
+
+    # First what did not change at all: a changed rectangle is coarser than its pixels, and such blocks are skipped.
+    for r0, r1 in runs(changed.any(axis=1)):
+        attempt((0, 0), r0, r1)
+    for r0, r1 in runs(open_.any(axis=1)):
+        tried: set[tuple[int, int]] = {(0, 0)}
+        for shift in previous:
+            if shift not in tried and max(abs(shift[0]), abs(shift[1])) <= SEARCH:
+                tried.add(shift)
+                if attempt(shift, r0, r1):
+                    break
+        if not open_[r0:r1].any() or (unexplained is not None and unexplained[r0:r1].all()):
+            continue
+        cols = np.flatnonzero(open_[r0:r1].any(axis=0))
+        for shift in _guesses(current, reference, (r0, r1), (int(cols[0]), int(cols[-1]) + 1)):
+            if shift not in tried and max(abs(shift[0]), abs(shift[1])) <= SEARCH:
+                tried.add(shift)
+                if attempt(shift, r0, r1):
+                    break
+    return Motion(vectors, open_, taken)

@@ -1,0 +1,97 @@
+"""media/motion.py on synthetic pictures: what moved by an even shift is found and every block it names is an exact
+copy; what is new, or moved by an odd shift (chroma would not copy exactly), is new; blocks a coarse changed map
+names that did not change get no vector."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from framestream.media.encoder import _i420_planes
+from framestream.media.motion import MB, moved_macroblocks
+
+W, H = 480, 320
+
+
+def planes(bgrx: np.ndarray) -> list[np.ndarray]:
+    return _i420_planes(cv2.cvtColor(bgrx, cv2.COLOR_BGRA2YUV_I420), bgrx.shape[1], bgrx.shape[0])
+
+
+def textured(seed: int, height: int = H) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return cv2.resize(rng.integers(0, 255, (height // 8, W // 8, 4), np.uint8), (W, height),
+                      interpolation=cv2.INTER_NEAREST)
+
+
+def changed_map(before: list[np.ndarray], after: list[np.ndarray]) -> np.ndarray:
+    rows, columns = H // MB, W // MB
+    differs = (before[0] != after[0]).reshape(rows, MB, columns, MB).any(axis=(1, 3))
+    chroma = [(b != a).reshape(rows, MB // 2, columns, MB // 2).any(axis=(1, 3))
+              for b, a in zip(before[1:], after[1:], strict=True)]
+    return differs | chroma[0] | chroma[1]
+
+
+def assert_exact(motion_vectors: np.ndarray, before: list[np.ndarray], after: list[np.ndarray],
+                 blocks: np.ndarray) -> None:
+    """Every block in `blocks` equals the one its vector moved there, in all three planes."""
+    for r, c in np.argwhere(blocks):
+        dx, dy = motion_vectors[r, c]
+        for index, plane in enumerate(after):
+            size, scale = (MB, 1) if index == 0 else (MB // 2, 2)
+            y, x = r * size, c * size
+            source = before[index][y - dy // scale : y - dy // scale + size, x - dx // scale : x - dx // scale + size]
+            assert np.array_equal(plane[y : y + size, x : x + size], source), (r, c, dx, dy)
+
+
+def box_on(background: np.ndarray, x: int, y: int) -> np.ndarray:
+    page = background.copy()
+    cv2.rectangle(page, (x, y), (x + 99, y + 79), (30, 160, 220, 255), -1)
+    cv2.putText(page, "box", (x + 10, y + 50), cv2.FONT_HERSHEY_SIMPLEX, 1.0, (0, 0, 0, 255), 2)
+    return page
+
+
+@pytest.mark.parametrize("shift", [(36, 0), (-18, 0), (0, 22), (24, -10)])
+def test_a_box_moved_over_white_is_found_and_every_named_block_copies(shift: tuple[int, int]) -> None:
+    white = np.full((H, W, 4), 255, np.uint8)
+    before, after = planes(box_on(white, 140, 100)), planes(box_on(white, 140 + shift[0], 100 + shift[1]))
+    changed = changed_map(before, after)
+    motion = moved_macroblocks(after, before, changed)
+    assert not motion.new.any(), np.argwhere(motion.new)
+    assert shift in motion.main_shifts()
+    assert_exact(motion.vectors, before, after, changed)
+    assert not motion.vectors[~changed].any()
+
+
+def test_a_scroll_leaves_only_the_strip_that_came_into_view_new() -> None:
+    tall = textured(1, 2 * H)
+    before, after = planes(np.ascontiguousarray(tall[40 : 40 + H])), planes(np.ascontiguousarray(tall[52 : 52 + H]))
+    changed = np.ones((H // MB, W // MB), bool)  # a scroll damages everything
+    motion = moved_macroblocks(after, before, changed)
+    assert motion.main_shifts()[0] == (0, -12)
+    new_rows = np.flatnonzero(motion.new.any(axis=1))
+    assert new_rows.tolist() == [H // MB - 1], new_rows  # 12 rows came in at the bottom: one block row
+    assert_exact(motion.vectors, before, after, changed & ~motion.new)
+
+
+def test_an_odd_shift_is_new_and_blocks_that_did_not_change_get_no_vector() -> None:
+    base = textured(2)
+    moved = base.copy()
+    moved[64:192, 96:320] = base[64:192, 95:319]  # a region moved one pixel right
+    before, after = planes(base), planes(moved)
+    changed = np.zeros((H // MB, W // MB), bool)
+    changed[2:14, 4:22] = True  # coarser than what changed
+    motion = moved_macroblocks(after, before, changed)
+    truly = changed_map(before, after)
+    assert motion.new[truly].all(), "an odd shift does not copy chroma exactly: new"
+    assert not motion.new[changed & ~truly].any() and not motion.vectors[changed & ~truly].any()
+
+
+def test_previous_shifts_are_tried_first_and_nothing_changed_is_nothing() -> None:
+    white = np.full((H, W, 4), 255, np.uint8)
+    before, after = planes(box_on(white, 100, 100)), planes(box_on(white, 120, 100))
+    changed = changed_map(before, after)
+    motion = moved_macroblocks(after, before, changed, previous=[(20, 0)])
+    assert motion.main_shifts()[0] == (20, 0) and not motion.new.any()
+    nothing = moved_macroblocks(after, after, np.zeros_like(changed))
+    assert not nothing.moved and not nothing.new.any()

@@ -1,0 +1,269 @@
+"""Pictures of copies (media/moved_pictures.py, core/h264_slices.py, media/motion.py) decoded by a real decoder
+(libavcodec through PyAV, and the ffmpeg command with `-err_detect explode`): every picture shows its source, what
+moved is a bit-exact copy of what the decoder showed before, and the stream is valid H.264 throughout.
+
+The stream comes from the real encoder (media/encoder.py, libx264) fed with synthetic pages: a blue box carried
+across white with a frame counter (issue 29's moving box), and text scrolled up and down (its scroll).
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+import pytest
+
+from framestream.core.h264 import NAL_IDR, NAL_SLICE, nal_type, split_annexb
+from framestream.core.h264_bits import BitReader, unescape
+from framestream.core.h264_slices import PictureHeader, p_slice
+from framestream.media.encoder import EncodedPicture, H264Encoder
+from framestream.media.moved_pictures import stream_headers
+
+W, H = 640, 384
+BOX = 96
+
+
+def box_page(step: int, x: int) -> np.ndarray:
+    """White, a rounded blue box at `x`, and the counter `step` (BGRX)."""
+    page = np.full((H, W, 4), 255, np.uint8)
+    cv2.rectangle(page, (x, 160), (x + BOX - 1, 160 + BOX - 1), (220, 90, 30, 255), -1)
+    cv2.circle(page, (x + 10, 170), 9, (255, 255, 255, 255), -1)  # a corner that is not square
+    cv2.putText(page, str(step), (20, 40), cv2.FONT_HERSHEY_SIMPLEX, 1.0, (0, 0, 0, 255), 2, cv2.LINE_AA)
+    return page
+
+
+def text_page() -> np.ndarray:
+    """A tall page of coloured lines of text to scroll over."""
+    page = np.full((3 * H, W, 4), 255, np.uint8)
+    for line in range(3 * H // 22):
+        colour = [(30, 30, 30, 255), (40, 40, 200, 255), (200, 60, 40, 255)][line % 3]
+        cv2.putText(page, f"line {line}: the quick brown fox {line * 7}", (12, 20 + 22 * line),
+                    cv2.FONT_HERSHEY_SIMPLEX, 0.6, colour, 1, cv2.LINE_AA)
+    return page
+
+
+def changed_rect(before: np.ndarray, after: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """The bounding rectangle of what differs, as the pipeline's comparison gives it (or nothing)."""
+    differs = (before != after).any(axis=2)
+    rows, cols = np.flatnonzero(differs.any(axis=1)), np.flatnonzero(differs.any(axis=0))
+    if not rows.size:
+        return []
+    return [(int(cols[0]), int(rows[0]), int(cols[-1] - cols[0] + 1), int(rows[-1] - rows[0] + 1))]
+
+
+class Run:
+    """Pages through one encoder and one decoder, keeping what each picture was and what it decoded to."""
+
+    def __init__(self) -> None:
+        self.encoder = H264Encoder(W, H)
+        self.decoder = av.CodecContext.create("h264", "r")
+        self.stream = b""
+        self.pictures: list[EncodedPicture] = []
+        self.decoded: list[np.ndarray] = []  # I420 as the decoder made it
+        self.sources: list[np.ndarray] = []  # I420 as the encoder was given it
+        self._last: np.ndarray | None = None
+
+    def send(self, page: np.ndarray, *, keyframe: bool = False, refinement: bool = False) -> EncodedPicture:
+        first = self._last is None
+        changed = None if first else changed_rect(self._last, page)  # type: ignore[arg-type]
+        self.encoder.update(page)
+        picture = self.encoder.encode(keyframe=keyframe or first, refinement=refinement, changed=changed)
+        self._last = page
+        self.pictures.append(picture)
+        self.stream += picture.data
+        self.sources.append(cv2.cvtColor(page, cv2.COLOR_BGRA2YUV_I420))
+        frames = self.decoder.decode(av.Packet(picture.data))
+        assert len(frames) == 1, "zerolatency: every access unit decodes to one picture at once"
+        self.decoded.append(frames[0].to_ndarray(format="yuv420p"))
+        return picture
+
+    def close(self) -> None:
+        self.encoder.close()
+
+
+def ours(picture: EncodedPicture) -> bool:
+    """A picture of copies: its slices (no IDR) are ours, told by their headers. x264's P slices take the PPS's
+    one reference; ours say so again (num_ref_idx_active_override_flag 1), and its I slices come only in IDRs."""
+    for unit in split_annexb(picture.data):
+        if nal_type(unit) == NAL_SLICE:
+            reader = BitReader(unescape(unit[1:12]))
+            reader.ue()  # first_mb_in_slice
+            kind = reader.ue() % 5
+            reader.ue()  # pic_parameter_set_id
+            reader.u(4)  # frame_num (x264's log2_max_frame_num is 4; poc type 2 writes no more)
+            if kind == 2 or (kind == 0 and reader.u(1) == 1):
+                return True
+    return False
+
+
+def copied_from_before(before: np.ndarray, block: np.ndarray, left: int, top: int, shift: tuple[int, int]) -> bool:
+    """Whether `block` (16x16 luma at left, top) is bit for bit a block of `before`: the one `shift` moved
+    there, the one in its place, or (searched) any other, as when white matched white elsewhere."""
+    for dx, dy in (shift, (0, 0)):
+        if 0 <= top - dy <= before.shape[0] - 16 and 0 <= left - dx <= before.shape[1] - 16 and \
+                np.array_equal(before[top - dy : top - dy + 16, left - dx : left - dx + 16], block):
+            return True
+    scores = cv2.matchTemplate(before.astype(np.float32), block.astype(np.float32), cv2.TM_SQDIFF)
+    y, x = np.unravel_index(np.argmin(scores), scores.shape)  # OpenCV's sums round: checked exactly
+    return bool(np.array_equal(before[y : y + 16, x : x + 16], block))
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return 99.0 if mse == 0 else 10 * np.log10(255 * 255 / mse)
+
+
+def explode(stream: bytes, tmp_path: Path) -> int:
+    """Pictures ffmpeg decodes from the stream with every error fatal (its exit status must be 0)."""
+    ffmpeg = shutil.which("ffmpeg")
+    assert ffmpeg, "ffmpeg is installed by `make system-deps`"
+    path = tmp_path / "stream.h264"
+    path.write_bytes(stream)
+    done = subprocess.run([ffmpeg, "-hide_banner", "-v", "error", "-err_detect", "explode", "-i", str(path),
+                           "-f", "framemd5", "-"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    return sum(1 for line in done.stdout.splitlines() if line and not line.startswith("#"))
+
+
+def test_a_box_carried_across_the_page_goes_as_copies_and_decodes_to_its_source(tmp_path: Path) -> None:
+    # Even steps, as at dpr 2, of changing size (a page's animation is not steady), there and back.
+    xs = list(np.cumsum([40] + [18, 16, 20, 18, 36] * 4 + [-18, -20] * 10))
+    run = Run()
+    try:
+        for step, x in enumerate(xs):
+            run.send(box_page(step, int(x)))
+        copies = [i for i, p in enumerate(run.pictures) if ours(p)]
+        # The first move goes as x264's (the encoder starts keeping what the decoder shows), every later as copies.
+        assert copies == list(range(2, len(xs))), f"only pictures {copies} were copies"
+        for i, (decoded, source) in enumerate(zip(run.decoded, run.sources, strict=True)):
+            assert psnr(decoded, source) >= 38, f"picture {i}: {psnr(decoded, source):.1f} dB"
+        # Every block in the box's rows is what the decoder showed before, bit for bit, from somewhere: where it
+        # was (white, the inside of the box) or moved (the box's edges, the white it uncovered).
+        for i in copies:
+            shift = (int(xs[i] - xs[i - 1]), 0)
+            for top in range(160, 160 + BOX, 16):
+                for left in range(int(xs[i]) // 16 * 16 - 16, int(xs[i]) + BOX + 16, 16):
+                    block = run.decoded[i][top : top + 16, left : left + 16]
+                    assert copied_from_before(run.decoded[i - 1][:H], block, left, top, shift), \
+                        f"picture {i}: block at {left},{top} is no copy"
+        assert explode(run.stream, tmp_path) == len(run.pictures)
+    finally:
+        run.close()
+
+
+def test_a_scroll_goes_as_copies_without_drift_and_an_odd_step_goes_to_x264(tmp_path: Path) -> None:
+    tall = text_page()
+    run = Run()
+    try:
+        y = 0
+        run.send(np.ascontiguousarray(tall[y : y + H]))
+        steps = [6] * 30 + [-6] * 20 + [12] * 10 + [3] + [6] * 10
+        for step in steps:
+            y += step
+            run.send(np.ascontiguousarray(tall[y : y + H]))
+        copies = [ours(p) for p in run.pictures]
+        odd = 1 + steps.index(3)
+        assert not copies[1] and all(copies[2:odd]), "every even step before the odd one was copies (but the first)"
+        assert not copies[odd] and run.pictures[odd].keyframe, "an odd step cannot be copied: x264 starts afresh"
+        assert not any(copies[odd + 1 :]), "and copies wait a while before they are tried again"
+        quality = [psnr(d, s) for d, s in zip(run.decoded, run.sources, strict=True)]
+        assert min(quality) >= 33, quality
+        # No drift: copies of copies stay as good as the pictures they came from.
+        assert quality[odd - 1] >= quality[1] - 1.0, quality
+        # Away from the edge that came into view, every block is what the decoder showed before, bit for bit.
+        for i in range(2, odd):
+            step = steps[i - 1]
+            rows = range(0, H - 32, 16) if step > 0 else range(32, H, 16)
+            for top in rows:
+                for left in range(0, W, 16):
+                    block = run.decoded[i][top : top + 16, left : left + 16]
+                    assert copied_from_before(run.decoded[i - 1][:H], block, left, top, (0, -step)), \
+                        f"picture {i}: block at {left},{top} is no copy"
+        assert explode(run.stream, tmp_path) == len(run.pictures)
+    finally:
+        run.close()
+
+
+def test_after_copies_a_refinement_and_a_keyframe_are_idrs_and_x264_carries_on_from_them(tmp_path: Path) -> None:
+    run = Run()
+    try:
+        run.send(box_page(0, 0))
+        for step in range(1, 6):
+            run.send(box_page(step, 18 * step))
+        assert ours(run.pictures[-1])
+        refined = run.send(box_page(5, 90), refinement=True)
+        assert refined.keyframe and not ours(refined)
+        plain = run.send(box_page(6, 90))  # only the counter changed: x264's own P picture
+        assert not plain.keyframe and not ours(plain)
+        for step in range(7, 10):
+            run.send(box_page(step, 90 + 18 * (step - 6)))
+        assert ours(run.pictures[-1])
+        asked = run.send(box_page(10, 162), keyframe=True)
+        assert asked.keyframe
+        for i, (decoded, source) in enumerate(zip(run.decoded, run.sources, strict=True)):
+            assert psnr(decoded, source) >= 38, f"picture {i}"
+        assert explode(run.stream, tmp_path) == len(run.pictures)
+    finally:
+        run.close()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_vectors_copy_the_decoded_reference_exactly(seed: int) -> None:
+    """A P slice of random even vectors (neighbours alike and not, skips between) after a noisy IDR: each block
+    decodes to the reference's pixels where its vector points, Y and both chroma planes."""
+    rng = np.random.default_rng(seed)
+    width, height = 320, 192
+    noise = cv2.resize(rng.integers(0, 255, (height // 4, width // 4, 4), np.uint8), (width, height))
+    encoder = H264Encoder(width, height)
+    try:
+        encoder.update(noise)
+        key = encoder.encode(keyframe=True).data
+    finally:
+        encoder.close()
+    headers = stream_headers(key)
+    assert headers is not None
+    sps, pps = headers
+    rows, columns = height // 16, width // 16
+    shifts = np.array([[0, 0], [0, 0], [32, 0], [-16, 6], [0, -48], [2, 2], [-4, 0]], np.int32)
+    shift = shifts[rng.integers(0, len(shifts), (rows, columns))]
+    if seed % 2:  # motion only in a few columns and rows (as a moving box), the rest still
+        left, top = int(rng.integers(0, columns - 3)), int(rng.integers(0, rows - 3))
+        still = np.ones((rows, columns), bool)
+        still[top : top + 3, left : left + 3] = False
+        shift[still] = 0
+    # Keep every block's source inside the picture.
+    for r in range(rows):
+        for c in range(columns):
+            sx, sy = shift[r, c]
+            if not (0 <= c * 16 - sx <= width - 16 and 0 <= r * 16 - sy <= height - 16):
+                shift[r, c] = 0
+    # Cut into slices at random blocks: a slice may start and end anywhere, and sees only its own blocks.
+    picture, total = PictureHeader(sps, pps, frame_num=1), rows * columns
+    cuts = sorted({0, total, *rng.integers(1, total, 4).tolist()})
+    unit = b""
+    for first, end in itertools.pairwise(cuts):
+        lines = slice(first // columns, (end - 1) // columns + 1)
+        unit += b"\x00\x00\x00\x01" + p_slice(picture, first, -4 * shift[lines], end - first)
+    decoder = av.CodecContext.create("h264", "r")
+    reference = decoder.decode(av.Packet(key))[0].to_ndarray(format="yuv420p")
+    copied = decoder.decode(av.Packet(unit))[0].to_ndarray(format="yuv420p")
+    planes: list[Callable[[np.ndarray], np.ndarray]] = [
+        lambda a: a[:height], lambda a: a[height : height + height // 4].reshape(height // 2, width // 2),
+        lambda a: a[height + height // 4 :].reshape(height // 2, width // 2)]
+    for index, plane in enumerate(planes):
+        size = 16 if index == 0 else 8
+        scale = 1 if index == 0 else 2
+        before, after = plane(reference), plane(copied)
+        for r in range(rows):
+            for c in range(columns):
+                sx, sy = shift[r, c] // scale
+                block = after[r * size : (r + 1) * size, c * size : (c + 1) * size]
+                source = before[r * size - sy : (r + 1) * size - sy, c * size - sx : (c + 1) * size - sx]
+                assert np.array_equal(block, source), f"plane {index}, block {r},{c}, shift {shift[r, c]}"
+    assert nal_type(key.split(b"\x00\x00\x01")[-1]) == NAL_IDR
