@@ -34,7 +34,7 @@ import numpy as np
 from framestream.core.h264 import choose_level, codec_string_from_access_unit
 from framestream.core.h264_bits import H264SyntaxError
 from framestream.core.quantizer import QuantizerPolicy, QuantizerRange
-from framestream.media.motion import moved_macroblocks, runs
+from framestream.media.motion import Motion, carried, moved_macroblocks, runs
 from framestream.media.moved_pictures import MovedPictures, stream_headers
 from framestream.media.rects import clip
 from framestream.media.x264 import ConstantQuantizer, ConstantRateFactor, X264Encoder, unchanged_map
@@ -143,11 +143,13 @@ class H264Encoder:
             self._moved = MovedPictures(width, height, partial(_band_encoder, s))
         self._reference: np.ndarray | None = None  # made after the first large change went out
         self._reference_wanted = False
+        # Blocks shown at a moving picture's quality, not sharpened since (all, before the first picture).
+        self._lossy = np.ones(self._x264.macroblocks(), bool) if self._moved is not None else None
         self._reference_planes: list[np.ndarray] = []
         self._x264_behind = False  # a picture of ours went out: x264's reference is not the decoder's
         self._frame_num = 0  # of the last picture, counted from its IDR (every picture is a reference)
         self._shifts: list[tuple[int, int]] = []  # the last picture of copies' motion: tried first on the next
-        self._misses = 0  # pictures in a row where looking for motion found none
+        self._misses = 0  # pictures in a row where a search for motion made no picture of copies
         self._unexplained: np.ndarray | None = None  # rows with new blocks in the last picture of copies
         self._copies_from = 0  # no picture of copies before this picture (after copies had to stop)
 
@@ -210,11 +212,12 @@ class H264Encoder:
         outside it is sent as unchanged. Keyframes and refinements analyse the whole picture, except a `partial`
         refinement: only `changed` at the still-picture quality (what went out as patches, for a recording).
         """
-        unchanged = None
-        if changed is not None and not keyframe and (partial or not refinement):
+        still = None  # macroblocks outside `changed`
+        if changed is not None and not keyframe:
             rows, columns = self._x264.macroblocks()
             boxes = [box for rect in changed if (box := clip(rect, self.width, self.height)) is not None]
-            unchanged = unchanged_map(rows, columns, boxes)
+            still = unchanged_map(rows, columns, boxes)
+        unchanged = still if partial or not refinement else None
         qp = None
         if self._policy is not None:
             qp = self._policy.next(keyframe=keyframe, refinement=refinement)
@@ -226,6 +229,10 @@ class H264Encoder:
             moved = self._moved_picture(unchanged, qp)
             if moved is not None:
                 return moved
+        if refinement and still is not None and qp is not None and self._x264_behind:
+            sharpened = self._sharpened(still, qp)  # what copies showed lossy, sharpened without x264
+            if sharpened is not None:
+                return sharpened
         if self._x264_behind:  # x264 has not seen what the decoder shows: start it afresh
             if not (keyframe or refinement):
                 # Copies could not carry on (an odd shift, much new): without a pause, each time they came back
@@ -238,15 +245,33 @@ class H264Encoder:
             self._policy.encoded(qp=qp, size_bytes=len(data), keyframe=is_key, refinement=refinement)
         if is_key and self.codec_string is None:
             self.codec_string = codec_string_from_access_unit(data)
-        if self._moved is not None:
-            if is_key:
-                self._x264_behind, self._frame_num = False, 0
-                if not self._moved.ready and (headers := stream_headers(data)) is not None:
-                    self._moved.use_headers(*headers)
+        if is_key:
+            self._x264_behind, self._frame_num = False, 0
+        else:
+            self._frame_num += 1
+        if self._lossy is not None:  # what shows at the moving pictures' quality, for a later refinement
+            if refinement and not partial:
+                self._lossy[:] = False
+            elif unchanged is None:
+                self._lossy[:] = not refinement
             else:
-                self._frame_num += 1
+                self._lossy |= ~unchanged
+        if self._moved is not None:
+            if is_key and not self._moved.ready:
+                try:
+                    if (headers := stream_headers(data)) is not None:
+                        self._moved.use_headers(*headers)
+                except H264SyntaxError as error:
+                    self._stop_copies(error)
             self._keep_reference(None if is_key else unchanged)
         return EncodedPicture(data=data, keyframe=is_key, refinement=refinement)
+
+    def _stop_copies(self, error: H264SyntaxError) -> None:
+        """A stream we cannot write into: x264 alone from here on (it starts with an IDR if copies went out)."""
+        _log.warning("pictures of copies off for this stream: %s", error)
+        if self._moved is not None:
+            self._moved.close()
+        self._moved, self._reference, self._reference_planes, self._lossy = None, None, [], None
 
     def _moved_picture(self, unchanged: np.ndarray, qp: int) -> EncodedPicture | None:
         """This P picture made of copies and x264 intra rows (media/moved_pictures.py), when content moved and
@@ -267,7 +292,7 @@ class H264Encoder:
                                    self._unexplained if self._pts % 8 else None)
         new_rows = int(motion.new.any(axis=1).sum())
         if not (motion.moved or self._x264_behind) or 2 * new_rows > changed.shape[0]:
-            self._misses += not motion.moved
+            self._misses += 1
             return None
         self._misses = 0
         self._shifts = motion.main_shifts()
@@ -275,9 +300,8 @@ class H264Encoder:
         try:
             data = moved.write(self._planes, motion, qp=qp, frame_num=self._frame_num + 1,
                                poc_lsb=2 * (self._frame_num + 1))
-        except H264SyntaxError as error:  # a stream we cannot write into: x264 alone from here on
-            _log.warning("pictures of copies off for this stream: %s", error)
-            self._moved = None
+        except H264SyntaxError as error:
+            self._stop_copies(error)
             return None
         self._pts += 1
         self._x264_behind = True
@@ -286,7 +310,31 @@ class H264Encoder:
         self._policy.encoded(qp=qp, size_bytes=len(data), keyframe=False, refinement=False)
         # Blocks found in place are as they were: only those moved or new differ from the reference.
         self._keep_reference(~(motion.new | motion.moved_blocks))
+        if self._lossy is not None:
+            self._lossy = carried(self._lossy, motion)
         return EncodedPicture(data=data, keyframe=False, refinement=False)
+
+    def _sharpened(self, still: np.ndarray, qp: int) -> EncodedPicture | None:
+        """A refinement after pictures of copies, as one of them: the blocks shown lossy (and any that changed)
+        encoded anew at the refinement's quality, the rest kept. An IDR of the whole picture would cost far more
+        after a few typed letters. None: an IDR it is."""
+        if self._moved is None or self._lossy is None:
+            return None
+        new = self._lossy | ~still
+        motion = Motion(np.zeros((*new.shape, 2), np.int32), new)
+        try:
+            data = self._moved.write(self._planes, motion, qp=qp, frame_num=self._frame_num + 1,
+                                     poc_lsb=2 * (self._frame_num + 1))
+        except H264SyntaxError as error:
+            self._stop_copies(error)
+            return None
+        self._pts += 1
+        self._frame_num += 1
+        assert self._policy is not None
+        self._policy.encoded(qp=qp, size_bytes=len(data), keyframe=False, refinement=True)
+        self._keep_reference(still)
+        self._lossy[:] = False
+        return EncodedPicture(data=data, keyframe=False, refinement=True)
 
     def _keep_reference(self, unchanged: np.ndarray | None) -> None:
         """Bring `_reference` up to the picture just sent: the blocks not `unchanged` (all: None), as the box of

@@ -174,3 +174,17 @@ def moved_macroblocks(current: Planes, reference: Planes, changed: npt.NDArray[n
                 if attempt(shift, r0, r1):
                     break
     return Motion(vectors, open_, taken)
+
+
+def carried(lossy: npt.NDArray[np.bool_], motion: Motion) -> npt.NDArray[np.bool_]:
+    """Which blocks show lossy pixels after `motion`'s picture, when `lossy` did before: a moved block if any block
+    it was copied from did, a new block always (it was encoded at the moving picture's quality)."""
+    after = lossy | motion.new
+    rows, columns = np.nonzero(motion.moved_blocks)
+    if rows.size:
+        dx, dy = motion.vectors[rows, columns, 0], motion.vectors[rows, columns, 1]
+        top, left = (rows * MB - dy) // MB, (columns * MB - dx) // MB  # the source's first block
+        bottom, right = np.minimum(top + ((rows * MB - dy) % MB > 0), lossy.shape[0] - 1), \
+            np.minimum(left + ((columns * MB - dx) % MB > 0), lossy.shape[1] - 1)
+        after[rows, columns] = lossy[top, left] | lossy[top, right] | lossy[bottom, left] | lossy[bottom, right]
+    return after

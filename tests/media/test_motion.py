@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from framestream.media.encoder import _i420_planes
-from framestream.media.motion import MB, moved_macroblocks
+from framestream.media.motion import MB, Motion, carried, moved_macroblocks
 
 W, H = 480, 320
 
@@ -95,3 +95,22 @@ def test_previous_shifts_are_tried_first_and_nothing_changed_is_nothing() -> Non
     assert motion.main_shifts()[0] == (20, 0) and not motion.new.any()
     nothing = moved_macroblocks(after, after, np.zeros_like(changed))
     assert not nothing.moved and not nothing.new.any()
+
+
+def test_lossy_blocks_are_carried_with_what_moved_and_new_blocks_are_lossy() -> None:
+    rows, columns = 4, 6
+    vectors = np.zeros((rows, columns, 2), np.int32)
+    vectors[1, 2] = (16, 0)  # from block (1, 1): lossy
+    vectors[1, 3] = (8, 0)  # from blocks (1, 2) and (1, 3): neither lossy before
+    vectors[2, 4] = (-8, -16)  # from blocks (3, 4) and (3, 5): (3, 5) lossy
+    new = np.zeros((rows, columns), bool)
+    new[0, 0] = True
+    lossy = np.zeros((rows, columns), bool)
+    lossy[1, 1] = lossy[3, 5] = lossy[0, 3] = True
+    after = carried(lossy, Motion(vectors, new, {(16, 0): 1, (8, 0): 1, (-8, -16): 1}))
+    want = lossy.copy()
+    want[0, 0] = True  # new
+    want[1, 2] = True  # copied from a lossy block
+    want[1, 3] = False  # copied from sharp blocks: sharp
+    want[2, 4] = True
+    assert np.array_equal(after, want)

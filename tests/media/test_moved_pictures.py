@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 from framestream.core.h264 import NAL_IDR, NAL_SLICE, nal_type, split_annexb
-from framestream.core.h264_bits import BitReader, unescape
+from framestream.core.h264_bits import BitReader, H264SyntaxError, unescape
 from framestream.core.h264_slices import PictureHeader, p_slice
 from framestream.media.encoder import EncodedPicture, H264Encoder
-from framestream.media.moved_pictures import stream_headers
+from framestream.media.moved_pictures import MovedPictures, stream_headers
 
 W, H = 640, 384
 BOX = 96
@@ -190,22 +190,33 @@ def test_a_scroll_goes_as_copies_without_drift_and_an_odd_step_goes_to_x264(tmp_
         run.close()
 
 
-def test_after_copies_a_refinement_and_a_keyframe_are_idrs_and_x264_carries_on_from_them(tmp_path: Path) -> None:
+def test_after_copies_a_refinement_sharpens_only_what_they_showed_lossy_and_a_keyframe_restarts_x264(
+        tmp_path: Path) -> None:
     run = Run()
     try:
-        run.send(box_page(0, 0))
+        run.send(box_page(0, 40), refinement=True)
+        run.send(box_page(0, 40), refinement=True)  # a sharp still page, as after the policy's refinements
         for step in range(1, 6):
-            run.send(box_page(step, 18 * step))
+            run.send(box_page(step, 40 + 18 * step))
         assert ours(run.pictures[-1])
-        refined = run.send(box_page(5, 90), refinement=True)
-        assert refined.keyframe and not ours(refined)
-        plain = run.send(box_page(6, 90))  # only the counter changed: x264's own P picture
+        refined = run.send(box_page(5, 130), refinement=True)
+        # Not an IDR of the whole picture: only the blocks the moving pictures showed lossy (x264's first move, the
+        # box copied from it, the counter's new rows) anew at the still quality; the rest is as it was, bit for bit.
+        assert ours(refined) and refined.refinement and not refined.keyframe
+        below = slice(160 + BOX + 16, H)
+        assert np.array_equal(run.decoded[-1][below], run.decoded[-2][below])
+        counter = (slice(0, 64), slice(0, 160))
+        assert psnr(run.decoded[-1][counter], run.sources[-1][counter]) > \
+            psnr(run.decoded[-2][counter], run.sources[-2][counter]) + 3
+        again = run.send(box_page(5, 130), refinement=True)  # nothing lossy is left: a picture of skips
+        assert ours(again) and len(again.data) < 64
+        asked = run.send(box_page(6, 130), keyframe=True)
+        assert asked.keyframe and not ours(asked)
+        plain = run.send(box_page(7, 130))  # only the counter changed: x264's own P picture again
         assert not plain.keyframe and not ours(plain)
-        for step in range(7, 10):
-            run.send(box_page(step, 90 + 18 * (step - 6)))
+        for step in range(8, 11):
+            run.send(box_page(step, 130 + 18 * (step - 7)))
         assert ours(run.pictures[-1])
-        asked = run.send(box_page(10, 162), keyframe=True)
-        assert asked.keyframe
         for i, (decoded, source) in enumerate(zip(run.decoded, run.sources, strict=True)):
             assert psnr(decoded, source) >= 38, f"picture {i}"
         assert explode(run.stream, tmp_path) == len(run.pictures)
@@ -267,3 +278,28 @@ def test_random_vectors_copy_the_decoded_reference_exactly(seed: int) -> None:
                 source = before[r * size - sy : (r + 1) * size - sy, c * size - sx : (c + 1) * size - sx]
                 assert np.array_equal(block, source), f"plane {index}, block {r},{c}, shift {shift[r, c]}"
     assert nal_type(key.split(b"\x00\x00\x01")[-1]) == NAL_IDR
+
+
+def test_a_stream_copies_cannot_be_written_into_goes_on_with_x264(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    """Should writing a picture of copies fail (a stream our slices do not fit), the encoder goes on with x264
+    alone: one IDR (x264 had not seen the copies), then its own P pictures, every one decoding to its source."""
+    run = Run()
+    try:
+        for step in range(6):
+            run.send(box_page(step, 40 + 18 * step))
+        assert ours(run.pictures[-1])
+
+        def refuse(*args: object, **kwargs: object) -> bytes:
+            raise H264SyntaxError("a stream our slices do not fit")
+
+        monkeypatch.setattr(MovedPictures, "write", refuse)
+        for step in range(6, 12):
+            run.send(box_page(step, 40 + 18 * step))
+        after = run.pictures[6:]
+        assert after[0].keyframe and not any(p.keyframe or ours(p) for p in after[1:])
+        for i, (decoded, source) in enumerate(zip(run.decoded, run.sources, strict=True)):
+            assert psnr(decoded, source) >= 38, f"picture {i}"
+        assert explode(run.stream, tmp_path) == len(run.pictures)
+    finally:
+        run.close()
