@@ -2,13 +2,14 @@
 
 Content on a page moves by whole device pixels (a scroll, a box carried by a transform), so a moved macroblock is
 often bit for bit its old pixels somewhere else. `moved_macroblocks` takes the encoder's reference and current
-pictures (I420 planes) and the macroblocks that changed, guesses a few shifts per band of changed rows from 1-D
-profiles (row sums for vertical motion, column sums for horizontal), and keeps, for each changed macroblock, the
-first guess under which its luma and chroma equal the reference's exactly. Only even shifts are tried: 4:2:0
-chroma then moves by whole samples, and a decoder's copy is exact. What no guess explains is new content.
+pictures (I420 planes) and the macroblocks that changed, and keeps, for each, the first shift under which its luma
+and chroma equal the reference's exactly: none (a changed rectangle is coarser than its pixels), then the shifts
+the picture before took, then guesses per band of rows from 1-D profiles (row sums for vertical motion, column sums
+for horizontal). Only even shifts are tried: 4:2:0 chroma then moves by whole samples, and a decoder's copy is
+exact. What no shift explains is new content.
 
-Cost is bounded by the changed area: profiles are sums over it, and each guess is checked on one sample row of
-macroblocks before the whole band.
+Cost is bounded by the changed area: profiles are sums over it, and each guess is checked on the band's middle row
+of macroblocks before the whole band.
 """
 
 from __future__ import annotations
