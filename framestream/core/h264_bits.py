@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from framestream.core.h264 import NAL_IDR
+
 SLICE_P = 0
 SLICE_I = 2
 
@@ -89,11 +91,6 @@ class BitWriter:
 
     def se(self, value: int) -> None:
         self.ue(2 * value - 1 if value > 0 else -2 * value)
-
-    def bits(self, value: int, count: int) -> None:
-        """Append `count` bits given as one integer (its most significant first)."""
-        self.value = (self.value << count) | value
-        self.count += count
 
     def rbsp(self) -> bytes:
         total = self.count + 1
@@ -215,7 +212,7 @@ def parse_intra_slice(unit: bytes, sps: Sps, pps: Pps) -> IntraSlice:
     if r.ue() != pps.pps_id:
         raise H264SyntaxError("slice of another PPS")
     r.u(sps.log2_max_frame_num)
-    if kind == 5:
+    if kind == NAL_IDR:
         r.ue()  # idr_pic_id
     if sps.poc_type == 0:
         r.u(sps.log2_max_poc_lsb)
@@ -224,7 +221,7 @@ def parse_intra_slice(unit: bytes, sps: Sps, pps: Pps) -> IntraSlice:
     if pps.redundant_pic_cnt:
         r.ue()
     if ref_idc:
-        if kind == 5:
+        if kind == NAL_IDR:
             r.u(2)  # no_output_of_prior_pics_flag, long_term_reference_flag
         elif r.u(1):
             raise H264SyntaxError("memory management operations are not carried over")

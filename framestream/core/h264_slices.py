@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from framestream.core.h264 import NAL_SLICE
 from framestream.core.h264_bits import (
     SLICE_I,
     SLICE_P,
@@ -35,7 +36,6 @@ from framestream.core.h264_bits import (
     ue_bits,
 )
 
-NAL_NON_IDR = 1
 _REF_IDC = 2  # a reference picture (x264 marks its P pictures so too)
 
 
@@ -86,7 +86,7 @@ def _nal(bits: str) -> bytes:
     """A slice NAL unit from its RBSP's bits before the stop bit."""
     bits += "1" + "0" * (-(len(bits) + 1) % 8)
     rbsp = int(bits, 2).to_bytes(len(bits) // 8, "big")
-    return bytes([_REF_IDC << 5 | NAL_NON_IDR]) + escape(rbsp)
+    return bytes([_REF_IDC << 5 | NAL_SLICE]) + escape(rbsp)
 
 
 def _bits(value: int, count: int) -> str:

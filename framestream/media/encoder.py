@@ -212,8 +212,8 @@ class H264Encoder:
         outside it is sent as unchanged. Keyframes and refinements analyse the whole picture, except a `partial`
         refinement: only `changed` at the still-picture quality (what went out as patches, for a recording).
         """
-        still = None  # macroblocks outside `changed`
-        if changed is not None and not keyframe:
+        still = None  # macroblocks outside `changed` (for a refinement only when it may be one of ours)
+        if changed is not None and not keyframe and (partial or not refinement or self._x264_behind):
             rows, columns = self._x264.macroblocks()
             boxes = [box for rect in changed if (box := clip(rect, self.width, self.height)) is not None]
             still = unchanged_map(rows, columns, boxes)
@@ -297,6 +297,27 @@ class H264Encoder:
         self._misses = 0
         self._shifts = motion.main_shifts()
         self._unexplained = np.asarray(motion.new.any(axis=1), bool)
+        picture = self._write_ours(moved, motion, qp, refinement=False)
+        if picture is not None and self._lossy is not None:
+            self._lossy = carried(self._lossy, motion)
+        return picture
+
+    def _sharpened(self, still: np.ndarray, qp: int) -> EncodedPicture | None:
+        """A refinement after pictures of copies, as one of them: the blocks shown lossy (and any that changed)
+        encoded anew at the refinement's quality, the rest kept. An IDR of the whole picture would cost far more
+        after a few typed letters. None: an IDR it is."""
+        if self._moved is None or self._lossy is None:
+            return None
+        new = self._lossy | ~still
+        picture = self._write_ours(self._moved, Motion(np.zeros((*new.shape, 2), np.int32), new), qp,
+                                   refinement=True)
+        if picture is not None and self._lossy is not None:
+            self._lossy[:] = False
+        return picture
+
+    def _write_ours(self, moved: MovedPictures, motion: Motion, qp: int, *, refinement: bool,
+                    ) -> EncodedPicture | None:
+        """One picture of copies written and accounted for (None: the stream cannot take them, x264 goes on)."""
         try:
             data = moved.write(self._planes, motion, qp=qp, frame_num=self._frame_num + 1,
                                poc_lsb=2 * (self._frame_num + 1))
@@ -307,34 +328,10 @@ class H264Encoder:
         self._x264_behind = True
         self._frame_num += 1
         assert self._policy is not None
-        self._policy.encoded(qp=qp, size_bytes=len(data), keyframe=False, refinement=False)
+        self._policy.encoded(qp=qp, size_bytes=len(data), keyframe=False, refinement=refinement)
         # Blocks found in place are as they were: only those moved or new differ from the reference.
         self._keep_reference(~(motion.new | motion.moved_blocks))
-        if self._lossy is not None:
-            self._lossy = carried(self._lossy, motion)
-        return EncodedPicture(data=data, keyframe=False, refinement=False)
-
-    def _sharpened(self, still: np.ndarray, qp: int) -> EncodedPicture | None:
-        """A refinement after pictures of copies, as one of them: the blocks shown lossy (and any that changed)
-        encoded anew at the refinement's quality, the rest kept. An IDR of the whole picture would cost far more
-        after a few typed letters. None: an IDR it is."""
-        if self._moved is None or self._lossy is None:
-            return None
-        new = self._lossy | ~still
-        motion = Motion(np.zeros((*new.shape, 2), np.int32), new)
-        try:
-            data = self._moved.write(self._planes, motion, qp=qp, frame_num=self._frame_num + 1,
-                                     poc_lsb=2 * (self._frame_num + 1))
-        except H264SyntaxError as error:
-            self._stop_copies(error)
-            return None
-        self._pts += 1
-        self._frame_num += 1
-        assert self._policy is not None
-        self._policy.encoded(qp=qp, size_bytes=len(data), keyframe=False, refinement=True)
-        self._keep_reference(still)
-        self._lossy[:] = False
-        return EncodedPicture(data=data, keyframe=False, refinement=True)
+        return EncodedPicture(data=data, keyframe=False, refinement=refinement)
 
     def _keep_reference(self, unchanged: np.ndarray | None) -> None:
         """Bring `_reference` up to the picture just sent: the blocks not `unchanged` (all: None), as the box of
