@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from framestream.media.capture import DisplayCapture
-from framestream.media.diff import TIGHT_AREA, changed_boxes
+from framestream.media.diff import MACROBLOCK, TIGHT_AREA, changed_boxes
 from framestream.media.rects import DamageRect, uncovered
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1
@@ -30,13 +30,16 @@ class Grab:
     # What x264 may restrict its analysis to, as (x, y, width, height); None: anything may have changed.
     hint: list[tuple[int, int, int, int]] | None
     tight: bool = False  # the boxes are tight in columns too (damage compared pixel by pixel)
+    # Compared by macroblocks: how much of the damage's area its boxes cover (core/pacing.py BlockRule).
+    block_share: float | None = None
 
 
 def grab_changes(capture: DisplayCapture, previous: npt.NDArray[np.uint8], damage: Sequence[DamageRect] | None,
-                 *, fresh: bool = False, tight: bool = False) -> Grab:
+                 *, fresh: bool = False, tight: bool = False, blocks: bool = False) -> Grab:
     """Grab `damage` (None: the whole screen) and compare it with `previous`, the grab before. `fresh`: the
     encoder has no picture yet, so every row is new to it. `tight`: large damage is compared pixel by pixel too
-    (the changes may go out as patches, media/sender.py)."""
+    (the changes may go out as patches, media/sender.py). `blocks`, when not `tight`: large damage is compared by
+    the encoder's macroblocks."""
     picture = capture.grab(None if damage is None else list(damage))
     height, width = int(picture.shape[0]), int(picture.shape[1])
     if fresh:
@@ -56,6 +59,16 @@ def grab_changes(capture: DisplayCapture, previous: npt.NDArray[np.uint8], damag
         area = TIGHT_AREA if small else width * height
         boxes = changed_boxes(previous, picture, damage, tight_area=area) + changed_boxes(
             previous, picture, uncovered(bands, damage, width), tight_area=area)
+    elif blocks:
+        # Boxes of the macroblocks that changed, for H.264 alone: the conversion, the search for moved content and
+        # x264 then take only them. Chromium damages a box crossing the page and its counter as one rectangle up
+        # to 2406x840, whose rows cost 1.1 ms to convert and 0.5 to compare after conversion, block by block.
+        # The bands are scanned from their ends for the changed rows, as below, and those rows compared by blocks
+        # in their full width (a paint that raced the grab is in them): 0.8 ms (docs/performance.md).
+        boxes = changed_boxes(previous, picture, [DamageRect(0, y0, width, y1 - y0) for y0, y1 in bands],
+                              tight_area=0, block=MACROBLOCK)
+        share = _area(boxes) / max(1, _area([(r.x, r.y, r.x + r.width, r.y + r.height) for r in damage]))
+        return Grab(picture, boxes, [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in boxes], block_share=share)
     else:
         # Large damage is not compared pixel by pixel anyway: whole bands, scanned from their ends, cost least.
         boxes = changed_boxes(previous, picture, [DamageRect(0, y0, width, y1 - y0) for y0, y1 in bands])
@@ -68,3 +81,7 @@ def grab_changes(capture: DisplayCapture, previous: npt.NDArray[np.uint8], damag
 def _inside_any(box: Box, damage: Sequence[DamageRect]) -> bool:
     x0, y0, x1, y1 = box
     return any(r.x <= x0 and r.y <= y0 and x1 <= r.x + r.width and y1 <= r.y + r.height for r in damage)
+
+
+def _area(boxes: Sequence[Box]) -> int:
+    return sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes)

@@ -1,10 +1,10 @@
-"""The encode policy: rate cap, keyframe coalescing, refinement; time is passed in."""
+"""The encode policy: rate cap, keyframe coalescing, refinement; how large damage is compared. Time is passed in."""
 
 from __future__ import annotations
 
 import math
 
-from framestream.core.pacing import Encode, EncodePolicy, Wait
+from framestream.core.pacing import BlockRule, Encode, EncodePolicy, Wait
 
 
 def run(policy: EncodePolicy, now: float, *, changed: bool = True) -> Encode | Wait:
@@ -106,3 +106,16 @@ def test_an_at_once_keyframe_of_a_still_page_is_quick_and_then_refined() -> None
     policy.note_encoded(1.15, quick, changed=False)
     then = policy.decide(1.2)
     assert isinstance(then, Encode) and then.refinement and not then.keyframe
+
+
+def test_block_comparison_goes_on_while_it_pays_and_looks_again_one_grab_in_retry() -> None:
+    rule = BlockRule(retry=4, share=0.5)
+    assert [rule.wanted() for _ in range(3)] == [True, True, True]  # no comparison noted yet
+    rule.note(0.1)  # a box under a counter: a tenth of the damage changed
+    assert rule.wanted()
+    rule.note(0.9)  # a scroll: nearly all of it
+    assert [rule.wanted() for _ in range(4)] == [False, False, False, True]
+    rule.note(0.95)
+    assert [rule.wanted() for _ in range(4)] == [False, False, False, True]
+    rule.note(0.2)  # the scroll stopped, the box goes on
+    assert [rule.wanted() for _ in range(3)] == [True, True, True]

@@ -60,8 +60,9 @@ class ViewerModel:
         self.kept = first.picture
         self.shown = first.picture[:, :, :3].copy()
 
-    def grab(self, damage: list[DamageRect] | None, tight: bool = False) -> list[tuple[int, int, int, int]]:
-        result = grab_changes(self.cap, self.kept, damage, tight=tight)
+    def grab(self, damage: list[DamageRect] | None, tight: bool = False,
+             blocks: bool = False) -> list[tuple[int, int, int, int]]:
+        result = grab_changes(self.cap, self.kept, damage, tight=tight, blocks=blocks)
         for x0, y0, x1, y1 in result.boxes:
             self.shown[y0:y1, x0:x1] = result.picture[y0:y1, x0:x1, :3]
             if result.hint is not None:
@@ -195,9 +196,29 @@ def test_large_damage_is_compared_pixel_by_pixel_when_asked() -> None:
     assert not not_asked.tight and any(x1 - x0 >= 2388 for x0, _, x1, _ in not_asked.boxes), not_asked.boxes
 
 
+def test_large_damage_compared_by_blocks_gives_the_changed_macroblocks() -> None:
+    """The same damage for H.264 alone, compared by macroblocks: boxes of the 16-pixel blocks that changed, which
+    are also all x264 is told to look at, and the share of the damage they cover (for `BlockRule`)."""
+    width, height = 2560, 900
+    with screen_of(width, height) as (_, cap, painter):
+        kept = _settled(cap, painter, width, height)
+        painter.fill(80, 40, 2388, 840, 0xFFFFFF)
+        painter.fill(100, 46, 30, 30, 0x2040E0)
+        painter.fill(1800, 480, 60, 400, 0x2040E0)
+        damage: list[DamageRect] = []
+        while not any(r.width * r.height > 1 << 20 for r in damage) or not any(
+                r.x <= 1800 < r.x + r.width and r.y <= 480 < r.y + r.height for r in damage):
+            damage += cap.pending_damage()
+        result = grab_changes(cap, kept, damage, blocks=True)
+    assert sorted(result.boxes) == [(96, 32, 144, 80), (1792, 480, 1872, 880)], result.boxes
+    assert not result.tight and result.hint == [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in result.boxes]
+    assert result.block_share is not None and 0 < result.block_share < 0.05, result.block_share
+
+
 def test_a_viewer_of_tight_grabs_of_large_damage_is_never_older_than_the_screen() -> None:
     """The invariant above, on a screen where damage can be large (more than `TIGHT_AREA` pixels), every grab
-    compared pixel by pixel or by whole rows at random, paints racing the grab."""
+    compared pixel by pixel, by macroblocks or by whole rows at random, paints racing the grab."""
+    ways = [{"tight": True}, {"tight": True}, {"blocks": True}, {"blocks": True}, {}]
     width, height = 1280, 800
     seed = int(os.environ.get("FRAMESTREAM_TEST_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
@@ -222,10 +243,10 @@ def test_a_viewer_of_tight_grabs_of_large_damage_is_never_older_than_the_screen(
             if damage and rng.random() < 0.5:
                 paint()  # lands after the damage was taken, before the grab
             if damage:
-                model.grab(damage, tight=rng.random() < 0.7)
+                model.grab(damage, **rng.choice(ways))
             if step % 10 == 9:
                 while more := cap.pending_damage():
-                    model.grab(more, tight=rng.random() < 0.7)
+                    model.grab(more, **rng.choice(ways))
                 differ = np.argwhere((model.shown != screen(truth)).any(axis=2))
                 assert not differ.size, f"seed {seed}, step {step}: viewer older than the screen: {differ[:5]}"
     assert large > 10, "large damage was hardly exercised"

@@ -1,4 +1,4 @@
-"""changed_rows as a pure function, against a brute-force comparison (and with real damage in test_capture)."""
+"""changed_rows and changed_boxes as pure functions, against brute force (with real damage: test_capture)."""
 
 from __future__ import annotations
 
@@ -136,4 +136,47 @@ def test_changed_boxes_hold_every_change_and_are_tight(
         if h * w <= tight_area:  # columns too
             assert diff[y0:y1, x0].any() and diff[y0:y1, x1 - 1].any()
     assert not (diff & ~covered).any(), "a changed pixel outside every box"
+    assert (boxes == []) == (not diff.any())
+
+
+@given(
+    h=st.integers(1, 120),
+    w=st.integers(1, 140),
+    changes=st.lists(st.tuples(st.integers(0, 119), st.integers(0, 139), st.integers(0, 3)), max_size=12),
+    rect=st.tuples(st.integers(0, 139), st.integers(0, 119), st.integers(1, 140), st.integers(1, 120)),
+    block=st.sampled_from([16, 8, 6]),
+    offset=st.booleans(),
+)
+def test_grid_boxes_hold_every_change_on_the_grid_and_are_tight_to_it(
+    h: int, w: int, changes: list[tuple[int, int, int]], rect: tuple[int, int, int, int], *, block: int,
+    offset: bool,
+) -> None:
+    """Large damage compared by blocks (issue 29): every changed pixel of the damage lies in a box, each box lies on
+    the `block` grid of the picture (cut at its right and bottom edges), and each box's outer rows and columns of
+    squares hold a change, so no block that did not change is sent as changed at a box's edge."""
+    base = np.random.default_rng(h * 1000 + w).integers(0, 256, (h + 2, w + 3, 4), dtype=np.uint8)
+    a = base[1 : h + 1, (1 if offset else 0) : w + (1 if offset else 0)]
+    b_base = base.copy()
+    b = b_base[1 : h + 1, (1 if offset else 0) : w + (1 if offset else 0)]
+    for y, x, c in changes:
+        if y < h and x < w:
+            b[y, x, c] ^= 0x5A
+    x, y = min(rect[0], w - 1), min(rect[1], h - 1)
+    damage = DamageRect(x, y, min(rect[2], w - x), min(rect[3], h - y))
+    inside = np.zeros((h, w), bool)
+    inside[damage.y : damage.y + damage.height, damage.x : damage.x + damage.width] = True
+    changed = (a != b).any(axis=2)  # a square across the damage's edge may hold changes outside it too
+    diff = changed & inside
+    boxes = changed_boxes(a, b, [damage], tight_area=0, block=block)
+    covered = np.zeros((h, w), bool)
+    for x0, y0, x1, y1 in boxes:
+        assert 0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h
+        assert x0 % block == 0 and y0 % block == 0 and (x1 % block == 0 or x1 == w) and (y1 % block == 0 or y1 == h)
+        covered[y0:y1, x0:x1] = True
+        # The box's first and last squares across and down (its squares start at x0 and y0, on the grid).
+        last_y, last_x = y0 + (y1 - 1 - y0) // block * block, x0 + (x1 - 1 - x0) // block * block
+        for edge in (changed[y0 : y0 + block, x0:x1], changed[last_y:y1, x0:x1], changed[y0:y1, x0 : x0 + block],
+                     changed[y0:y1, last_x:x1]):
+            assert edge.any(), ((x0, y0, x1, y1), block)
+    assert not (diff & ~covered).any(), "a changed pixel of the damage outside every box"
     assert (boxes == []) == (not diff.any())
