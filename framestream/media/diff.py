@@ -168,28 +168,39 @@ def _grid_boxes(prev: Picture, cur: Picture, box: tuple[int, int, int, int],
 
 def _changed_squares(pa: Picture, pb: Picture, block: int) -> npt.NDArray[np.bool_]:
     """The (rows, cols) map of `block`-pixel squares of two (h, w, 4) regions in which any pixel differs (squares at
-    the right and bottom edges may be partial). One SIMD comparison a pixel and one averaging resize of its map:
-    1.2 ms in the worker for the 2560x848 rows of issue 29's moving box at dpr 2 (memory bound: 0.6 ms when both
-    pictures are in cache), where converting those rows took 1.1 ms and comparing them after conversion 0.5."""
-    differs = _unequal(pa, pb)
-    height, width = differs.shape
+    the right and bottom edges may be partial). Memory bound: 0.6 ms for issue 29's moving box's 2560x848 changed
+    rows at dpr 2 (1.2 ms in the worker, whose two pictures are not in cache), where converting those rows took
+    1.1 ms and comparing them block by block after conversion 0.5."""
+    height, width = int(pa.shape[0]), int(pa.shape[1])
     out = np.zeros((-(-height // block), -(-width // block)), bool)
     whole_h, whole_w = height // block * block, width // block * block
     if whole_h and whole_w:
-        cells: npt.NDArray[np.uint8] | npt.NDArray[np.int32] = np.ascontiguousarray(
-            differs[:whole_h, :whole_w], np.uint8)
-        if block % 4 == 0:  # four cells read as one word: a quarter of the map to average
-            cells = cells.view(np.int32)
-        # 255 where a cell (or word) differs (OpenCV takes the scalar; its stubs know only arrays).
-        marks = cv2.compare(cells, 0, cv2.CMP_NE)  # type: ignore[call-overload]
-        # An exact average of each square (an integer factor): any 255 leaves it above zero.
-        out[: whole_h // block, : whole_w // block] = cv2.resize(
-            marks, (whole_w // block, whole_h // block), interpolation=cv2.INTER_AREA) > 0
+        a, b = pa[:whole_h, :whole_w], pb[:whole_h, :whole_w]
+        pairs = block // 2
+        if block % 2 == 0 and pairs in _WORD and _wide_ok(a) and _wide_ok(b):
+            # numpy's comparison of pixel pairs as 8-byte words (0.6 ms where OpenCV's of single pixels and an
+            # averaging resize of its map took 0.9, both pictures out of cache): one bool a pair, and a square's
+            # row of pairs read as one word.
+            rows = _words(a, True) != _words(b, True)
+            out[: whole_h // block, : whole_w // block] = rows.view(_WORD[pairs]).reshape(
+                whole_h // block, block, whole_w // block).any(axis=1)
+        else:
+            # 255 where a pixel differs; an exact average of each square (an integer factor) is then above zero.
+            marks = np.ascontiguousarray(_unequal(a, b), np.uint8)
+            if marks.max(initial=0) == 1:  # numpy's bool map
+                marks *= 255
+            out[: whole_h // block, : whole_w // block] = cv2.resize(
+                marks, (whole_w // block, whole_h // block), interpolation=cv2.INTER_AREA) > 0
     if whole_w < width:  # the right edge's partial squares
-        out[:, -1] |= np.logical_or.reduceat(np.asarray(differs[:, whole_w:]).any(axis=1), range(0, height, block))
+        edge = _unequal(pa[:, whole_w:], pb[:, whole_w:])
+        out[:, -1] |= np.logical_or.reduceat(np.asarray(edge).any(axis=1), range(0, height, block))
     if whole_h < height:
-        out[-1, :] |= np.logical_or.reduceat(np.asarray(differs[whole_h:]).any(axis=0), range(0, width, block))
+        edge = _unequal(pa[whole_h:], pb[whole_h:])
+        out[-1, :] |= np.logical_or.reduceat(np.asarray(edge).any(axis=0), range(0, width, block))
     return out
+
+
+_WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # of that many bools
 
 
 def _runs(mask: npt.NDArray[np.bool_], gap: int = _GAP) -> list[tuple[int, int]]:

@@ -150,7 +150,7 @@ class H264Encoder:
         self._frame_num = 0  # of the last picture, counted from its IDR (every picture is a reference)
         self._shifts: list[tuple[int, int]] = []  # the last picture of copies' motion: tried first on the next
         self._misses = 0  # pictures in a row where a search for motion made no picture of copies
-        self._unexplained: np.ndarray | None = None  # rows with new blocks in the last picture of copies
+        self._unexplained: np.ndarray | None = None  # rows with new blocks and none moved in the last picture
         self._copies_from = 0  # no picture of copies before this picture (after copies had to stop)
 
     def update(self, bgrx: np.ndarray, rows: tuple[int, int] | None = None,
@@ -287,7 +287,7 @@ class H264Encoder:
         if self._reference is None:  # kept from this picture on (a still page never pays for it)
             self._reference_wanted = True
             return None
-        # Rows that were new last time (a counter) are searched again only now and then.
+        # Rows where what changed was new last time, nothing moved (a counter), are searched only now and then.
         motion = moved_macroblocks(self._planes, self._reference_planes, changed, self._shifts,
                                    self._unexplained if self._pts % 8 else None)
         new_rows = int(motion.new.any(axis=1).sum())
@@ -296,7 +296,7 @@ class H264Encoder:
             return None
         self._misses = 0
         self._shifts = motion.main_shifts()
-        self._unexplained = np.asarray(motion.new.any(axis=1), bool)
+        self._unexplained = np.asarray(motion.new.any(axis=1) & ~motion.moved_blocks.any(axis=1), bool)
         picture = self._write_ours(moved, motion, qp, refinement=False)
         if picture is not None and self._lossy is not None:
             self._lossy = carried(self._lossy, motion)

@@ -27,6 +27,8 @@ _WORDS = {1: np.uint8, 2: np.uint16, 4: np.int32}  # OpenCV compares no unsigned
 MB = 16
 # Furthest a shift may go, in pixels: vertical vectors are limited to [-256, 255.75] up to level 3 (table A-1).
 SEARCH = 254
+# Bands of more blocks than this are tried on their middle row before the whole band.
+_LARGE_BAND = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +136,7 @@ def moved_macroblocks(current: Planes, reference: Planes, changed: npt.NDArray[n
     """For each macroblock that `changed` marks, the shift under which it equals `reference`, or new.
 
     `previous` are shifts worth trying first (those of the picture before: motion goes on). A band whose rows
-    `unexplained` all marks (new in the picture before: a counter) is not searched for other shifts."""
+    `unexplained` all marks (new in the picture before: a counter) is not searched: its changed blocks are new."""
     vectors = np.zeros((*changed.shape, 2), np.int32)
     open_ = changed.copy()
     taken: dict[tuple[int, int], int] = {}
@@ -145,9 +147,11 @@ def moved_macroblocks(current: Planes, reference: Planes, changed: npt.NDArray[n
         if not cols.size:
             return True
         c0, c1 = int(cols[0]), int(cols[-1]) + 1
-        # A guess must explain some of the band's middle row (at its edges, moved-from blocks may leave it).
+        # A guess must explain some of the band's middle row (at its edges, moved-from blocks may leave it): on a
+        # large band a cheap test first (on a small one, such as a box's edges, the whole band costs as little).
         middle = (r0 + r1) // 2
-        if shift != (0, 0) and not _equal_blocks(current, reference, (middle, middle + 1), (c0, c1), shift).any():
+        if shift != (0, 0) and (r1 - r0) * (c1 - c0) > _LARGE_BAND and not _equal_blocks(
+                current, reference, (middle, middle + 1), (c0, c1), shift).any():
             return False
         hits = _equal_blocks(current, reference, (r0, r1), (c0, c1), shift) & open_[r0:r1, c0:c1]
         if shift != (0, 0) and (count := int(np.count_nonzero(hits))):
@@ -160,13 +164,15 @@ def moved_macroblocks(current: Planes, reference: Planes, changed: npt.NDArray[n
     for r0, r1 in runs(changed.any(axis=1)):
         attempt((0, 0), r0, r1)
     for r0, r1 in runs(open_.any(axis=1)):
+        if unexplained is not None and unexplained[r0:r1].all():
+            continue  # new last time too (a counter): not searched again this time
         tried: set[tuple[int, int]] = {(0, 0)}
         for shift in previous:
             if shift not in tried and max(abs(shift[0]), abs(shift[1])) <= SEARCH:
                 tried.add(shift)
                 if attempt(shift, r0, r1):
                     break
-        if not open_[r0:r1].any() or (unexplained is not None and unexplained[r0:r1].all()):
+        if not open_[r0:r1].any():
             continue
         cols = np.flatnonzero(open_[r0:r1].any(axis=0))
         for shift in _guesses(current, reference, (r0, r1), (int(cols[0]), int(cols[-1]) + 1)):
