@@ -30,7 +30,7 @@ class Grab:
     # What x264 may restrict its analysis to, as (x, y, width, height); None: anything may have changed.
     hint: list[tuple[int, int, int, int]] | None
     tight: bool = False  # the boxes are tight in columns too (damage compared pixel by pixel)
-    # Compared by macroblocks: how much of the damage's area its boxes cover (core/pacing.py BlockRule).
+    # Large damage compared by macroblocks: how much of its area the boxes cover (core/pacing.py BlockRule).
     block_share: float | None = None
 
 
@@ -38,8 +38,8 @@ def grab_changes(capture: DisplayCapture, previous: npt.NDArray[np.uint8], damag
                  *, fresh: bool = False, tight: bool = False, blocks: bool = False) -> Grab:
     """Grab `damage` (None: the whole screen) and compare it with `previous`, the grab before. `fresh`: the
     encoder has no picture yet, so every row is new to it. `tight`: large damage is compared pixel by pixel too
-    (the changes may go out as patches, media/sender.py). `blocks`, when not `tight`: large damage is compared by
-    the encoder's macroblocks."""
+    (the changes may go out as patches, media/sender.py). `blocks`, when not `tight`: damage is compared by the
+    encoder's macroblocks (the changes go out as H.264 only)."""
     picture = capture.grab(None if damage is None else list(damage))
     height, width = int(picture.shape[0]), int(picture.shape[1])
     if fresh:
@@ -48,7 +48,7 @@ def grab_changes(capture: DisplayCapture, previous: npt.NDArray[np.uint8], damag
         return Grab(picture, changed_boxes(previous, picture, None), None)
     bands = [(0, height)] if capture.read_bands is None else capture.read_bands
     small = all(r.width * r.height <= TIGHT_AREA for r in damage)
-    if tight or small:
+    if tight or (small and not blocks):
         # Small damage: boxes tight in rows and columns within it (patches, the conversion and x264's map take
         # only them), and the rest of every band the grab read compared too, for a paint that raced the grab
         # (issue 26). Compared as whole bands instead, a change taller than about 200 rows of a 2560-pixel screen
@@ -64,10 +64,12 @@ def grab_changes(capture: DisplayCapture, previous: npt.NDArray[np.uint8], damag
         # x264 then take only them. Chromium damages a box crossing the page and its counter as one rectangle up
         # to 2406x840, whose rows cost 1.1 ms to convert and 0.5 to compare after conversion, block by block.
         # The bands are scanned from their ends for the changed rows, as below, and those rows compared by blocks
-        # in their full width (a paint that raced the grab is in them): 0.8 ms (docs/performance.md).
+        # in their full width (a paint that raced the grab is in them): 0.6 ms (docs/performance.md). Small damage
+        # too: pixel by pixel, the box's 1200x420 at dpr 1 cost 0.8 ms, and H.264 codes whole blocks anyway.
         boxes = changed_boxes(previous, picture, [DamageRect(0, y0, width, y1 - y0) for y0, y1 in bands],
                               tight_area=0, block=MACROBLOCK)
-        share = _area(boxes) / max(1, _area([(r.x, r.y, r.x + r.width, r.y + r.height) for r in damage]))
+        share = None if small else \
+            _area(boxes) / max(1, _area([(r.x, r.y, r.x + r.width, r.y + r.height) for r in damage]))
         return Grab(picture, boxes, [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in boxes], block_share=share)
     else:
         # Large damage is not compared pixel by pixel anyway: whole bands, scanned from their ends, cost least.

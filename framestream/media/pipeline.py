@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from framestream.core.errors import CaptureError
-from framestream.core.pacing import BlockRule, Encode, EncodePolicy, PatchRule, Wait
+from framestream.core.pacing import Encode, EncodePolicy, PatchRule, Wait
 from framestream.media.capture import DisplayCapture
 from framestream.media.changes import grab_changes
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
@@ -223,7 +223,6 @@ class FramePipeline:
         damage: list[DamageRect] = []
         # Patches or H.264 for each change; how fast content moves is judged in CSS pixels (the light size's).
         sender = ChangeSender(encoder, self._patch_gate, PatchRule(dpr=self.width / self._light_size[0]))
-        blocks = BlockRule()  # large damage compared by macroblocks while that pays
         flush_at: float | None = None  # when patches must be in the H.264 stream (recorded frames only)
         flushed_at = -PATCH_FLUSH_EVERY_S
         timeout = 0.0
@@ -289,9 +288,9 @@ class FramePipeline:
                 # Band grabs are exact only with every damage rectangle since the last grab, which we have. A new
                 # capture's first grab is new in every row: the new encoder's own picture is blank.
                 grabbed = grab_changes(capture, kept, None if full_grab_needed else damage, fresh=fresh,
-                                       tight=sender.compares_tightly(now), blocks=blocks.wanted())
+                                       tight=sender.compares_tightly(now), blocks=sender.compares_blocks())
                 if grabbed.block_share is not None:
-                    blocks.note(grabbed.block_share)
+                    sender.blocks.note(grabbed.block_share)
                 frame, boxes, hint, tight = grabbed.picture, grabbed.boxes, grabbed.hint, grabbed.tight
                 capture_us = time.time_ns() // 1000
                 fresh = False

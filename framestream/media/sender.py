@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from framestream.core.pacing import PatchRule
+from framestream.core.pacing import BlockRule, PatchRule
 from framestream.core.wire import PatchRect, pack_patch_payload
 from framestream.media.diff import changed_boxes
 from framestream.media.encoder import H264Encoder
@@ -59,6 +59,7 @@ class ChangeSender:
         self._encoder = encoder
         self._gate = gate
         self.rule = rule or PatchRule()
+        self.blocks = BlockRule()  # large damage compared by macroblocks while that pays (note its share)
         self._pending_boxes: list[Box] = []  # sent as patches, not in the encoder's picture yet
         self._images = PngCache()
         self._waiting: list[Box] = []  # an animation's boxes not sent yet (PatchRule.waits)
@@ -94,6 +95,11 @@ class ChangeSender:
     def compares_tightly(self, now: float) -> bool:
         """Whether this grab's large damage should be compared pixel by pixel: only when patches may be sent."""
         return self._patching and self.rule.compares_tightly(now)
+
+    def compares_blocks(self) -> bool:
+        """Whether this grab's damage should be compared by the encoder's macroblocks: when changes go out as H.264
+        only, and while that pays (`BlockRule`)."""
+        return not self._patching and self.blocks.wanted()
 
     def grab_after(self, now: float, damage: Sequence[Box]) -> float:
         """Seconds the grab of this damage can wait (`PatchRule.grab_after`); 0 unless patches are on."""

@@ -198,7 +198,8 @@ def test_large_damage_is_compared_pixel_by_pixel_when_asked() -> None:
 
 def test_large_damage_compared_by_blocks_gives_the_changed_macroblocks() -> None:
     """The same damage for H.264 alone, compared by macroblocks: boxes of the 16-pixel blocks that changed, which
-    are also all x264 is told to look at, and the share of the damage they cover (for `BlockRule`)."""
+    are also all x264 is told to look at, and the share of the damage they cover (for `BlockRule`); small damage
+    is compared by macroblocks too."""
     width, height = 2560, 900
     with screen_of(width, height) as (_, cap, painter):
         kept = _settled(cap, painter, width, height)
@@ -210,9 +211,16 @@ def test_large_damage_compared_by_blocks_gives_the_changed_macroblocks() -> None
                 r.x <= 1800 < r.x + r.width and r.y <= 480 < r.y + r.height for r in damage):
             damage += cap.pending_damage()
         result = grab_changes(cap, kept, damage, blocks=True)
+        kept = result.picture.copy()
+        painter.fill(1000, 300, 30, 30, 0x2040E0)  # small damage: by blocks too, and not counted by BlockRule
+        small: list[DamageRect] = []
+        while not any(r.x <= 1000 < r.x + r.width and r.y <= 300 < r.y + r.height for r in small):
+            small += cap.pending_damage()
+        after = grab_changes(cap, kept, small, blocks=True)
     assert sorted(result.boxes) == [(96, 32, 144, 80), (1792, 480, 1872, 880)], result.boxes
     assert not result.tight and result.hint == [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in result.boxes]
     assert result.block_share is not None and 0 < result.block_share < 0.05, result.block_share
+    assert after.boxes == [(992, 288, 1040, 336)] and after.block_share is None, (after.boxes, after.block_share)
 
 
 def test_a_viewer_of_tight_grabs_of_large_damage_is_never_older_than_the_screen() -> None:
