@@ -107,6 +107,19 @@ def test_changed_rows_matches_brute_force(
 
 
 @settings(max_examples=200, deadline=None)
+def picture_pair(h: int, w: int, changes: list[tuple[int, int, int]], *, offset: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Two (h, w, 4) pictures that differ in `changes` (row, column, channel): views of bigger buffers (the
+    shared-memory picture is one), at an odd column when `offset`."""
+    base = np.random.default_rng(h * 1000 + w).integers(0, 256, (h + 2, w + 3, 4), dtype=np.uint8)
+    a = base[1 : h + 1, (1 if offset else 0) : w + (1 if offset else 0)]
+    b_base = base.copy()
+    b = b_base[1 : h + 1, (1 if offset else 0) : w + (1 if offset else 0)]
+    for y, x, c in changes:
+        if y < h and x < w:
+            b[y, x, c] ^= 0x5A
+    return a, b
+
+
 @given(
     h=st.integers(1, 150),
     w=st.integers(1, 120),
@@ -117,14 +130,7 @@ def test_changed_rows_matches_brute_force(
 def test_changed_boxes_hold_every_change_and_are_tight(
     h: int, w: int, changes: list[tuple[int, int, int]], tight_area: int, offset: bool
 ) -> None:
-    # Views of a bigger buffer (the shared-memory picture is one), at an odd column when `offset`.
-    base = np.random.default_rng(h * 1000 + w).integers(0, 256, (h + 2, w + 3, 4), dtype=np.uint8)
-    a = base[1 : h + 1, (1 if offset else 0) : w + (1 if offset else 0)]
-    b_base = base.copy()
-    b = b_base[1 : h + 1, (1 if offset else 0) : w + (1 if offset else 0)]
-    for y, x, c in changes:
-        if y < h and x < w:
-            b[y, x, c] ^= 0x5A
+    a, b = picture_pair(h, w, changes, offset=offset)
     diff = (a != b).any(axis=2)
     boxes = changed_boxes(a, b, [DamageRect(0, 0, w, h)], tight_area=tight_area)
     covered = np.zeros((h, w), bool)
@@ -154,13 +160,7 @@ def test_grid_boxes_hold_every_change_on_the_grid_and_are_tight_to_it(
     """Large damage compared by blocks (issue 29): every changed pixel of the damage lies in a box, each box lies on
     the `block` grid of the picture (cut at its right and bottom edges), and each box's outer rows and columns of
     squares hold a change, so no block that did not change is sent as changed at a box's edge."""
-    base = np.random.default_rng(h * 1000 + w).integers(0, 256, (h + 2, w + 3, 4), dtype=np.uint8)
-    a = base[1 : h + 1, (1 if offset else 0) : w + (1 if offset else 0)]
-    b_base = base.copy()
-    b = b_base[1 : h + 1, (1 if offset else 0) : w + (1 if offset else 0)]
-    for y, x, c in changes:
-        if y < h and x < w:
-            b[y, x, c] ^= 0x5A
+    a, b = picture_pair(h, w, changes, offset=offset)
     x, y = min(rect[0], w - 1), min(rect[1], h - 1)
     damage = DamageRect(x, y, min(rect[2], w - x), min(rect[3], h - y))
     inside = np.zeros((h, w), bool)
