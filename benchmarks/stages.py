@@ -40,7 +40,8 @@ from framestream.media.encoder import EncoderSettings, H264Encoder
 from framestream.media.picture import KIND_PATCH, PatchGate, Picture
 
 PAGES = {"move": ("bench", "move_box.html"), "scroll": ("bench", "scroll_fast.html"),
-         "spinner": ("bench", "patch_spinner.html"), "small": ("bench", "patch_box.html")}
+         "spinner": ("bench", "patch_spinner.html"), "small": ("bench", "patch_box.html"),
+         "animated": ("tests", "animated.html")}
 STAGES = ("grab", "compare", "convert", "motion", "slices", "x264", "png")
 
 

@@ -46,6 +46,8 @@ _QP_RANGE = ConstantQuantizer(lowest=8, highest=46)
 # spinner). Measured on changed blocks found by the grab's block comparison (media/changes.py): a 160 px box
 # moving under a counter at dpr 2 changes about 100 of 16000, and as copies it costs 0.118 vCPU against 0.217.
 _SMALL_CHANGE = 256
+# Copies that went on this many seconds before they had to stop were worth their IDR: the next pause is short again.
+_COPIES_SETTLED = 2
 _log = logging.getLogger(__name__)
 
 
@@ -154,6 +156,9 @@ class H264Encoder:
         self._misses = 0  # pictures in a row where a search for motion made no picture of copies
         self._unexplained: np.ndarray | None = None  # rows with new blocks and none moved in the last picture
         self._copies_from = 0  # no picture of copies before this picture (after copies had to stop)
+        self._copies_since = 0  # the first picture of the copies going on now
+        self._quick_stops = 0  # times in a row copies had to stop soon after they started
+        self._mostly_new = 0  # of the last 8 searches, those that found more new blocks than moved ones (bits)
 
     def update(self, bgrx: np.ndarray, rows: tuple[int, int] | None = None,
                columns: tuple[int, int] | None = None) -> None:
@@ -238,8 +243,12 @@ class H264Encoder:
         if self._x264_behind:  # x264 has not seen what the decoder shows: start it afresh
             if not (keyframe or refinement):
                 # Copies could not carry on (an odd shift, much new): without a pause, each time they came back
-                # and stopped again would cost an IDR.
-                self._copies_from = self._pts + self.settings.fps
+                # and stopped again would cost an IDR. Motion whose shifts are odd as often as not (an animation at
+                # dpr 1: the page rounds CSS pixels) stops them again and again, so the pause doubles each time
+                # they stop within `_COPIES_SETTLED` seconds, up to 32 s.
+                quick = self._pts - self._copies_since < _COPIES_SETTLED * self.settings.fps
+                self._quick_stops = self._quick_stops + 1 if quick else 0
+                self._copies_from = self._pts + self.settings.fps * (1 << min(self._quick_stops, 5))
             keyframe, unchanged = True, None
         data, is_key = self._x264.encode(self._i420, self._pts, keyframe=keyframe, qp=qp, unchanged=unchanged)
         self._pts += 1
@@ -293,7 +302,13 @@ class H264Encoder:
         motion = moved_macroblocks(self._planes, self._reference_planes, changed, self._shifts,
                                    self._unexplained if self._pts % 8 else None)
         new_rows = int(motion.new.any(axis=1).sum())
-        if not (motion.moved or self._x264_behind) or 2 * new_rows > changed.shape[0]:
+        # Much new beside what moved (a box moved by an odd shift: its edges) is cheaper as x264's residual than as
+        # intra blocks: as copies a box swinging at dpr 1 took 7 times x264's bytes. Such a picture starts no
+        # copies; while they go on, one now and then (a box turning round) is taken, but not 3 in 8.
+        mostly_new = 2 * int(np.count_nonzero(motion.new)) > sum(motion.taken.values())
+        self._mostly_new = (self._mostly_new << 1 | mostly_new) & 0xFF
+        if not (motion.moved or self._x264_behind) or 2 * new_rows > changed.shape[0] or (
+                mostly_new and (not self._x264_behind or self._mostly_new.bit_count() >= 3)):
             self._misses += 1
             return None
         self._misses = 0
@@ -326,6 +341,8 @@ class H264Encoder:
         except H264SyntaxError as error:
             self._stop_copies(error)
             return None
+        if not self._x264_behind:
+            self._copies_since = self._pts
         self._pts += 1
         self._x264_behind = True
         self._frame_num += 1
