@@ -186,8 +186,9 @@ def _changed_squares(pa: Picture, pb: Picture, block: int) -> npt.NDArray[np.boo
                 whole_h // block, block, whole_w // block).any(axis=1)
         else:
             # 255 where a pixel differs; an exact average of each square (an integer factor) is then above zero.
-            marks = np.ascontiguousarray(_unequal(a, b), np.uint8)
-            if marks.max(initial=0) == 1:  # numpy's bool map
+            differs = _unequal(a, b)
+            marks = np.ascontiguousarray(differs, np.uint8)
+            if differs.dtype == np.bool_:  # numpy's map is 0 and 1, OpenCV's 0 and 255
                 marks *= 255
             out[: whole_h // block, : whole_w // block] = cv2.resize(
                 marks, (whole_w // block, whole_h // block), interpolation=cv2.INTER_AREA) > 0
