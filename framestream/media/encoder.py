@@ -34,7 +34,7 @@ import numpy as np
 from framestream.core.h264 import choose_level, codec_string_from_access_unit
 from framestream.core.h264_bits import H264SyntaxError
 from framestream.core.quantizer import QuantizerPolicy, QuantizerRange
-from framestream.media.motion import Motion, carried, moved_macroblocks, runs
+from framestream.media.motion import Motion, carried, moved_macroblocks, runs, spread
 from framestream.media.moved_pictures import MovedPictures, stream_headers
 from framestream.media.rects import clip
 from framestream.media.x264 import ConstantQuantizer, ConstantRateFactor, X264Encoder, unchanged_map
@@ -314,6 +314,7 @@ class H264Encoder:
         self._misses = 0
         self._shifts = motion.main_shifts()
         self._unexplained = np.asarray(motion.new.any(axis=1) & ~motion.moved_blocks.any(axis=1), bool)
+        motion = spread(motion, self._planes, self._reference_planes)
         picture = self._write_ours(moved, motion, qp, refinement=False)
         if picture is not None and self._lossy is not None:
             self._lossy = carried(self._lossy, motion)

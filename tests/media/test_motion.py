@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from framestream.media.encoder import _i420_planes
-from framestream.media.motion import MB, Motion, carried, moved_macroblocks
+from framestream.media.motion import MB, Motion, carried, moved_macroblocks, spread
 
 W, H = 480, 320
 
@@ -85,6 +85,43 @@ def test_an_odd_shift_is_new_and_blocks_that_did_not_change_get_no_vector() -> N
     truly = changed_map(before, after)
     assert motion.new[truly].all(), "an odd shift does not copy chroma exactly: new"
     assert not motion.new[changed & ~truly].any() and not motion.vectors[changed & ~truly].any()
+
+
+def lines_page(height: int) -> np.ndarray:
+    """Short lines of text on white, with white between them and beside them."""
+    page = np.full((height, W, 4), 255, np.uint8)
+    for line in range(height // 40):
+        cv2.putText(page, f"line {line} of text", (16 + 50 * (line % 3), 28 + 40 * line), cv2.FONT_HERSHEY_SIMPLEX,
+                    0.6, (20, 20, 20, 255), 1, cv2.LINE_AA)
+    return page
+
+
+def test_still_white_amid_a_scroll_takes_the_scroll_s_vector_where_it_copies_exactly() -> None:
+    tall = lines_page(2 * H)
+    before, after = planes(np.ascontiguousarray(tall[40 : 40 + H])), planes(np.ascontiguousarray(tall[52 : 52 + H]))
+    changed = changed_map(before, after)  # exact: white between the lines did not change
+    motion = moved_macroblocks(after, before, changed)
+    assert motion.main_shifts()[0] == (0, -12)
+    still = changed_map(before, after) == 0
+    assert (~motion.moved_blocks & still).sum() > 100, "white blocks in place, vector 0, between moved lines"
+    wide = spread(motion, after, before)
+    assert wide.taken == motion.taken and np.array_equal(wide.new, motion.new)
+    given = wide.moved_blocks & ~motion.moved_blocks
+    assert given.sum() > 100
+    assert (wide.vectors[given] == (0, -12)).all()
+    assert_exact(wide.vectors, before, after, wide.moved_blocks)  # every vector given copies exactly
+    # Within the box of what the scroll moved, what was left at vector 0 does not copy under the shift.
+    rows, columns = np.flatnonzero(motion.moved_blocks.any(axis=1)), np.flatnonzero(motion.moved_blocks.any(axis=0))
+    for r, c in np.argwhere(still & ~wide.moved_blocks & ~motion.new):
+        y = r * MB
+        if rows[0] <= r <= rows[-1] and columns[0] <= c <= columns[-1] and y + 12 + MB <= H:
+            assert not np.array_equal(after[0][y : y + MB, c * MB : c * MB + MB],
+                                      before[0][y + 12 : y + 12 + MB, c * MB : c * MB + MB]) or \
+                not all(np.array_equal(a[y // 2 : y // 2 + 8, c * 8 : c * 8 + 8],
+                                       b[y // 2 + 6 : y // 2 + 14, c * 8 : c * 8 + 8])
+                        for a, b in zip(after[1:], before[1:], strict=True)), (r, c)
+    nothing = Motion(np.zeros_like(motion.vectors), motion.new, {})
+    assert spread(nothing, after, before) is nothing
 
 
 def test_previous_shifts_are_tried_first_and_nothing_changed_is_nothing() -> None:
