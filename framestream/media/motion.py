@@ -70,11 +70,33 @@ def _best_shift(current: npt.NDArray[np.float32], reference: npt.NDArray[np.floa
     a, b = start + margin, end - margin
     if b - a < 8:
         return None
-    lo, hi = max(0, a - SEARCH), min(len(reference), b + SEARCH)
-    if hi - lo <= b - a:
-        return None
-    scores = cv2.matchTemplate(reference[lo:hi].reshape(1, -1), current[a:b].reshape(1, -1), cv2.TM_SQDIFF)
-    return a - (lo + int(np.argmin(scores)))
+    template = current[a:b]
+    lo, hi = a - SEARCH, b + SEARCH
+    if lo >= 0 and hi <= len(reference):
+        scores = cv2.matchTemplate(reference[lo:hi].reshape(1, -1), template.reshape(1, -1), cv2.TM_SQDIFF)
+        return a - (lo + int(np.argmin(scores)))
+    # Near an edge, shifts that carry part of the template outside the picture are scored on what overlaps, per
+    # sample, with at least half of it overlapping: a box at the left edge moving right starts outside what it
+    # is matched in. (Repeating the edge instead made a one-colour box match everywhere.) Only the cross term needs
+    # a correlation (OpenCV's, in float32: the profiles are scaled to hold it); the squares are prefix sums.
+    m, scale = b - a, 1.0 / max(1.0, float(np.abs(template).max()) / 256)
+    first, last = max(0, lo) - lo, min(len(reference), hi) - lo  # the window's samples inside the picture
+    window = np.zeros(hi - lo, np.float32)
+    window[first:last] = reference[lo + first : lo + last] * scale
+    t = template * np.float32(scale)
+    cross = cv2.matchTemplate(window.reshape(1, -1), t.reshape(1, -1), cv2.TM_CCORR).reshape(-1).astype(np.float64)
+    offsets = np.arange(cross.size)
+    begin, stop = np.clip(first - offsets, 0, m), np.clip(last - offsets, 0, m)  # the template's overlapping part
+    overlap = np.maximum(stop - begin, 0)
+    template_squares = np.concatenate([[0.0], np.cumsum(t.astype(np.float64) ** 2)])
+    window_squares = np.concatenate([[0.0], np.cumsum(window.astype(np.float64) ** 2)])
+    squares = template_squares[stop] - template_squares[np.minimum(begin, stop)] + \
+        window_squares[offsets + m] - window_squares[offsets] - 2 * cross
+    scores = np.where(overlap * 2 >= m, np.maximum(squares, 0) / np.maximum(overlap, 1), np.inf)
+    # Of the shifts that line up as well (to float32's rounding), the one that overlaps most: a one-colour box's
+    # middle lines up under any shift that leaves its edge outside.
+    near = np.flatnonzero(scores <= scores.min() + 0.5)
+    return a - (lo + int(near[np.argmax(overlap[near])]))
 
 
 def _equal_blocks(current: Planes, reference: Planes, rows: tuple[int, int], columns: tuple[int, int],

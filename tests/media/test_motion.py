@@ -87,6 +87,23 @@ def test_an_odd_shift_is_new_and_blocks_that_did_not_change_get_no_vector() -> N
     assert not motion.new[changed & ~truly].any() and not motion.vectors[changed & ~truly].any()
 
 
+def test_a_box_leaving_the_left_edge_is_found_though_it_moved_in_from_outside_what_is_matched() -> None:
+    """Guesses match profiles against the reference widened by the search; at an edge the widening is the edge
+    repeated, as a decoder pads. A box at x 0 moving right was new whole (an intra box a picture) until then."""
+    def solid_box(x: int) -> np.ndarray:  # one colour: its middle lines up with any shift, only its edges tell
+        page = np.full((H, W, 4), 255, np.uint8)
+        cv2.rectangle(page, (x, 96), (x + 239, 223), (220, 90, 30, 255), -1)
+        return page
+
+    before, after = planes(solid_box(0)), planes(solid_box(4))
+    changed = changed_map(before, after)
+    motion = moved_macroblocks(after, before, changed)
+    assert motion.main_shifts()[0] == (4, 0)
+    # Only the column at the edge is new: its source would lie outside the picture.
+    assert set(np.argwhere(motion.new)[:, 1].tolist()) == {0}
+    assert_exact(motion.vectors, before, after, changed & ~motion.new)
+
+
 def lines_page(height: int) -> np.ndarray:
     """Short lines of text on white, with white between them and beside them."""
     page = np.full((height, W, 4), 255, np.uint8)
