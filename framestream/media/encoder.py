@@ -159,6 +159,8 @@ class H264Encoder:
         self._copies_since = 0  # the first picture of the copies going on now
         self._quick_stops = 0  # times in a row copies had to stop soon after they started
         self._mostly_new = 0  # of the last 8 searches, those that found more new blocks than moved ones (bits)
+        self._key_bytes = 0  # of x264's last IDR: what going back to x264 after copies costs
+        self._rent = 0  # bytes of pictures of ours since then that x264 would have done better
 
     def update(self, bgrx: np.ndarray, rows: tuple[int, int] | None = None,
                columns: tuple[int, int] | None = None) -> None:
@@ -257,7 +259,7 @@ class H264Encoder:
         if is_key and self.codec_string is None:
             self.codec_string = codec_string_from_access_unit(data)
         if is_key:
-            self._x264_behind, self._frame_num = False, 0
+            self._x264_behind, self._frame_num, self._rent, self._key_bytes = False, 0, 0, len(data)
         else:
             self._frame_num += 1
         if self._lossy is not None:  # what shows at the moving pictures' quality, for a later refinement
@@ -307,15 +309,27 @@ class H264Encoder:
         # copies; while they go on, one now and then (a box turning round) is taken, but not 3 in 8.
         mostly_new = 2 * int(np.count_nonzero(motion.new)) > sum(motion.taken.values())
         self._mostly_new = (self._mostly_new << 1 | mostly_new) & 0xFF
-        if not (motion.moved or self._x264_behind) or 2 * new_rows > changed.shape[0] or (
-                mostly_new and (not self._x264_behind or self._mostly_new.bit_count() >= 3)):
+        rented = False
+        if 2 * new_rows > changed.shape[0] or not (motion.moved or self._x264_behind):
             self._misses += 1
             return None
+        if mostly_new and (not self._x264_behind or self._mostly_new.bit_count() >= 3):
+            # x264 would do this picture better, but after copies it must start with an IDR: the whole picture
+            # intra. While the pictures of ours that x264 would have done better cost less together than half that
+            # IDR (what the last one cost; this picture estimated by its share of it), they go on as ours: a bar
+            # that grew and went back, a box's odd step.
+            rented = self._x264_behind and 2 * (self._rent + self._key_bytes * int(
+                np.count_nonzero(motion.new)) / motion.new.size) < self._key_bytes
+            if not rented:
+                self._misses += 1
+                return None
         self._misses = 0
         self._shifts = motion.main_shifts()
         self._unexplained = np.asarray(motion.new.any(axis=1) & ~motion.moved_blocks.any(axis=1), bool)
         motion = spread(motion, self._planes, self._reference_planes)
         picture = self._write_ours(moved, motion, qp, refinement=False)
+        if picture is not None and rented:
+            self._rent += len(picture.data)
         if picture is not None and self._lossy is not None:
             self._lossy = carried(self._lossy, motion)
         return picture
