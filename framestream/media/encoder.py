@@ -307,22 +307,18 @@ class H264Encoder:
         # Much new beside what moved (a box moved by an odd shift: its edges) is cheaper as x264's residual than as
         # intra blocks: as copies a box swinging at dpr 1 took 7 times x264's bytes. Such a picture starts no
         # copies; while they go on, one now and then (a box turning round) is taken, but not 3 in 8.
-        mostly_new = 2 * int(np.count_nonzero(motion.new)) > sum(motion.taken.values())
+        new_blocks = int(np.count_nonzero(motion.new))
+        mostly_new = 2 * new_blocks > sum(motion.taken.values())
         self._mostly_new = (self._mostly_new << 1 | mostly_new) & 0xFF
-        rented = False
-        if 2 * new_rows > changed.shape[0] or not (motion.moved or self._x264_behind):
+        # Such pictures x264 would do better, but after copies it must start with an IDR (the whole picture intra).
+        # While they cost less together than half of the last IDR (this one estimated by its share of the blocks),
+        # they go on as ours: a bar that grew and went back, a box leaving the picture's edge.
+        x264_better = mostly_new and (not self._x264_behind or self._mostly_new.bit_count() >= 3)
+        rented = x264_better and self._x264_behind and \
+            2 * (self._rent + self._key_bytes * new_blocks / motion.new.size) < self._key_bytes
+        if 2 * new_rows > changed.shape[0] or not (motion.moved or self._x264_behind) or (x264_better and not rented):
             self._misses += 1
             return None
-        if mostly_new and (not self._x264_behind or self._mostly_new.bit_count() >= 3):
-            # x264 would do this picture better, but after copies it must start with an IDR: the whole picture
-            # intra. While the pictures of ours that x264 would have done better cost less together than half that
-            # IDR (what the last one cost; this picture estimated by its share of it), they go on as ours: a bar
-            # that grew and went back, a box's odd step.
-            rented = self._x264_behind and 2 * (self._rent + self._key_bytes * int(
-                np.count_nonzero(motion.new)) / motion.new.size) < self._key_bytes
-            if not rented:
-                self._misses += 1
-                return None
         self._misses = 0
         self._shifts = motion.main_shifts()
         self._unexplained = np.asarray(motion.new.any(axis=1) & ~motion.moved_blocks.any(axis=1), bool)
