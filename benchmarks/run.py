@@ -303,6 +303,12 @@ def render(results: dict[str, Any]) -> str:
                    "watcher is told (launching), the frame is live, and a decoded picture shows the page again; "
                    "meanwhile another frame's viewer")
         out.append(report.faults_table(results["faults"]))
+    if "webrtc" in results:
+        from benchmarks import webrtc
+
+        out.append("\nWebRTC: a WebSocket viewer, then also an aiortc WebRTC viewer, then instead a second WebSocket "
+                   "viewer; Chromium over WebRTC on a limited UDP link")
+        out.append(webrtc.table(results["webrtc"]))
     if "slowlink" in results:
         from benchmarks import slowlink
 
