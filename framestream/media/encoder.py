@@ -31,6 +31,7 @@ from functools import partial
 import cv2
 import numpy as np
 
+from framestream.core.copies import CopiesRule
 from framestream.core.h264 import choose_level, codec_string_from_access_unit
 from framestream.core.h264_bits import H264SyntaxError
 from framestream.core.quantizer import QuantizerPolicy, QuantizerRange
@@ -42,12 +43,6 @@ from framestream.media.x264 import ConstantQuantizer, ConstantRateFactor, X264En
 # Each frame's worker thread converts its own pictures; OpenCV's pool beside it would only add threads that spin.
 cv2.setNumThreads(1)
 _QP_RANGE = ConstantQuantizer(lowest=8, highest=46)
-# Changes on fewer than one macroblock in this many are left to x264 without looking for motion (a caret, a
-# spinner). Measured on changed blocks found by the grab's block comparison (media/changes.py): a 160 px box
-# moving under a counter at dpr 2 changes about 100 of 16000, and as copies it costs 0.118 vCPU against 0.217.
-_SMALL_CHANGE = 256
-# Copies that went on this many seconds before they had to stop were worth their IDR: the next pause is short again.
-_COPIES_SETTLED = 2
 _log = logging.getLogger(__name__)
 
 
@@ -153,14 +148,8 @@ class H264Encoder:
         self._x264_behind = False  # a picture of ours went out: x264's reference is not the decoder's
         self._frame_num = 0  # of the last picture, counted from its IDR (every picture is a reference)
         self._shifts: list[tuple[int, int]] = []  # the last picture of copies' motion: tried first on the next
-        self._misses = 0  # pictures in a row where a search for motion made no picture of copies
         self._unexplained: np.ndarray | None = None  # rows with new blocks and none moved in the last picture
-        self._copies_from = 0  # no picture of copies before this picture (after copies had to stop)
-        self._copies_since = 0  # the first picture of the copies going on now
-        self._quick_stops = 0  # times in a row copies had to stop soon after they started
-        self._mostly_new = 0  # of the last 8 searches, those that found more new blocks than moved ones (bits)
-        self._key_bytes = 0  # of x264's last IDR: what going back to x264 after copies costs
-        self._rent = 0  # bytes of pictures of ours since then that x264 would have done better
+        self._copies = CopiesRule(s.fps)  # when pictures go as copies, and when x264 takes over
 
     def update(self, bgrx: np.ndarray, rows: tuple[int, int] | None = None,
                columns: tuple[int, int] | None = None) -> None:
@@ -243,14 +232,8 @@ class H264Encoder:
             if sharpened is not None:
                 return sharpened
         if self._x264_behind:  # x264 has not seen what the decoder shows: start it afresh
-            if not (keyframe or refinement):
-                # Copies could not carry on (an odd shift, much new): without a pause, each time they came back
-                # and stopped again would cost an IDR. Motion whose shifts are odd as often as not (an animation at
-                # dpr 1: the page rounds CSS pixels) stops them again and again, so the pause doubles each time
-                # they stop within `_COPIES_SETTLED` seconds, up to 32 s.
-                quick = self._pts - self._copies_since < _COPIES_SETTLED * self.settings.fps
-                self._quick_stops = self._quick_stops + 1 if quick else 0
-                self._copies_from = self._pts + self.settings.fps * (1 << min(self._quick_stops, 5))
+            if not (keyframe or refinement):  # copies could not carry on (an odd shift, much new): a pause
+                self._copies.stopped(self._pts)
             keyframe, unchanged = True, None
         data, is_key = self._x264.encode(self._i420, self._pts, keyframe=keyframe, qp=qp, unchanged=unchanged)
         self._pts += 1
@@ -259,7 +242,8 @@ class H264Encoder:
         if is_key and self.codec_string is None:
             self.codec_string = codec_string_from_access_unit(data)
         if is_key:
-            self._x264_behind, self._frame_num, self._rent, self._key_bytes = False, 0, 0, len(data)
+            self._x264_behind, self._frame_num = False, 0
+            self._copies.keyframe(len(data))
         else:
             self._frame_num += 1
         if self._lossy is not None:  # what shows at the moving pictures' quality, for a later refinement
@@ -293,9 +277,8 @@ class H264Encoder:
         if moved is None or not moved.ready:
             return None
         changed = ~unchanged
-        # Small changes cost x264 little; looking for motion that is not there costs us, so look less often.
-        if not self._x264_behind and (changed.sum() * _SMALL_CHANGE < changed.size or self._pts < self._copies_from
-                                      or (self._misses >= 3 and self._pts % 8)):
+        if not self._copies.worth_a_search(self._pts, changed=int(np.count_nonzero(changed)), blocks=changed.size,
+                                           behind=self._x264_behind):
             return None
         if self._reference is None:  # kept from this picture on (a still page never pays for it)
             self._reference_wanted = True
@@ -303,31 +286,19 @@ class H264Encoder:
         # Rows where what changed was new last time, nothing moved (a counter), are searched only now and then.
         motion = moved_macroblocks(self._planes, self._reference_planes, changed, self._shifts,
                                    self._unexplained if self._pts % 8 else None)
-        new_rows = int(motion.new.any(axis=1).sum())
-        # Much new beside what moved (a box moved by an odd shift: its edges) is cheaper as x264's residual than as
-        # intra blocks: as copies a box swinging at dpr 1 took 7 times x264's bytes. Such a picture starts no
-        # copies; while they go on, one now and then (a box turning round) is taken, but not 3 in 8.
-        new_blocks = int(np.count_nonzero(motion.new))
-        mostly_new = 2 * new_blocks > sum(motion.taken.values())
-        self._mostly_new = (self._mostly_new << 1 | mostly_new) & 0xFF
-        # Such pictures x264 would do better, but after copies it must start with an IDR (the whole picture intra).
-        # While they cost less together than half of the last IDR (this one estimated by its share of the blocks),
-        # they go on as ours: a bar that grew and went back, a box leaving the picture's edge.
-        x264_better = mostly_new and (not self._x264_behind or self._mostly_new.bit_count() >= 3)
-        rented = x264_better and self._x264_behind and \
-            2 * (self._rent + self._key_bytes * new_blocks / motion.new.size) < self._key_bytes
-        if 2 * new_rows > changed.shape[0] or not (motion.moved or self._x264_behind) or (x264_better and not rented):
-            self._misses += 1
+        if not self._copies.take(behind=self._x264_behind, moved=sum(motion.taken.values()),
+                                 new=int(np.count_nonzero(motion.new)), blocks=motion.new.size,
+                                 new_rows=int(motion.new.any(axis=1).sum()), rows=changed.shape[0]):
             return None
-        self._misses = 0
         self._shifts = motion.main_shifts()
         self._unexplained = np.asarray(motion.new.any(axis=1) & ~motion.moved_blocks.any(axis=1), bool)
         motion = spread(motion, self._planes, self._reference_planes)
+        behind = self._x264_behind
         picture = self._write_ours(moved, motion, qp, refinement=False)
-        if picture is not None and rented:
-            self._rent += len(picture.data)
-        if picture is not None and self._lossy is not None:
-            self._lossy = carried(self._lossy, motion)
+        if picture is not None:
+            self._copies.wrote(self._pts - 1, len(picture.data), behind=behind)
+            if self._lossy is not None:
+                self._lossy = carried(self._lossy, motion)
         return picture
 
     def _sharpened(self, still: np.ndarray, qp: int) -> EncodedPicture | None:
@@ -352,8 +323,6 @@ class H264Encoder:
         except H264SyntaxError as error:
             self._stop_copies(error)
             return None
-        if not self._x264_behind:
-            self._copies_since = self._pts
         self._pts += 1
         self._x264_behind = True
         self._frame_num += 1
