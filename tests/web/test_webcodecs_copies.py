@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from framestream.media.encoder import H264Encoder
-from tests.media.test_moved_pictures import BOX, box_page, changed_rect, ours
+from tests.media.test_moved_pictures import BOX, COPIES, box_page, changed_rect, ours
 from tests.web.browser import BrowserTab, Page, close_to
 from tests.web.firefox import Tab
 
@@ -61,7 +61,7 @@ JS_DECODE = """
 def moving_box_stream() -> tuple[str, list[bytes], list[np.ndarray], list[int]]:
     """(codec string, access units, source pictures as RGB, box x per picture)."""
     xs = [int(x) for x in np.cumsum([40] + [18, 16, 20, 18, 36] * 4 + [-18, -20] * 10)]
-    encoder = H264Encoder(W, H)
+    encoder = H264Encoder(W, H, COPIES)
     units, sources, last = [], [], None
     try:
         for step, x in enumerate(xs):
