@@ -298,10 +298,10 @@ class H264Encoder:
         self._shifts = motion.main_shifts()
         self._unexplained = np.asarray(motion.new.any(axis=1) & ~motion.moved_blocks.any(axis=1), bool)
         motion = spread(motion, self._planes, self._reference_planes)
-        behind = self._x264_behind
+        behind, number = self._x264_behind, self._pts  # as they were before this picture
         picture = self._write_ours(moved, motion, qp, refinement=False)
         if picture is not None:
-            self._copies.wrote(self._pts - 1, len(picture.data), behind=behind)
+            self._copies.wrote(number, len(picture.data), behind=behind)
             if self._lossy is not None:
                 self._lossy = carried(self._lossy, motion)
         return picture
