@@ -130,6 +130,8 @@ class Pps:
     bottom_field_poc: bool
     redundant_pic_cnt: bool
     weighted_pred: bool
+    references: int = 1  # num_ref_idx_l0_default_active_minus1 + 1
+    constrained_intra_pred: bool = False
 
 
 _HIGH_PROFILES = {100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135}
@@ -174,23 +176,26 @@ def parse_pps(unit: bytes) -> Pps:
     bottom_field_poc = bool(r.u(1))
     if r.ue() != 0:
         raise H264SyntaxError("slice groups are not read")
-    r.ue(), r.ue()  # num_ref_idx_l0/l1_default_active_minus1
+    references = r.ue() + 1
+    r.ue()  # num_ref_idx_l1_default_active_minus1
     weighted_pred = bool(r.u(1))
     r.u(2)  # weighted_bipred_idc
     pic_init_qp = 26 + r.se()
     r.se()  # pic_init_qs
     chroma_qp_offset = r.se()
     deblocking_control = bool(r.u(1))
-    r.u(1)  # constrained_intra_pred_flag
+    constrained_intra_pred = bool(r.u(1))
     redundant = bool(r.u(1))
     return Pps(pps_id, sps_id, cabac, pic_init_qp, chroma_qp_offset, deblocking_control, bottom_field_poc, redundant,
-               weighted_pred)
+               weighted_pred, references, constrained_intra_pred)
 
 
 @dataclass(frozen=True, slots=True)
-class IntraSlice:
-    """An I slice of another encoder's picture, read up to its data: what placing it elsewhere needs."""
+class ForeignSlice:
+    """An I or P slice of another encoder's picture, read up to its data: what placing it elsewhere needs. A P
+    slice predicts from one reference picture (no ref_idx in its macroblocks) and changes no reference list."""
 
+    kind: int  # SLICE_I or SLICE_P
     first_mb: int
     qp: int
     deblocking_idc: int
@@ -200,15 +205,18 @@ class IntraSlice:
     data_bits: int
 
 
-def parse_intra_slice(unit: bytes, sps: Sps, pps: Pps) -> IntraSlice:
-    """An I slice NAL unit (IDR or not; its header byte included) written against `sps` and `pps`."""
+def parse_foreign_slice(unit: bytes, sps: Sps, pps: Pps) -> ForeignSlice:
+    """An I or P slice NAL unit (IDR or not; its header byte included) written against `sps` and `pps`."""
     if pps.cabac:
         raise H264SyntaxError("CABAC slices are not placed (their data starts byte-aligned, ours would not)")
+    if pps.weighted_pred:
+        raise H264SyntaxError("slices with weighted prediction are not placed")
     kind, ref_idc = unit[0] & 0x1F, unit[0] >> 5 & 3
     r = BitReader(unescape(unit[1:]))
     first_mb = r.ue()
-    if r.ue() % 5 != SLICE_I:
-        raise H264SyntaxError("not an I slice")
+    slice_type = r.ue() % 5
+    if slice_type not in (SLICE_I, SLICE_P):
+        raise H264SyntaxError(f"slice type {slice_type} is not placed (I and P only)")
     if r.ue() != pps.pps_id:
         raise H264SyntaxError("slice of another PPS")
     r.u(sps.log2_max_frame_num)
@@ -220,6 +228,12 @@ def parse_intra_slice(unit: bytes, sps: Sps, pps: Pps) -> IntraSlice:
             r.se()
     if pps.redundant_pic_cnt:
         r.ue()
+    if slice_type == SLICE_P:
+        references = r.ue() + 1 if r.u(1) else pps.references  # num_ref_idx_active_override_flag
+        if references != 1:
+            raise H264SyntaxError(f"a P slice of {references} references (one only: no ref_idx is coded)")
+        if r.u(1):
+            raise H264SyntaxError("reference list modifications are not carried over")
     if ref_idc:
         if kind == NAL_IDR:
             r.u(2)  # no_output_of_prior_pics_flag, long_term_reference_flag
@@ -232,4 +246,4 @@ def parse_intra_slice(unit: bytes, sps: Sps, pps: Pps) -> IntraSlice:
         if idc != 1:
             alpha, beta = r.se(), r.se()
     data, count = r.rest()
-    return IntraSlice(first_mb, qp, idc, alpha, beta, data, count)
+    return ForeignSlice(slice_type, first_mb, qp, idc, alpha, beta, data, count)

@@ -5,11 +5,12 @@ new content needs no encoder for most of it. Each macroblock that is as before, 
 an even number of pixels (so its chroma moves by whole samples too), becomes a P macroblock with that motion vector
 and no residual: a P_Skip where its predicted vector is that one, otherwise P_L0_16x16 with the difference (mvd)
 and coded_block_pattern 0. The decoder copies the pixels it already shows, so the copy is exact and costs a few
-bits. Rows holding anything new come from another encoder as an I slice of their own, moved to their place by
-rewriting its header (`placed_intra_slice`): an I slice predicts only from itself, so it decodes the same anywhere.
+bits. Rows holding anything new come from another encoder as slices of their own, moved to their place by
+rewriting their headers (`placed_slice`): an I slice predicts only from itself, so it decodes the same anywhere;
+a P slice only where its reference holds what its encoder's did (media/inter_band.py).
 
 Deblocking: our P slices switch it off (disable_deblocking_filter_idc 1) since a copy must stay a copy, and a placed
-I slice filters only inside itself (2), as its encoder did at its own picture's edges.
+slice filters only inside itself (2), as its encoder did at its own picture's edges.
 
 CAVLC only (constrained baseline, which every decoder takes); a CABAC stream raises. Pure: arrays in, NAL units out.
 """
@@ -24,11 +25,10 @@ import numpy.typing as npt
 
 from framestream.core.h264 import NAL_SLICE
 from framestream.core.h264_bits import (
-    SLICE_I,
     SLICE_P,
     BitWriter,
+    ForeignSlice,
     H264SyntaxError,
-    IntraSlice,
     Pps,
     Sps,
     escape,
@@ -201,9 +201,9 @@ def p_slice(picture: PictureHeader, first_mb: int, mv: npt.NDArray[np.int32], co
     return _nal("".join(pieces))
 
 
-def placed_intra_slice(picture: PictureHeader, first_mb: int, intra: IntraSlice) -> bytes:
-    """`intra`, an I slice of another encoder's picture that covers as many blocks of one row as it holds, as this
-    picture's I slice from address `first_mb`."""
-    idc = 2 if intra.deblocking_idc == 0 else intra.deblocking_idc  # its edges were picture edges: not filtered
-    header = _header(picture, first_mb, SLICE_I, intra.qp, (idc, intra.alpha_offset, intra.beta_offset))
-    return _nal(_bits(header.value, header.count) + _bits(intra.data, intra.data_bits))
+def placed_slice(picture: PictureHeader, first_mb: int, foreign: ForeignSlice) -> bytes:
+    """`foreign`, a slice of another encoder's picture whose blocks lie in the same order here (one row of it, or
+    whole rows of a picture as wide as this one), as this picture's slice from address `first_mb`."""
+    idc = 2 if foreign.deblocking_idc == 0 else foreign.deblocking_idc  # its edges were picture edges: unfiltered
+    header = _header(picture, first_mb, foreign.kind, foreign.qp, (idc, foreign.alpha_offset, foreign.beta_offset))
+    return _nal(_bits(header.value, header.count) + _bits(foreign.data, foreign.data_bits))

@@ -259,6 +259,7 @@ class H264Encoder:
             else:
                 self._lossy |= ~unchanged
         if self._moved is not None:
+            self._moved.forget()
             if is_key and not self._moved.ready:
                 try:
                     if (headers := stream_headers(data)) is not None:
@@ -299,11 +300,13 @@ class H264Encoder:
         self._unexplained = np.asarray(motion.new.any(axis=1) & ~motion.moved_blocks.any(axis=1), bool)
         motion = spread(motion, self._planes, self._reference_planes)
         behind, number = self._x264_behind, self._pts  # as they were before this picture
-        picture = self._write_ours(moved, motion, qp, refinement=False)
-        if picture is not None:
-            self._copies.wrote(number, len(picture.data), behind=behind)
-            if self._lossy is not None:
-                self._lossy = carried(self._lossy, motion)
+        written = self._write_ours(moved, motion, qp, refinement=False)
+        if written is None:
+            return None
+        picture, coded = written
+        self._copies.wrote(number, len(picture.data), behind=behind)
+        if self._lossy is not None:
+            self._lossy = carried(self._lossy, motion) | coded
         return picture
 
     def _sharpened(self, still: np.ndarray, qp: int) -> EncodedPicture | None:
@@ -313,18 +316,21 @@ class H264Encoder:
         if self._moved is None or self._lossy is None:
             return None
         new = self._lossy | ~still
-        picture = self._write_ours(self._moved, Motion(np.zeros((*new.shape, 2), np.int32), new), qp,
+        written = self._write_ours(self._moved, Motion(np.zeros((*new.shape, 2), np.int32), new), qp,
                                    refinement=True)
-        if picture is not None and self._lossy is not None:
+        if written is None:
+            return None
+        if self._lossy is not None:
             self._lossy[:] = False
-        return picture
+        return written[0]
 
     def _write_ours(self, moved: MovedPictures, motion: Motion, qp: int, *, refinement: bool,
-                    ) -> EncodedPicture | None:
-        """One picture of copies written and accounted for (None: the stream cannot take them, x264 goes on)."""
+                    ) -> tuple[EncodedPicture, np.ndarray] | None:
+        """One picture of copies written and accounted for, and the blocks x264 encoded in it (None: the stream
+        cannot take them, x264 goes on)."""
         try:
-            data = moved.write(self._planes, motion, qp=qp, frame_num=self._frame_num + 1,
-                               poc_lsb=2 * (self._frame_num + 1))
+            data, coded = moved.write(self._planes, motion, qp=qp, frame_num=self._frame_num + 1,
+                                      poc_lsb=2 * (self._frame_num + 1))
         except H264SyntaxError as error:
             self._stop_copies(error)
             return None
@@ -333,9 +339,9 @@ class H264Encoder:
         self._frame_num += 1
         assert self._policy is not None
         self._policy.encoded(qp=qp, size_bytes=len(data), keyframe=False, refinement=refinement)
-        # Blocks found in place are as they were: only those moved or new differ from the reference.
-        self._keep_reference(~(motion.new | motion.moved_blocks))
-        return EncodedPicture(data=data, keyframe=False, refinement=refinement)
+        # Blocks found in place and not encoded are as they were: only the rest differ from the reference.
+        self._keep_reference(~(coded | motion.moved_blocks))
+        return EncodedPicture(data=data, keyframe=False, refinement=refinement), coded
 
     def _keep_reference(self, unchanged: np.ndarray | None) -> None:
         """Bring `_reference` up to the picture just sent: the blocks not `unchanged` (all: None), as the box of
@@ -364,10 +370,21 @@ class H264Encoder:
             self._moved.close()
 
 
-def _band_encoder(settings: EncoderSettings, width: int, height: int, slice_blocks: int) -> X264Encoder:
-    """An x264 for the new blocks of a picture of copies: the stream's options, a slice every `slice_blocks`."""
+def _band_encoder(settings: EncoderSettings, width: int, height: int, slice_blocks: int, whole_pel: bool,
+                  ) -> X264Encoder:
+    """An x264 for the new blocks of a picture of copies: the stream's options, a slice every `slice_blocks`;
+    `whole_pel`: vectors of whole samples only."""
     options = _x264_options(settings.fps, choose_level(width, height, settings.fps), 1)
     options["slice-max-mbs"] = str(slice_blocks)
+    options["partitions"] = "i4x4,p8x8"  # veryfast's, said again: no p4x4 (media/inter_band.py reads 8x8 vectors)
+    if whole_pel:
+        # A band's P pictures are kept only while their vectors read inside the band. A fraction's filter reads
+        # 2-3 rows past a block, and such vectors sent 12-58 of 130 pictures of the scroll page (dpr 2) back to an
+        # IDR; a scroll moves content by whole pixels, and with whole-sample vectors 0-5 went back.
+        options["subme"] = "0"
+        # As sharp as the intra bands they replace (x264's intra deadzone): inter's wider one (21) cost a scroll
+        # 0.5-0.8 dB in the rows that came into view, for the same bytes in tests/media/test_inter_band.py.
+        options["deadzone-inter"] = "11"
     # veryfast, not ultrafast: ultrafast turns off intra 4x4 prediction (`analyse.intra`, which no option sets
     # back), and text coded as 16x16 intra cost a scrolling page's new rows a fifth more bytes. These encoders take
     # a strip or a box's edges, where the slower analysis costs about 0.1 ms a picture.
