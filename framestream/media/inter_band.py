@@ -76,18 +76,14 @@ class InterBand:
         return data
 
     def _decoded_vectors(self, data: bytes) -> npt.NDArray[np.void] | None:
-        """The vectors of the one picture `data` holds (an empty array for none), None when it did not decode."""
+        """The vectors of the one picture `data` holds; None when it did not decode or came without them (an IDR,
+        or a P picture of intra blocks only, which is no worse as an IDR: never taken unchecked)."""
         try:
             frames = self._decoder.decode(av.Packet(data))
         except av.FFmpegError:
             return None
-        if len(frames) != 1:
-            return None
-        exported = frames[0].side_data.get("MOTION_VECTORS")
-        if exported is None:
-            return np.zeros(0, [("w", "u1"), ("h", "u1"), ("dst_y", "i2"), ("motion_y", "i4"),
-                                ("motion_scale", "u2")])
-        return np.asarray(exported.to_ndarray())
+        exported = frames[0].side_data.get("MOTION_VECTORS") if len(frames) == 1 else None
+        return None if exported is None else np.asarray(exported.to_ndarray())
 
     def close(self) -> None:
         self.encoder.close()  # the decoder holds no thread (thread_count 1) and goes with this object

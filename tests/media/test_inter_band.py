@@ -17,9 +17,10 @@ import pytest
 from framestream.core.h264 import NAL_SLICE, nal_type, split_annexb
 from framestream.core.h264_bits import SLICE_P, parse_foreign_slice
 from framestream.media import inter_band
-from framestream.media.encoder import EncodedPicture
+from framestream.media.encoder import EncodedPicture, EncoderSettings, _band_encoder, _i420_planes
 from framestream.media.inter_band import InterBand, reads_outside
-from tests.media.test_moved_pictures import H, Run, explode, ours, psnr, text_page
+from framestream.media.moved_pictures import _i420_box
+from tests.media.test_moved_pictures import H, Run, W, explode, ours, psnr, text_page
 
 _RECORD = [("w", "u1"), ("h", "u1"), ("dst_y", "i2"), ("motion_y", "i4"), ("motion_scale", "u2")]
 
@@ -171,3 +172,25 @@ def test_a_sticky_header_s_counter_and_a_scroll_s_new_rows_go_on_as_two_bands(
         assert sum(1 for count in inter if count >= 1) >= len(steps) - 3, inter
         assert min(psnr(d, s) for d, s in zip(run.decoded, run.sources, strict=True)) >= 38
         assert explode(run.stream, tmp_path) == len(run.pictures)
+
+
+def test_a_p_picture_whose_vectors_read_outside_or_cannot_be_read_goes_as_an_idr() -> None:
+    """Text moved up 6 rows in a 2-row band: at the picture's bottom its vectors read below it, into the padding
+    the decoder has too (a P picture); with the picture going on below, outside (an IDR). Without exported vectors
+    (a decoder not asked for them) a P picture is never taken unchecked."""
+    width, height = W, 32
+    planes = _i420_planes(cv2.cvtColor(text_page(), cv2.COLOR_BGRA2YUV_I420), W, 3 * H)
+
+    def band_at(y: int) -> np.ndarray:
+        return _i420_box(planes, y, y + height, 0, width)
+
+    for export, rows, want_keyframe in ((True, (22, 24), False), (True, (0, 2), True), (False, (22, 24), True)):
+        band = InterBand(_band_encoder(EncoderSettings(), width, height, width // 16 * height // 16, True))
+        try:
+            if not export:
+                band._decoder = av.CodecContext.create("h264", "r")
+            assert band.encode(band_at(100), 26, rows=rows, picture_rows=24, inter=False)[1]
+            _, keyframe = band.encode(band_at(106), 26, rows=rows, picture_rows=24, inter=True)
+            assert keyframe == want_keyframe, (export, rows)
+        finally:
+            band.close()
