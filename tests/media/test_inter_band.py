@@ -14,14 +14,12 @@ import cv2
 import numpy as np
 import pytest
 
-from framestream.core.copies import CopiesRule
 from framestream.core.h264 import NAL_SLICE, nal_type, split_annexb
 from framestream.core.h264_bits import SLICE_P, parse_foreign_slice
 from framestream.media import inter_band
 from framestream.media.encoder import EncodedPicture, EncoderSettings, _band_encoder, _i420_planes
 from framestream.media.inter_band import InterBand, reads_outside
-from framestream.media.motion import Motion
-from framestream.media.moved_pictures import Segment, _i420_box, plan
+from framestream.media.moved_pictures import _i420_box
 from tests.media.test_moved_pictures import H, Run, W, explode, ours, psnr, text_page
 
 _RECORD = [("w", "u1"), ("h", "u1"), ("dst_y", "i2"), ("motion_y", "i4"), ("motion_scale", "u2")]
@@ -78,7 +76,7 @@ class Bands:
         assert self.by_picture
         for index, bands in self.by_picture.items():
             for (top, bottom), own in bands:
-                luma = run.decoded[index][: run.encoder.height][top * 16 : bottom * 16]
+                luma = run.decoded[index][:H][top * 16 : bottom * 16]
                 assert np.array_equal(luma, own[: (bottom - top) * 16]), f"picture {index}: rows {top}-{bottom} differ"
 
 
@@ -196,80 +194,3 @@ def test_a_p_picture_whose_vectors_read_outside_or_cannot_be_read_goes_as_an_idr
             assert keyframe == want_keyframe, (export, rows)
         finally:
             band.close()
-
-
-def motion_of(rows: int, columns: int, new: list[tuple[int, int]], moved: list[tuple[int, int, int]] = ()
-              ) -> Motion:
-    """A Motion with these new blocks (row, column) and moved ones (row, column, shift down in pixels)."""
-    vectors = np.zeros((rows, columns, 2), np.int32)
-    flags = np.zeros((rows, columns), bool)
-    for row, column in new:
-        flags[row, column] = True
-    for row, column, down in moved:
-        vectors[row, column] = (0, down)
-    return Motion(vectors, flags)
-
-
-def test_plan_keeps_a_band_while_its_new_rows_stay_inside_and_lets_one_rest_while_its_rows_are_still() -> None:
-    rows, columns = 20, 8
-    # A spinner's band from the last picture: new blocks inside it again go on as its P picture.
-    segments, resting = plan(motion_of(rows, columns, [(9, 3)]), {(8, 11)})
-    assert segments == [Segment((8, 11), inter=True)] and resting == set()
-    # Nothing changed in its rows: it rests (the decoder still shows its encoder's picture), and stays carried.
-    segments, resting = plan(motion_of(rows, columns, [(2, 3)]), {(8, 11)}, bands=True)
-    assert segments == [Segment((1, 4))] and resting == {(8, 11)}
-    # New rows that reach past it: a band of its own rows, from an IDR (the old one is written over).
-    segments, resting = plan(motion_of(rows, columns, [(9, 3), (10, 3), (11, 3)]), {(8, 11)}, bands=True)
-    assert segments == [Segment((8, 13))] and resting == set()
-    # Only moved in its rows (copies over it): neither kept nor resting.
-    segments, resting = plan(motion_of(rows, columns, [], [(9, 3, 4)]), {(8, 11)})
-    assert segments == [] and resting == set()
-    # Without `bands`, new blocks in the middle are a box; at the picture's bottom a band, with the row above it
-    # whose content came up from within the band, not the one whose content came down from beyond.
-    segments, _ = plan(motion_of(rows, columns, [(5, 2), (19, 6)], [(18, c, -6) for c in range(columns)]), set())
-    assert segments == [Segment((5, 6), (0, 4)), Segment((18, 20))]
-    segments, _ = plan(motion_of(rows, columns, [(19, 6)], [(18, c, 6) for c in range(columns)]), set())
-    assert segments == [Segment((19, 20))]
-    # A new band's rows beside its new ones stop at a kept band and at the rows before.
-    segments, _ = plan(motion_of(rows, columns, [(9, 3), (12, 1)]), {(8, 11)}, bands=True)
-    assert segments == [Segment((8, 11), inter=True), Segment((11, 14))]
-
-
-def test_a_spinner_on_a_text_page_goes_as_p_pictures_of_its_rows_alone(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """A small change (a 32 px spinner) is encoded by x264 in its rows only, as P pictures of their band: x264
-    alone analysed the whole picture for it. Every picture decodes to its source, and the stream costs no more
-    than x264 alone's. At 1280x768, where a change of up to 14 blocks is small."""
-    page = np.ascontiguousarray(np.hstack([text_page()[: 2 * H]] * 2))
-
-    def spinner(step: int) -> np.ndarray:
-        picture = page.copy()
-        cv2.circle(picture, (400, 200), 14, (220, 220, 220, 255), 4)
-        cv2.ellipse(picture, (400, 200), (14, 14), 0, 30 * step, 30 * step + 90, (190, 100, 20, 255), 4)
-        return picture
-
-    def run_spinner(patch: pytest.MonkeyPatch) -> tuple[Run, Bands]:
-        run = Run(size=(2 * W, 2 * H))
-        bands = Bands(run, patch)
-        for step in range(40):
-            run.send(spinner(step))
-        run.close()
-        return run, bands
-
-    with monkeypatch.context() as patch:
-        run, bands = run_spinner(patch)
-    assert all(ours(p) for p in run.pictures[1:])
-    # The first band is an IDR, and the one from row 10; 37 of 40 pictures were P when written.
-    assert sum(1 for p in run.pictures if band_p_slices(run, p)) >= 34
-    # The spinner's rows (11-13 of 48) and one beside them each way: once its arc reached row 11, a band from row 10.
-    assert {rows for each in bands.by_picture.values() for rows, _ in each} == {(11, 15), (10, 15)}
-    bands.check_decoded_alike(run)
-    assert min(psnr(d, s) for d, s in zip(run.decoded, run.sources, strict=True)) >= 40
-    assert explode(run.stream, tmp_path) == len(run.pictures)
-    band_bytes = sum(len(p.data) for p in run.pictures[1:])
-    with monkeypatch.context() as patch:
-        patch.setattr(CopiesRule, "in_bands", lambda *args, **kwargs: False)
-        alone, _ = run_spinner(patch)
-    assert not any(ours(p) for p in alone.pictures)
-    x264_bytes = sum(len(p.data) for p in alone.pictures[1:])
-    assert band_bytes <= 1.0 * x264_bytes, (band_bytes, x264_bytes)  # 46.0 against 67.6 kB when written
