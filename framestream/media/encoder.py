@@ -380,7 +380,7 @@ def _band_encoder(settings: EncoderSettings, width: int, height: int, slice_bloc
     if whole_pel:
         # A band's P pictures are kept only while their vectors read inside the band. A fraction's filter reads
         # 2-3 rows past a block, and such vectors sent 12-58 of 130 pictures of the scroll page (dpr 2) back to an
-        # IDR; a scroll moves content by whole pixels, and with whole-sample vectors 0-5 went back.
+        # IDR; a scroll moves content by whole pixels, and with whole-sample vectors 0-6 went back.
         options["subme"] = "0"
         # As sharp as the intra bands they replace (x264's intra deadzone): inter's wider one (21) cost a scroll
         # 0.5-0.8 dB in the rows that came into view, for the same bytes in tests/media/test_inter_band.py.
