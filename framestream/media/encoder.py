@@ -383,7 +383,7 @@ def _band_encoder(settings: EncoderSettings, width: int, height: int, slice_bloc
         # IDR; a scroll moves content by whole pixels, and with whole-sample vectors 0-6 went back.
         options["subme"] = "0"
         # As sharp as the intra bands they replace (x264's intra deadzone): inter's wider one (21) cost a scroll
-        # 0.5-0.8 dB in the rows that came into view, for the same bytes in tests/media/test_inter_band.py.
+        # 0.5-0.8 dB in the rows that came into view, for the same bytes (the scroll of test_moved_pictures.py).
         options["deadzone-inter"] = "11"
     # veryfast, not ultrafast: ultrafast turns off intra 4x4 prediction (`analyse.intra`, which no option sets
     # back), and text coded as 16x16 intra cost a scrolling page's new rows a fifth more bytes. These encoders take

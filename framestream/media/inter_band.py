@@ -36,11 +36,11 @@ def reads_outside(vectors: npt.NDArray[np.void], height: int, *, above: bool, be
     tall = vectors["h"].astype(np.int64)
     block_top = vectors["dst_y"].astype(np.int64) - tall // 2
     # In quarter luma samples, which are also eighths of a chroma sample (4:2:0 chroma moves by the same vector).
-    motion = vectors["motion_y"].astype(np.int64) * 4 // vectors["motion_scale"].astype(np.int64)
-    whole, fraction = np.divmod(block_top * 4 + motion, 4)
+    read_at = block_top * 4 + vectors["motion_y"].astype(np.int64) * 4 // vectors["motion_scale"].astype(np.int64)
+    whole, fraction = np.divmod(read_at, 4)
     first = whole - np.where(fraction != 0, _TAPS_ABOVE, 0)
     last = whole + tall - 1 + np.where(fraction != 0, _TAPS_BELOW, 0)
-    chroma, chroma_fraction = np.divmod(block_top * 4 + motion, 8)  # bilinear: one row more at a fraction
+    chroma, chroma_fraction = np.divmod(read_at, 8)  # bilinear: one row more at a fraction
     chroma_last = chroma + tall // 2 - 1 + (chroma_fraction != 0)
     return bool((above and ((first < 0).any() or (chroma < 0).any())) or
                 (below and ((last >= height).any() or (chroma_last >= height // 2).any())))
