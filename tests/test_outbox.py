@@ -430,6 +430,28 @@ def test_the_held_rate_is_measured_only_over_sends_the_link_held_back_and_kept_u
     assert meter.held_rate == meter.rate == 100_000, "a receiver's fresh estimate is the rate"
 
 
+def test_the_held_rate_is_not_read_from_a_token_buckets_burst() -> None:
+    """Sends from a real 1 Mbit/s token bucket with a 16 KB burst (tests/integration/test_slow_links.py): a send
+    after the link idled passed within the refilled burst, and light pictures that fit the refill between them
+    waited one poll. Each alone read the link as 10-16 Mbit/s and capped the light stream at 8 Mbit/s."""
+    clock = Clock()
+    meter = LinkMeter(clock)
+    meter.sent(124_993, 0.8132, held=True)  # a keyframe: the link's own rate
+    assert meter.held_rate == pytest.approx(153_700, rel=0.01)
+    clock.t += 2 * LINK_WINDOW_S
+    meter.sent(16_384, 0.0204, held=True)  # the refilled burst, alone in the window by wall time
+    assert meter.held_rate is not None and meter.held_rate < 1.2 * 153_700, "over at least HELD_MIN_BUSY_S"
+    before = meter.held_rate
+    for _ in range(40):  # 5 KB light pictures, 50 ms apart: each within the burst refilled meanwhile
+        clock.t += 0.05
+        meter.sent(4_800, 0.0023, held=True)
+    assert meter.held_rate == before, "sends held for less than HELD_MIN_S measure nothing"
+    for _ in range(10):  # the link held a picture's pieces back for long: that measures it again
+        clock.t += 0.2
+        meter.sent(12_500, 0.1, held=True)
+    assert meter.held_rate == pytest.approx(125_000, rel=0.01)
+
+
 async def test_a_slow_viewer_whose_link_carries_the_stream_returns_to_it_after_the_hold() -> None:
     clock = Clock()
     frame = Frame(clock)

@@ -6,7 +6,8 @@ nothing about its capacity. The rate is bytes over busy seconds in a recent wind
 gets slower or recovers within a couple of seconds. A message that left at once (small enough to stay within
 what may be in the network, or passed within a token bucket's burst) reads the link as fast as loopback: enough
 to know a link is not slow, far too much to plan a stream by. So the sends the link *held back* (the writer
-waited on their tail) also make a `held_rate`, which caps the light stream.
+waited on their tail for `HELD_MIN_S` or more) also make a `held_rate`, over at least `HELD_MIN_BUSY_S` of them,
+which caps the light stream.
 
 A WebRTC viewer's bytes leave through UDP at once, so the writer's clock says nothing there: the receiver's own
 estimate (REMB, `reported`) stands in for the measure while it is fresh.
@@ -31,6 +32,14 @@ from collections.abc import Callable
 
 LINK_WINDOW_S = 2.0  # samples older than this (wall time) no longer count, unless nothing newer was measured
 MIN_BUSY_S = 0.002  # below this much busy time the link is too fast to tell: no estimate yet
+# The held-back sends measure over at least this much of their busy time, however old: a send after the link
+# idled first passes within a token bucket's refilled burst (16 KB in 8 ms read a 1 Mbit/s link as 16 Mbit/s,
+# alone in its window, and capped a light stream at 8 Mbit/s). Over 0.5 s such a burst adds at most a third.
+HELD_MIN_BUSY_S = 0.5
+# A send held back for less than this passed within a burst too: between two light pictures (50 ms) a 1 Mbit/s
+# token bucket refills 6 KB, and the next 5 KB picture waited one 2 ms poll (14 Mbit/s). Above 8 Mbit/s, where
+# held sends take less, the light stream's cap is at its most anyway (media/light_policy.py).
+HELD_MIN_S = 0.01
 MAX_RATE = 125_000_000.0  # bytes/s (1 Gbit/s): what "too fast to tell" reads as
 MIN_RATE = 1_000.0  # bytes/s (8 kbit/s): the least a rate reads as (a receiver's estimate of 0 included)
 STREAM_WINDOW_S = 2.0
@@ -69,7 +78,7 @@ class LinkMeter:
         self._reported: tuple[float, float] | None = None  # (at, bytes/s) from the receiver
         self._reports: collections.deque[tuple[float, float]] = collections.deque()  # recent ones, for `falling`
         self._losses: collections.deque[tuple[float, int, int]] = collections.deque()  # (at, lost, highest seq)
-        self._held = _Window(LINK_WINDOW_S, keep_newest=True)  # the held-back sends alone
+        self._held = _Window(LINK_WINDOW_S, keep_newest=True, min_busy=HELD_MIN_BUSY_S)  # the held-back sends
         self._held_rate: float | None = None
         self.delivered = 0  # bytes reported sent, ever (a probe reads what arrived over its time)
 
@@ -126,7 +135,7 @@ class LinkMeter:
         rate = _window_rate(self._samples, now, size, busy_s)
         if rate is not None:
             self._rate = rate
-        if held:
+        if held and busy_s >= HELD_MIN_S:
             rate = _window_rate(self._held, now, size, busy_s)
             if rate is not None and rate < MAX_RATE:
                 self._held_rate = rate
@@ -153,9 +162,10 @@ class _Window:
     same however many there are (a writer adds one a message, 1,500 a second for 50 viewers at 30 fps; summing
     the window each time was most of the fan-out's Python)."""
 
-    def __init__(self, span: float, *, keep_newest: bool) -> None:
+    def __init__(self, span: float, *, keep_newest: bool, min_busy: float = 0.0) -> None:
         self._span = span
         self._keep = 1 if keep_newest else 0  # keep the newest sample however old: the last measure stands
+        self._min_busy = min_busy  # old samples stay while the newer ones sum to less busy time than this
         self._samples: collections.deque[tuple[float, int, float]] = collections.deque()
         self.bytes = 0
         self.busy = 0.0
@@ -168,7 +178,8 @@ class _Window:
 
     def expire(self, now: float) -> None:
         samples = self._samples
-        while len(samples) > self._keep and samples[0][0] < now - self._span:
+        while (len(samples) > self._keep and samples[0][0] < now - self._span
+               and self.busy - samples[0][2] >= self._min_busy):
             _, size, busy = samples.popleft()
             self.bytes -= size
             self.busy -= busy
