@@ -245,8 +245,10 @@ class ChangeSender:
             changed = changed + [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in self._pending_boxes]
         self._pending_boxes.clear()
         self._waiting = []  # this picture shows them
+        # Nothing grabbed changed (`rows` None, nothing pended): nothing differs from the last picture. Saying so
+        # lets a refinement after pictures of copies be one of them; "anything may have changed" made it an IDR.
         encoded = encoder.encode(
-            keyframe=keyframe, refinement=refinement, changed=changed if rows is not None or spans else None,
+            keyframe=keyframe, refinement=refinement, changed=changed if rows is not None or spans else [],
             partial=partial,
         )
         if not encoded.data:
