@@ -41,7 +41,7 @@ from framestream.media.picture import KIND_PATCH, PatchGate, Picture
 
 PAGES = {"move": ("bench", "move_box.html"), "scroll": ("bench", "scroll_fast.html"),
          "spinner": ("bench", "patch_spinner.html"), "small": ("bench", "patch_box.html"),
-         "animated": ("tests", "animated.html"), "rest": ("bench", "scroll_rest.html")}
+         "animated": ("tests", "animated.html"), "rest": ("bench", "scroll_fast.html?rest")}
 STAGES = ("grab", "compare", "convert", "motion", "slices", "x264", "png")
 
 
