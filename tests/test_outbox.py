@@ -452,18 +452,6 @@ def test_the_held_rate_is_not_read_from_a_token_buckets_burst() -> None:
     assert meter.held_rate == pytest.approx(125_000, rel=0.01)
 
 
-def test_the_held_rate_counts_only_what_the_link_took_while_the_writer_waited() -> None:
-    """A keyframe over a 1 Mbit/s token bucket: its first 16 KB (the burst) and whatever fitted the kernel's queue
-    at once are not the link's pace; the bytes acknowledged while the writer waited on its tail are
-    (server/drain.py `timed_send`)."""
-    meter = LinkMeter(Clock())
-    meter.sent(86_000, 0.56, held=True, drained=(62_500, 0.5))
-    assert meter.rate == pytest.approx(153_571, rel=0.01), "the whole send, burst and all"
-    assert meter.held_rate == 125_000, "what drained while it waited"
-    meter.sent(5_000, 0.004, held=True, drained=(5_000, 0.002))  # one poll: within a refilled burst
-    assert meter.held_rate == 125_000
-
-
 async def test_a_slow_viewer_whose_link_carries_the_stream_returns_to_it_after_the_hold() -> None:
     clock = Clock()
     frame = Frame(clock)

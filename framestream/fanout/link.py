@@ -6,8 +6,8 @@ nothing about its capacity. The rate is bytes over busy seconds in a recent wind
 gets slower or recovers within a couple of seconds. A message that left at once (small enough to stay within
 what may be in the network, or passed within a token bucket's burst) reads the link as fast as loopback: enough
 to know a link is not slow, far too much to plan a stream by. So the sends the link *held back* (the writer
-waited on their tail for `HELD_MIN_S` or more) also make a `held_rate` from what the link took while the writer
-waited, over at least `HELD_MIN_BUSY_S` of such waits, which caps the light stream.
+waited on their tail for `HELD_MIN_S` or more) also make a `held_rate`, over at least `HELD_MIN_BUSY_S` of them,
+which caps the light stream.
 
 A WebRTC viewer's bytes leave through UDP at once, so the writer's clock says nothing there: the receiver's own
 estimate (REMB, `reported`) stands in for the measure while it is fresh.
@@ -126,21 +126,17 @@ class LinkMeter:
         """Whether a receiver's estimate is fresh: it then is the rate."""
         return self._reported is not None and self._clock() - self._reported[0] <= REPORT_FRESH_S
 
-    def sent(self, size: int, busy_s: float, *, held: bool = False, drained: tuple[int, float] | None = None,
-             ) -> None:
+    def sent(self, size: int, busy_s: float, *, held: bool = False) -> None:
         """`size` bytes reached the viewer's side over `busy_s` seconds of the writer's; `held`: the link held the
-        message back (the writer waited on its tail), so the link, not the sender, set the pace; `drained`: the
-        bytes it took over the seconds the writer waited (without what passed at once, within a token bucket's
-        burst), the held measure's sample when given."""
+        message back (the writer waited on its tail), so the link, not the sender, set the pace."""
         now = self._clock()
         self.delivered += size
         busy_s = max(0.0, busy_s)
         rate = _window_rate(self._samples, now, size, busy_s)
         if rate is not None:
             self._rate = rate
-        held_size, held_s = drained if drained is not None else (size, busy_s)
-        if held and held_s >= HELD_MIN_S:
-            rate = _window_rate(self._held, now, held_size, held_s)
+        if held and busy_s >= HELD_MIN_S:
+            rate = _window_rate(self._held, now, size, busy_s)
             if rate is not None and rate < MAX_RATE:
                 self._held_rate = rate
 

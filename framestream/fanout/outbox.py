@@ -272,12 +272,10 @@ class Outbox:
         self._in_flight, self._in_flight_since = item, self._clock()
         return item.payload
 
-    def sent(self, size: int, busy_s: float, *, held: bool = False, drained: tuple[int, float] | None = None,
-             ) -> None:
+    def sent(self, size: int, busy_s: float, *, held: bool = False) -> None:
         """The writer's report on the last message taken: `size` bytes reached the viewer's side over the
-        `busy_s` seconds the writer spent on it (`held`: the link held it back, `drained` bytes over seconds
-        while it waited; see `LinkMeter`)."""
-        self.link.sent(size, busy_s, held=held, drained=drained)
+        `busy_s` seconds the writer spent on it (`held`: the link held it back; see `LinkMeter`)."""
+        self.link.sent(size, busy_s, held=held)
         self._in_flight = None
         if self._when_room and self.room_for_keyframe():
             waiting, self._when_room = self._when_room, []

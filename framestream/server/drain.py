@@ -54,23 +54,18 @@ def in_network_allowance(rate: float | None, size: int) -> int:
 
 
 async def timed_send(transport: asyncio.BaseTransport | None, rate: float | None, size: int,
-                     send: Awaitable[None]) -> tuple[int, float, tuple[int, float] | None]:
+                     send: Awaitable[None]) -> tuple[int, float, bool]:
     """Await `send` (a message of `size` bytes), then until at most `in_network_allowance` of what was written
     is left unacknowledged. Returns the bytes acknowledged meanwhile, the seconds it all took (the link's busy
-    time) and, when the link held the message back (it had to wait: the link, not the sender, set the pace),
-    the bytes acknowledged while it waited and the seconds it waited. Those leave out what passed at once
-    within a token bucket's burst, which is not the link's pace. Polls with a step from what is left at `rate`:
-    one check on a fast link."""
+    time) and whether the link held the message back (it had to wait: the link, not the sender, set the pace).
+    Polls with a step from what is left at `rate`: one check on a fast link."""
     started = time.monotonic()
     before = queued_bytes(transport)
     await send
     allowance = in_network_allowance(rate, size)
-    waited_from, first = time.monotonic(), queued_bytes(transport)
-    left = first
-    while left > allowance:
+    held = False
+    while (left := queued_bytes(transport)) > allowance:
+        held = True
         step = POLL_MAX_S if not rate else (left - allowance) / rate
         await asyncio.sleep(min(POLL_MAX_S, max(POLL_MIN_S, step)))
-        left = queued_bytes(transport)
-    ended = time.monotonic()
-    held = (max(0, first - left), ended - waited_from) if first > allowance else None
-    return max(0, before + size - left), ended - started, held
+    return max(0, before + size - left), time.monotonic() - started, held

@@ -247,8 +247,8 @@ class ViewerConnection:
                 send = self.ws.send_bytes(item) if isinstance(item, bytes) else self.ws.send_str(item)
                 # Until it has (nearly) reached the viewer: the queue stays in the outbox (where a slow viewer
                 # can skip) and the time it took measures this connection's link.
-                delivered, busy, waited = await timed_send(self.transport, self.outbox.link.rate, len(item), send)
-                self.outbox.sent(delivered, busy, held=waited is not None, drained=waited)
+                delivered, busy, held = await timed_send(self.transport, self.outbox.link.rate, len(item), send)
+                self.outbox.sent(delivered, busy, held=held)
         except (ConnectionError, RuntimeError):
             pass  # the peer went away; the reader sees it too and cleans up
 
