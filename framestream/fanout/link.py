@@ -55,7 +55,11 @@ PROBE_WINDOW_S = 5.0  # slow again this soon after going back: the try failed, t
 PROBE_S = 1.0  # how long a probe pads the link (long beside a token bucket's burst, which it must not count)
 PROBE_LEAD_S = 0.1  # padding queued ahead of the probe's schedule, so the link never idles during it
 PROBE_PASS = 0.9  # of the padding's schedule the link must have delivered
-PROBE_MIN_RATE = 16_000.0  # bytes/s: a full stream lighter than this is simply tried
+PROBE_MIN_RATE = 16_000.0  # bytes/s: a full stream lighter than this is simply tried, unless its page moves
+# A full stream of this many pictures a second is a moving page however small they are (a scroll through white
+# as pictures of copies: 200 bytes each, 6 kB/s): tried simply, its keyframe (160 kB at 1280x800 dpr 2) held a
+# 1 Mbit/s viewer's pictures for 1.1-1.3 s, in a third of the slow-link runs. A caret's blink stays still.
+MOVING_PICTURES_PER_S = 5.0
 KEYFRAME_S = 0.5  # the full stream's keyframe must cross the link within this: a dpr 2 IDR is 150-400 KB
 # The least a moving page's keyframe is taken to be, in bytes a pixel (150 KB at 2560x1600, the small end of a
 # dpr 2 IDR of a text page): a light viewer sees no full keyframe for as long as the page moves, and the last one
@@ -170,6 +174,9 @@ class _Window:
         self.bytes = 0
         self.busy = 0.0
 
+    def __len__(self) -> int:
+        return len(self._samples)
+
     def add(self, at: float, size: int, busy: float) -> None:
         self._samples.append((at, size, busy))
         self.bytes += size
@@ -204,7 +211,7 @@ def _window_rate(window: _Window, now: float, size: int, busy_s: float) -> float
 
 
 class RateWindow:
-    """Bytes per second of what was offered over the last `STREAM_WINDOW_S` (wall time)."""
+    """Bytes (and pictures) per second of what was offered over the last `STREAM_WINDOW_S` (wall time)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
@@ -215,10 +222,16 @@ class RateWindow:
         self._window.add(self._clock(), size, 0.0)
 
     def rate(self) -> float:
+        return self._window.bytes / self._span()
+
+    def per_s(self) -> float:
+        """Pictures per second over the same window."""
+        return len(self._window) / self._span()
+
+    def _span(self) -> float:
         now = self._clock()
         self._window.expire(now)
-        span = max(0.2, min(STREAM_WINDOW_S, now - self._started))
-        return self._window.bytes / span
+        return max(0.2, min(STREAM_WINDOW_S, now - self._started))
 
 
 class Probe:
@@ -304,9 +317,10 @@ class StreamChoice:
             return True
         # Back only to a stream the link carries with its keyframes, which come on every join, resume and skip:
         # a link that carries the deltas but takes seconds for a keyframe would show pictures seconds old while
-        # the page moves. A still page goes back at once: the one keyframe only sharpens what is on screen.
+        # the page moves. A still page goes back at once: the one keyframe only sharpens what is on screen. Still
+        # is light and few: small pictures many times a second are a moving page.
         wanted = RECOVER_MARGIN * self.deltas.rate()
-        if wanted >= PROBE_MIN_RATE:
+        if wanted >= PROBE_MIN_RATE or self.deltas.per_s() >= MOVING_PICTURES_PER_S:
             wanted = max(wanted, max(self.keyframe_bytes, self.keyframe_floor) / KEYFRAME_S)
         if reported or link_rate is None or wanted < PROBE_MIN_RATE:
             self._go_back(now)
