@@ -55,11 +55,11 @@ PROBE_WINDOW_S = 5.0  # slow again this soon after going back: the try failed, t
 PROBE_S = 1.0  # how long a probe pads the link (long beside a token bucket's burst, which it must not count)
 PROBE_LEAD_S = 0.1  # padding queued ahead of the probe's schedule, so the link never idles during it
 PROBE_PASS = 0.9  # of the padding's schedule the link must have delivered
-PROBE_MIN_RATE = 16_000.0  # bytes/s: a full stream lighter than this is simply tried, unless its page moves
-# A full stream of this many pictures a second is a moving page however small they are (a scroll through white
-# as pictures of copies: 200 bytes each, 6 kB/s): tried simply, its keyframe (160 kB at 1280x800 dpr 2) held a
-# 1 Mbit/s viewer's pictures for 1.1-1.3 s, in a third of the slow-link runs. A caret's blink stays still.
-MOVING_PICTURES_PER_S = 5.0
+PROBE_MIN_RATE = 16_000.0  # bytes/s: a full stream lighter than this for `LIGHT_FOR_S` is simply tried
+# A full stream light only for a moment is not a light one: a scroll through white (pictures of copies of 200 bytes,
+# 6 kB/s for a second between 60 kB/s) was tried simply, and its keyframe (160 kB at 1280x800 dpr 2) held a
+# 1 Mbit/s viewer's pictures for 1.1-1.3 s, in a third of the slow-link runs.
+LIGHT_FOR_S = 3.0
 KEYFRAME_S = 0.5  # the full stream's keyframe must cross the link within this: a dpr 2 IDR is 150-400 KB
 # The least a moving page's keyframe is taken to be, in bytes a pixel (150 KB at 2560x1600, the small end of a
 # dpr 2 IDR of a text page): a light viewer sees no full keyframe for as long as the page moves, and the last one
@@ -174,9 +174,6 @@ class _Window:
         self.bytes = 0
         self.busy = 0.0
 
-    def __len__(self) -> int:
-        return len(self._samples)
-
     def add(self, at: float, size: int, busy: float) -> None:
         self._samples.append((at, size, busy))
         self.bytes += size
@@ -211,7 +208,7 @@ def _window_rate(window: _Window, now: float, size: int, busy_s: float) -> float
 
 
 class RateWindow:
-    """Bytes (and pictures) per second of what was offered over the last `STREAM_WINDOW_S` (wall time)."""
+    """Bytes per second of what was offered over the last `STREAM_WINDOW_S` (wall time)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
@@ -222,16 +219,10 @@ class RateWindow:
         self._window.add(self._clock(), size, 0.0)
 
     def rate(self) -> float:
-        return self._window.bytes / self._span()
-
-    def per_s(self) -> float:
-        """Pictures per second over the same window."""
-        return len(self._window) / self._span()
-
-    def _span(self) -> float:
         now = self._clock()
         self._window.expire(now)
-        return max(0.2, min(STREAM_WINDOW_S, now - self._started))
+        span = max(0.2, min(STREAM_WINDOW_S, now - self._started))
+        return self._window.bytes / span
 
 
 class Probe:
@@ -274,6 +265,7 @@ class StreamChoice:
         self.probe: Probe | None = None  # testing the link before going back to the full stream
         self.probes = 0
         self._share, self._share_at = 1.0, clock()  # of the measured link the light stream may take
+        self._heavy_at = clock()  # when the full stream last needed a probe to go back to
 
     def skipped(self) -> None:
         now = self._clock()
@@ -313,14 +305,16 @@ class StreamChoice:
                 self._below_since = self._lossy_since = None
                 self.skipped()
             return self.slow
+        if RECOVER_MARGIN * self.deltas.rate() >= PROBE_MIN_RATE:
+            self._heavy_at = now
         if self.probe is not None or now - self._last_skip < self.hold_s:
             return True
         # Back only to a stream the link carries with its keyframes, which come on every join, resume and skip:
         # a link that carries the deltas but takes seconds for a keyframe would show pictures seconds old while
-        # the page moves. A still page goes back at once: the one keyframe only sharpens what is on screen. Still
-        # is light and few: small pictures many times a second are a moving page.
+        # the page moves. A still page (or a light stream, for `LIGHT_FOR_S`) goes back at once: the one keyframe
+        # only sharpens what is on screen.
         wanted = RECOVER_MARGIN * self.deltas.rate()
-        if wanted >= PROBE_MIN_RATE or self.deltas.per_s() >= MOVING_PICTURES_PER_S:
+        if now - self._heavy_at < LIGHT_FOR_S:
             wanted = max(wanted, max(self.keyframe_bytes, self.keyframe_floor) / KEYFRAME_S)
         if reported or link_rate is None or wanted < PROBE_MIN_RATE:
             self._go_back(now)
