@@ -305,7 +305,8 @@ class StreamChoice:
                 self._below_since = self._lossy_since = None
                 self.skipped()
             return self.slow
-        if RECOVER_MARGIN * self.deltas.rate() >= PROBE_MIN_RATE:
+        wanted = RECOVER_MARGIN * self.deltas.rate()
+        if wanted >= PROBE_MIN_RATE:
             self._heavy_at = now
         if self.probe is not None or now - self._last_skip < self.hold_s:
             return True
@@ -313,7 +314,6 @@ class StreamChoice:
         # a link that carries the deltas but takes seconds for a keyframe would show pictures seconds old while
         # the page moves. A still page (or a light stream, for `LIGHT_FOR_S`) goes back at once: the one keyframe
         # only sharpens what is on screen.
-        wanted = RECOVER_MARGIN * self.deltas.rate()
         if now - self._heavy_at < LIGHT_FOR_S:
             wanted = max(wanted, max(self.keyframe_bytes, self.keyframe_floor) / KEYFRAME_S)
         if reported or link_rate is None or wanted < PROBE_MIN_RATE:

@@ -46,7 +46,7 @@ _QP_RANGE = ConstantQuantizer(lowest=8, highest=46)
 # A refinement after copies sharpens their lossy blocks as one of them while they are at most this share of the
 # picture, else x264 sends an IDR. The band encoders' intra analysis costs about 10 µs a block of dense text,
 # x264's whole IDR at the refinement's quality 11 ms at 2560x1600 (1.2 MB): after a long scroll (every block
-# lossy) sharpening took 161 ms for 0.72x the bytes; at a quarter, at most 40 ms once the page rests.
+# lossy) sharpening took 161 ms for 0.72x the bytes; a quarter would take about 40 ms, once, as the page rests.
 _SHARPEN_AT_MOST = 1 / 4
 _log = logging.getLogger(__name__)
 
