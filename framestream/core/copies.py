@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Changes on fewer than one macroblock in this many are left to x264 without looking for motion (a caret, a
-# spinner). Measured on changed blocks found by the grab's block comparison (media/changes.py): a 160 px box
-# moving under a counter at dpr 2 changes about 100 of 16000, and as copies it costs 0.118 vCPU against 0.217.
+# Changes on fewer than one macroblock in this many are not searched for motion (a caret, a spinner): they go as
+# bands, x264 encoding only their rows (`in_bands`). Measured on changed blocks found by the grab's block
+# comparison (media/changes.py): a 160 px box moving under a counter at dpr 2 changes about 100 of 16000, and as
+# copies it costs 0.118 vCPU against 0.217.
 SMALL_CHANGE = 256
+# Bands of more than this share of the picture's rows cost about what x264's whole picture does.
+BAND_ROWS_SHARE = 0.25
 # Copies that went on this many seconds before they had to stop were worth their IDR: the next pause is short again.
 SETTLED_S = 2
 LONGEST_PAUSE_S = 32
@@ -33,6 +36,18 @@ class CopiesRule:
     _key_bytes: int = 0  # x264's last IDR: what going back to x264 after copies costs
     _rent: int = 0  # bytes of pictures of copies since then that x264 would have done better
     _renting: bool = False  # the last picture taken is one of those
+    _banding: bool = False  # the last picture of ours was of bands alone
+
+    def in_bands(self, *, changed: int, blocks: int, changed_rows: int, rows: int, behind: bool) -> bool:
+        """Whether a picture where `changed` of its `blocks` macroblocks changed, in `changed_rows` of its `rows`,
+        goes as bands: x264 encodes only those rows, as P pictures of their own while they stay where they are
+        (media/inter_band.py), and our slices skip the rest. x264 alone pays its fixed work on every block (a
+        32 px spinner at dpr 2: 5 ms a picture, against 0.8 for its band). Then x264 is behind what the decoder
+        shows, so bands of many rows go to x264 while it is not. Small changes amid copies (an animation slowing
+        down) stay copies: each time copies came between, a band would start again from an IDR of its rows."""
+        small = changed * SMALL_CHANGE < blocks
+        self._banding = small and (self._banding if behind else changed_rows <= BAND_ROWS_SHARE * rows)
+        return self._banding
 
     def worth_a_search(self, picture: int, *, changed: int, blocks: int, behind: bool) -> bool:
         """Whether to look for motion in this picture: `changed` of its `blocks` macroblocks changed, and x264 is

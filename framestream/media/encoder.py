@@ -35,6 +35,7 @@ from framestream.core.copies import CopiesRule
 from framestream.core.h264 import choose_level, codec_string_from_access_unit
 from framestream.core.h264_bits import H264SyntaxError
 from framestream.core.quantizer import QuantizerPolicy, QuantizerRange
+from framestream.media.inter_band import INTER_BAND_OPTIONS
 from framestream.media.motion import Motion, carried, moved_macroblocks, runs, spread
 from framestream.media.moved_pictures import MovedPictures, stream_headers
 from framestream.media.rects import clip
@@ -288,8 +289,16 @@ class H264Encoder:
         if moved is None or not moved.ready:
             return None
         changed = ~unchanged
-        if not self._copies.worth_a_search(self._pts, changed=int(np.count_nonzero(changed)), blocks=changed.size,
-                                           behind=self._x264_behind):
+        count = int(np.count_nonzero(changed))
+        if self._copies.in_bands(changed=count, blocks=changed.size, changed_rows=int(changed.any(axis=1).sum()),
+                                 rows=changed.shape[0], behind=self._x264_behind):
+            # The source of what the decoder shows is the current picture until then (x264 sent all of it).
+            self._reference_wanted = True
+            written = self._write_ours(moved, Motion.none(changed), qp, refinement=False, bands=True)
+            if written is not None and self._lossy is not None:
+                self._lossy |= written[1]
+            return None if written is None else written[0]
+        if not self._copies.worth_a_search(self._pts, changed=count, blocks=changed.size, behind=self._x264_behind):
             return None
         if self._reference is None:  # kept from this picture on (a still page never pays for it)
             self._reference_wanted = True
@@ -323,21 +332,19 @@ class H264Encoder:
         new = self._lossy | ~still
         if new.mean() > _SHARPEN_AT_MOST:
             return None
-        written = self._write_ours(self._moved, Motion(np.zeros((*new.shape, 2), np.int32), new), qp,
-                                   refinement=True)
+        written = self._write_ours(self._moved, Motion.none(new), qp, refinement=True)
         if written is None:
             return None
-        if self._lossy is not None:
-            self._lossy[:] = False
+        self._lossy[:] = False
         return written[0]
 
-    def _write_ours(self, moved: MovedPictures, motion: Motion, qp: int, *, refinement: bool,
+    def _write_ours(self, moved: MovedPictures, motion: Motion, qp: int, *, refinement: bool, bands: bool = False,
                     ) -> tuple[EncodedPicture, np.ndarray] | None:
         """One picture of copies written and accounted for, and the blocks x264 encoded in it (None: the stream
         cannot take them, x264 goes on)."""
         try:
             data, coded = moved.write(self._planes, motion, qp=qp, frame_num=self._frame_num + 1,
-                                      poc_lsb=2 * (self._frame_num + 1))
+                                      poc_lsb=2 * (self._frame_num + 1), bands=bands, still=refinement)
         except H264SyntaxError as error:
             self._stop_copies(error)
             return None
@@ -385,13 +392,7 @@ def _band_encoder(settings: EncoderSettings, width: int, height: int, slice_bloc
     options["slice-max-mbs"] = str(slice_blocks)
     options["partitions"] = "i4x4,p8x8"  # veryfast's, said again: no p4x4 (media/inter_band.py reads 8x8 vectors)
     if whole_pel:
-        # A band's P pictures are kept only while their vectors read inside the band. A fraction's filter reads
-        # 2-3 rows past a block, and such vectors sent 12-58 of 130 pictures of the scroll page (dpr 2) back to an
-        # IDR; a scroll moves content by whole pixels, and with whole-sample vectors 0-6 went back.
-        options["subme"] = "0"
-        # As sharp as the intra bands they replace (x264's intra deadzone): inter's wider one (21) cost a scroll
-        # 0.5-0.8 dB in the rows that came into view, for the same bytes (the scroll of test_moved_pictures.py).
-        options["deadzone-inter"] = "11"
+        options |= INTER_BAND_OPTIONS
     # veryfast, not ultrafast: ultrafast turns off intra 4x4 prediction (`analyse.intra`, which no option sets
     # back), and text coded as 16x16 intra cost a scrolling page's new rows a fifth more bytes. These encoders take
     # a strip or a box's edges, where the slower analysis costs about 0.1 ms a picture.

@@ -22,6 +22,17 @@ import numpy.typing as npt
 
 from framestream.media.x264 import X264Encoder
 
+# x264 options of a band's encoder, beside the stream's.
+INTER_BAND_OPTIONS = {
+    # Whole-sample vectors: a fraction's filter reads 2-3 rows past a block, and such vectors sent 12-58 of 130
+    # pictures of the scroll page (dpr 2) back to an IDR; a scroll moves content by whole pixels, and with
+    # whole-sample vectors 0-6 went back.
+    "subme": "0",
+    # As sharp as the intra bands they replace (x264's intra deadzone): inter's wider one (21) cost a scroll
+    # 0.5-0.8 dB in the rows that came into view, for the same bytes (tests/media/test_inter_band.py).
+    "deadzone-inter": "11",
+}
+
 # Rows a luma block reads beyond itself at a fractional vertical position: the 6-tap filter's, 2 above, 3 below.
 _TAPS_ABOVE, _TAPS_BELOW = 2, 3
 

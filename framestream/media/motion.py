@@ -37,6 +37,11 @@ class Motion:
     new: npt.NDArray[np.bool_]  # (rows, columns): changed and explained by no shift
     taken: dict[tuple[int, int], int] = field(default_factory=dict)  # blocks each shift other than none explained
 
+    @classmethod
+    def none(cls, new: npt.NDArray[np.bool_]) -> Motion:
+        """Nothing moved: the blocks `new` are to be encoded, the rest are as they were."""
+        return cls(np.zeros((*new.shape, 2), np.int32), new)
+
     @property
     def moved(self) -> bool:
         return bool(self.taken)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -51,18 +52,72 @@ def _i420_box(planes: list[npt.NDArray[np.uint8]], top: int, bottom: int, left: 
                            v[top // 2 : bottom // 2, left // 2 : right // 2].reshape(-1)])
 
 
-def _band_rows(motion: Motion, new: tuple[int, int], free: int) -> tuple[int, int]:
-    """The rows of the band for the run of new rows `new`, with the row beside it on either side inside the picture
-    (from row `free` on) whose content came from within the band: x264's vectors for the new rows read past them,
-    and must read inside the band (without such a row 58 of 130 pictures of the scroll page went back to an IDR).
+def _band_rows(motion: Motion, new: tuple[int, int], free: int, limit: int) -> tuple[int, int]:
+    """The rows of the band for the run of new rows `new`, with the row beside it on either side within rows
+    [free, limit) whose content came from within the band: x264's vectors for the new rows read past them, and
+    must read inside the band (without such a row 58 of 130 pictures of the scroll page went back to an IDR).
     Content that came from beyond (a scroll under a sticky header) would make the row's own vectors read outside."""
     top, bottom = new
     shifts = motion.vectors[..., 1]  # how far each block moved down, in pixels
     if top > free and bool((shifts[top - 1] <= 0).all()):
         top -= 1
-    if bottom < shifts.shape[0] and bool((shifts[bottom] >= 0).all()):
+    if bottom < limit and bool((shifts[bottom] >= 0).all()):
         bottom += 1
     return top, bottom
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """Rows of blocks [top, bottom) that x264 encodes in a picture of copies."""
+
+    rows: tuple[int, int]
+    columns: tuple[int, int] | None = None  # a box's [left, right); None: a band of whole rows
+    inter: bool = False  # a band that goes on as a P picture of its encoder (which wrote these rows before)
+
+
+def plan(motion: Motion, carried: set[tuple[int, int]], *, bands: bool = False, still: bool = False,
+         ) -> tuple[list[Segment], set[tuple[int, int]]]:
+    """Where x264 encodes this picture's new blocks, in row order, and which of the `carried` bands (those whose
+    rows the decoder shows as their encoders reconstructed them) rest: nothing changed in their rows, so they
+    still do. A carried band with new blocks in its rows goes on as a P picture (x264 encodes its moved blocks
+    too) while the new rows it meets lie within it, not in its first or last row where the picture goes on
+    beyond (their vectors would read past it); one whose rows only moved is copied over. Other runs of new
+    rows are bands at the picture's top or bottom, as wide as it, or everywhere with `bands`; boxes elsewhere.
+    `still`: nothing moved (a refinement), so a carried band goes on with new blocks in any of its rows: x264's
+    vectors for content that stayed put stay put (and `InterBand` checks them). Pure."""
+    rows, columns = motion.new.shape
+    new_rows = np.asarray(motion.new.any(axis=1), bool)
+    changed_rows = np.asarray(new_rows | motion.moved_blocks.any(axis=1), bool)
+    new_runs = runs(new_rows)
+    going: list[tuple[int, int]] = []
+    resting: set[tuple[int, int]] = set()
+    for band in sorted(carried):
+        if not changed_rows[band[0] : band[1]].any():
+            resting.add(band)
+        elif new_rows[band[0] : band[1]].any() and all(
+                (band[0] < top or band[0] == top == 0 or (still and band[0] == top))
+                and (bottom < band[1] or bottom == band[1] == rows or (still and bottom == band[1]))
+                for top, bottom in new_runs if top < band[1] and bottom > band[0]):
+            going.append(band)
+    segments = [Segment(band, inter=True) for band in going]
+    free = 0
+    for top, bottom in new_runs:
+        if any(band[0] <= top and bottom <= band[1] for band in going):
+            continue
+        free = max([free, *(band[1] for band in going if band[1] <= top)])
+        limit = min([rows, *(band[0] for band in going if band[0] >= bottom)])
+        new_columns = np.flatnonzero(motion.new[top:bottom].any(axis=0))
+        left = int(new_columns[0]) // _ALIGN * _ALIGN
+        right = min(columns, -(-(int(new_columns[-1]) + 1) // _ALIGN) * _ALIGN)
+        if bands or top == 0 or bottom == rows or (left, right) == (0, columns):
+            band = _band_rows(motion, (top, bottom), free, limit)
+            segments.append(Segment(band, inter=band in carried))  # the same rows as before: no better ones
+        else:
+            segments.append(Segment((top, bottom), (left, right)))
+        free = segments[-1].rows[1]
+    segments.sort(key=lambda segment: segment.rows)
+    resting = {band for band in resting if all(s.rows[1] <= band[0] or s.rows[0] >= band[1] for s in segments)}
+    return segments, resting
 
 
 def _same_decoding(pps: Pps, stream: Pps) -> None:
@@ -101,35 +156,37 @@ class MovedPictures:
         return self._headers is not None
 
     def write(self, planes: list[npt.NDArray[np.uint8]], motion: Motion, *, qp: int, frame_num: int,
-              poc_lsb: int) -> tuple[bytes, npt.NDArray[np.bool_]]:
+              poc_lsb: int, bands: bool = False, still: bool = False) -> tuple[bytes, npt.NDArray[np.bool_]]:
         """The access unit of the current picture `planes` (Y, U, V), whose changed macroblocks `motion` says
-        how to make: copied from the reference by its vectors, or new (encoded by x264); and the blocks x264
-        encoded (the new ones, and those beside them in their box or band), at this picture's quality."""
+        how to make: copied from the reference by its vectors, or new (encoded by x264); and the blocks shown at
+        this picture's quality: the new ones, and those beside them in their box or in a band sent as an IDR (a P
+        band's other blocks are as they were: counted lossy, a typed letter's band made every refinement re-encode
+        whole rows). `bands`: every run of rows with new blocks is a band, wherever it lies (a spinner's rows, P
+        picture after P picture); `still`: nothing moved (`plan`)."""
         if self._headers is None:
             raise H264SyntaxError("no SPS and PPS yet: the stream starts with an IDR from x264")
         sps, pps = self._headers
         picture = PictureHeader(sps, pps, frame_num=frame_num, poc_lsb=poc_lsb)
         columns, total = sps.mb_width, sps.mb_width * sps.mb_height
-        carried, self._carried = self._carried, set()
-        # The new blocks of each run of rows: at the picture's top or bottom, as a band of whole rows (its slices
-        # in raster order as they are); elsewhere as one box a whole number of _ALIGN blocks wide, one intra slice
-        # a row. P slices hold everything else.
+        segments, resting = plan(motion, self._carried, bands=bands, still=still)
+        self._carried = set()
+        # Each segment's blocks encoded by x264: a band's whole rows as its slices are (raster order), a box a
+        # whole number of _ALIGN blocks wide as one intra slice a row. P slices hold everything else.
         placed: list[tuple[int, int, bytes]] = []  # (first block, blocks, slice)
         coded = motion.new.copy()
-        free = 0  # the first row no band took
-        for top, bottom in runs(motion.new.any(axis=1)):
-            new_columns = np.flatnonzero(motion.new[top:bottom].any(axis=0))
-            left = int(new_columns[0]) // _ALIGN * _ALIGN
-            right = min(columns, -(-(int(new_columns[-1]) + 1) // _ALIGN) * _ALIGN)
-            if top == 0 or bottom == sps.mb_height or (left, right) == (0, columns):
-                band = _band_rows(motion, (top, bottom), free)
-                placed += self._band(picture, planes, band, qp, inter=band in carried)
-                coded[band[0] : band[1]] = True
-                free = band[1]
+        for segment in segments:
+            top, bottom = segment.rows
+            if segment.columns is None:
+                band_slices, keyframe = self._band(picture, planes, segment.rows, qp, inter=segment.inter)
+                placed += band_slices
+                if keyframe:
+                    coded[top:bottom] = True
                 continue
+            left, right = segment.columns
             coded[top:bottom, left:right] = True
-            for row, unit in enumerate(self._intra(picture, planes, (top, bottom), (left, right), qp)):
+            for row, unit in enumerate(self._intra(picture, planes, segment.rows, segment.columns, qp)):
                 placed.append(((top + row) * columns + left, right - left, unit))
+        self._carried |= {band for band in resting if band in self._bands}  # not closed to make room meanwhile
         # A vector is where the reference is read: minus the shift, in quarter pixels.
         vectors = -4 * motion.vectors
         units: list[bytes] = []
@@ -161,14 +218,15 @@ class MovedPictures:
                 for row, s in enumerate(slices)]
 
     def _band(self, picture: PictureHeader, planes: list[npt.NDArray[np.uint8]], rows: tuple[int, int], qp: int,
-              *, inter: bool) -> list[tuple[int, int, bytes]]:
+              *, inter: bool) -> tuple[list[tuple[int, int, bytes]], bool]:
         """Whole rows `rows` encoded by their band's x264, a P picture when `inter` allows and the vectors stay
-        inside: (first block, blocks, slice) of each of its slices, placed at these rows."""
+        inside: (first block, blocks, slice) of each of its slices, placed at these rows; and whether it was an
+        IDR."""
         height, columns = rows[1] - rows[0], picture.sps.mb_width
         band, sps, pps = self._band_encoder_of(rows)
         _same_decoding(pps, picture.pps)
         box = _i420_box(planes, rows[0] * MB, rows[1] * MB, 0, self.width)
-        data, _ = band.encode(box, qp, rows=rows, picture_rows=picture.sps.mb_height, inter=inter)
+        data, keyframe = band.encode(box, qp, rows=rows, picture_rows=picture.sps.mb_height, inter=inter)
         slices = [parse_foreign_slice(unit, sps, pps) for unit in split_annexb(data)
                   if nal_type(unit) in (NAL_IDR, NAL_SLICE)]
         firsts = [s.first_mb for s in slices]
@@ -177,7 +235,7 @@ class MovedPictures:
         self._carried.add(rows)
         offset = rows[0] * columns
         return [(offset + s.first_mb, end - s.first_mb, placed_slice(picture, offset + s.first_mb, s))
-                for s, end in zip(slices, [*firsts[1:], height * columns], strict=True)]
+                for s, end in zip(slices, [*firsts[1:], height * columns], strict=True)], keyframe
 
     def _box_encoder(self, width: int, height: int) -> tuple[X264Encoder, Sps, Pps]:
         """An x264 for boxes of `width` x `height` blocks, one slice a row (kept for the next such box)."""

@@ -3,7 +3,7 @@ pause after they had to stop."""
 
 from __future__ import annotations
 
-from framestream.core.copies import LONGEST_PAUSE_S, SETTLED_S, SMALL_CHANGE, CopiesRule
+from framestream.core.copies import BAND_ROWS_SHARE, LONGEST_PAUSE_S, SETTLED_S, SMALL_CHANGE, CopiesRule
 
 FPS = 30
 BLOCKS = 16000
@@ -75,3 +75,21 @@ def test_a_stop_soon_after_starting_doubles_the_pause_up_to_the_longest_and_a_se
     rule.stopped(picture)
     assert rule.worth_a_search(picture + FPS, changed=400, blocks=BLOCKS, behind=False)
     assert not rule.worth_a_search(picture + FPS - 1, changed=400, blocks=BLOCKS, behind=False)
+
+
+def test_small_changes_go_as_bands_in_few_rows_and_after_bands_but_not_amid_copies() -> None:
+    rule = CopiesRule(30)
+    blocks, rows = 16000, 100
+    small = blocks // SMALL_CHANGE - 1
+    # x264 in step: a spinner's few rows go as bands; small changes over many rows (a long caret) to x264.
+    assert rule.in_bands(changed=small, blocks=blocks, changed_rows=8, rows=rows, behind=False)
+    assert not rule.in_bands(changed=small, blocks=blocks, changed_rows=int(BAND_ROWS_SHARE * rows) + 1, rows=rows,
+                             behind=False)
+    # x264 behind the bands: small changes go on as bands, however many rows (x264 would need an IDR).
+    assert rule.in_bands(changed=small, blocks=blocks, changed_rows=8, rows=rows, behind=False)
+    assert rule.in_bands(changed=small, blocks=blocks, changed_rows=60, rows=rows, behind=True)
+    # A larger change ends the bands (copies or x264 take it); small changes behind copies stay copies.
+    assert not rule.in_bands(changed=small + 2, blocks=blocks, changed_rows=8, rows=rows, behind=True)
+    assert not rule.in_bands(changed=small, blocks=blocks, changed_rows=8, rows=rows, behind=True)
+    # Once x264 is in step again (an IDR), small changes go as bands again.
+    assert rule.in_bands(changed=small, blocks=blocks, changed_rows=8, rows=rows, behind=False)

@@ -63,8 +63,8 @@ def changed_rect(before: np.ndarray, after: np.ndarray) -> list[tuple[int, int, 
 class Run:
     """Pages through one encoder and one decoder, keeping what each picture was and what it decoded to."""
 
-    def __init__(self, settings: EncoderSettings = COPIES) -> None:
-        self.encoder = H264Encoder(W, H, settings)
+    def __init__(self, settings: EncoderSettings = COPIES, size: tuple[int, int] = (W, H)) -> None:
+        self.encoder = H264Encoder(*size, settings)
         self.decoder = av.CodecContext.create("h264", "r")
         self.stream = b""
         self.pictures: list[EncodedPicture] = []
