@@ -5,7 +5,8 @@ it was, and the whole picture close to its source. Then a scrolled text page, wh
 their band (media/inter_band.py): every picture close to its source.
 
 The stream is made here by the real encoder (libx264 for the IDR and the counter's rows, our slices for the rest);
-the page the decoder runs in is served on 127.0.0.1 (a secure context, as WebCodecs needs).
+the page the decoder runs in is served on 127.0.0.1 (a secure context, as WebCodecs needs). Last, small changes amid
+text as bands of their rows, and their refinements.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import numpy as np
 import pytest
 
 from framestream.media.encoder import H264Encoder
-from tests.media.test_inter_band import band_p_slices, scrolled
-from tests.media.test_moved_pictures import BOX, COPIES, box_page, changed_rect, ours
+from tests.media.test_inter_band import Bands, band_p_slices, scrolled
+from tests.media.test_moved_pictures import BOX, COPIES, Run, box_page, changed_rect, ours, text_page
 from tests.web.browser import BrowserTab, Page, close_to
 from tests.web.firefox import Tab
 
@@ -90,6 +91,35 @@ def scroll_stream(monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[bytes], li
         return run.encoder.codec_string, [p.data for p in run.pictures], sources
 
 
+def bands_stream(monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[bytes], list[np.ndarray]]:
+    """(codec string, access units, source pictures as RGB) of small changes amid text, as bands of their rows
+    (media/moved_pictures.py `plan`): a spinner, then letters typed into a field, each few refined by a P picture of
+    their band at the still quality (where x264 turns its filter off, not in the pictures' other slices)."""
+    page = text_page()[:H]
+    page[300:340, 20:620] = 255  # a text field
+    with monkeypatch.context() as patch:
+        run = Run()
+        bands = Bands(run, patch)
+        run.send(page)
+        run.send(page, refinement=True)  # as the policy does after a page's first picture
+        for step in range(1, 13):
+            picture = page.copy()
+            if step < 8:
+                cv2.ellipse(picture, (560, 60), (10, 10), 0, 30 * step, 30 * step + 90, (190, 100, 20, 255), 3)
+            cv2.putText(picture, "typed text"[: max(0, step - 6)], (30, 330), cv2.FONT_HERSHEY_SIMPLEX, 0.9,
+                        (20, 20, 20, 255), 2)
+            run.send(picture)
+            if step in (5, 9, 12):
+                run.send(picture, refinement=True)
+        run.close()
+    refined = [i for i, p in enumerate(run.pictures) if p.refinement and ours(p)]
+    assert sum(ours(p) for p in run.pictures) >= 10 and len(refined) == 3, "small changes went as bands"
+    assert any(bands.keyframes.get(i) == [False] for i in refined), "a refinement was a P picture of its band"
+    assert run.encoder.codec_string is not None
+    sources = [np.ascontiguousarray(i420_to_rgb(source)) for source in run.sources]
+    return run.encoder.codec_string, [p.data for p in run.pictures], sources
+
+
 def i420_to_rgb(i420: np.ndarray) -> np.ndarray:
     return np.asarray(cv2.cvtColor(i420, cv2.COLOR_YUV2RGB_I420))
 
@@ -125,6 +155,7 @@ async def decode_in(tab: BrowserTab, base: str, monkeypatch: pytest.MonkeyPatch)
 
 
     await shown_in(tab, base, *scroll_stream(monkeypatch))
+    await shown_in(tab, base, *bands_stream(monkeypatch))
 
 
 async def test_chromium_decodes_pictures_of_copies(web_pages: str, page: Page, monkeypatch: pytest.MonkeyPatch,
