@@ -292,9 +292,11 @@ class H264Encoder:
         count = int(np.count_nonzero(changed))
         if self._copies.in_bands(changed=count, blocks=changed.size, changed_rows=int(changed.any(axis=1).sum()),
                                  rows=changed.shape[0], behind=self._x264_behind):
-            # The source of what the decoder shows is the current picture until then (x264 sent all of it).
+            # The source of what the decoder shows is the current picture until then (x264 sent all of it). Band
+            # IDRs at the still quality: at the moving one the text beside a typed letter blurred until refined.
             self._reference_wanted = True
-            written = self._write_ours(moved, Motion.none(changed), qp, refinement=False, bands=True)
+            sharp = qp if self._policy is None else self._policy.next(keyframe=False, refinement=True)
+            written = self._write_ours(moved, Motion.none(changed), qp, refinement=False, bands=sharp)
             if written is not None and self._lossy is not None:
                 self._lossy |= written[1]
             return None if written is None else written[0]
@@ -338,19 +340,17 @@ class H264Encoder:
         self._lossy[:] = False
         return written[0]
 
-    def _write_ours(self, moved: MovedPictures, motion: Motion, qp: int, *, refinement: bool, bands: bool = False,
-                    ) -> tuple[EncodedPicture, np.ndarray] | None:
+    def _write_ours(self, moved: MovedPictures, motion: Motion, qp: int, *, refinement: bool,
+                    bands: int | None = None) -> tuple[EncodedPicture, np.ndarray] | None:
         """One picture of copies written and accounted for, and the blocks x264 encoded in it (None: the stream
-        cannot take them, x264 goes on)."""
+        cannot take them, x264 goes on). `bands`: new rows as bands wherever they are, their IDRs at this QP."""
         try:
             data, coded = moved.write(self._planes, motion, qp=qp, frame_num=self._frame_num + 1,
                                       poc_lsb=2 * (self._frame_num + 1), bands=bands, still=refinement)
         except H264SyntaxError as error:
             self._stop_copies(error)
             return None
-        self._pts += 1
-        self._x264_behind = True
-        self._frame_num += 1
+        self._pts, self._frame_num, self._x264_behind = self._pts + 1, self._frame_num + 1, True
         assert self._policy is not None
         self._policy.encoded(qp=qp, size_bytes=len(data), keyframe=False, refinement=refinement)
         # Blocks found in place and not encoded are as they were: only the rest differ from the reference.

@@ -68,16 +68,17 @@ class InterBand:
         self._pts = 0
 
     def encode(self, i420: npt.NDArray[np.uint8], qp: int, *, rows: tuple[int, int], picture_rows: int,
-               inter: bool) -> tuple[bytes, bool]:
+               inter: bool, idr_qp: int | None = None) -> tuple[bytes, bool]:
         """(access unit, keyframe) of the band at block rows `rows` of a picture of `picture_rows`: a P picture
-        when `inter` (this encoder wrote these rows last picture) and its vectors read only inside, else an IDR."""
+        when `inter` (this encoder wrote these rows last picture) and its vectors read only inside, else an IDR (at
+        `idr_qp` when given)."""
         if inter:
             data = self._encode(i420, qp, keyframe=False)
             vectors = self._decoded_vectors(data)
             if vectors is not None and not reads_outside(vectors, self.encoder.height, above=rows[0] > 0,
                                                          below=rows[1] < picture_rows):
                 return data, False
-        data = self._encode(i420, qp, keyframe=True)
+        data = self._encode(i420, qp if idr_qp is None else idr_qp, keyframe=True)
         self._decoded_vectors(data)  # the decoder follows every picture: the next P predicts from this one
         return data, True
 

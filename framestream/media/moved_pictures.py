@@ -156,19 +156,20 @@ class MovedPictures:
         return self._headers is not None
 
     def write(self, planes: list[npt.NDArray[np.uint8]], motion: Motion, *, qp: int, frame_num: int,
-              poc_lsb: int, bands: bool = False, still: bool = False) -> tuple[bytes, npt.NDArray[np.bool_]]:
+              poc_lsb: int, bands: int | None = None, still: bool = False) -> tuple[bytes, npt.NDArray[np.bool_]]:
         """The access unit of the current picture `planes` (Y, U, V), whose changed macroblocks `motion` says
         how to make: copied from the reference by its vectors, or new (encoded by x264); and the blocks shown at
         this picture's quality: the new ones, and those beside them in their box or in a band sent as an IDR (a P
         band's other blocks are as they were: counted lossy, a typed letter's band made every refinement re-encode
         whole rows). `bands`: every run of rows with new blocks is a band, wherever it lies (a spinner's rows, P
-        picture after P picture); `still`: nothing moved (`plan`)."""
+        picture after P picture), and bands sent as IDRs are at this QP (so not shown lossy); `still`: nothing
+        moved (`plan`)."""
         if self._headers is None:
             raise H264SyntaxError("no SPS and PPS yet: the stream starts with an IDR from x264")
         sps, pps = self._headers
         picture = PictureHeader(sps, pps, frame_num=frame_num, poc_lsb=poc_lsb)
         columns, total = sps.mb_width, sps.mb_width * sps.mb_height
-        segments, resting = plan(motion, self._carried, bands=bands, still=still)
+        segments, resting = plan(motion, self._carried, bands=bands is not None, still=still)
         self._carried = set()
         # Each segment's blocks encoded by x264: a band's whole rows as its slices are (raster order), a box a
         # whole number of _ALIGN blocks wide as one intra slice a row. P slices hold everything else.
@@ -177,9 +178,10 @@ class MovedPictures:
         for segment in segments:
             top, bottom = segment.rows
             if segment.columns is None:
-                band_slices, keyframe = self._band(picture, planes, segment.rows, qp, inter=segment.inter)
+                band_slices, keyframe = self._band(picture, planes, segment.rows, qp, inter=segment.inter,
+                                                   idr_qp=bands)
                 placed += band_slices
-                if keyframe:
+                if keyframe and bands is None:
                     coded[top:bottom] = True
                 continue
             left, right = segment.columns
@@ -218,15 +220,16 @@ class MovedPictures:
                 for row, s in enumerate(slices)]
 
     def _band(self, picture: PictureHeader, planes: list[npt.NDArray[np.uint8]], rows: tuple[int, int], qp: int,
-              *, inter: bool) -> tuple[list[tuple[int, int, bytes]], bool]:
+              *, inter: bool, idr_qp: int | None) -> tuple[list[tuple[int, int, bytes]], bool]:
         """Whole rows `rows` encoded by their band's x264, a P picture when `inter` allows and the vectors stay
         inside: (first block, blocks, slice) of each of its slices, placed at these rows; and whether it was an
-        IDR."""
+        IDR (at `idr_qp` when given)."""
         height, columns = rows[1] - rows[0], picture.sps.mb_width
         band, sps, pps = self._band_encoder_of(rows)
         _same_decoding(pps, picture.pps)
         box = _i420_box(planes, rows[0] * MB, rows[1] * MB, 0, self.width)
-        data, keyframe = band.encode(box, qp, rows=rows, picture_rows=picture.sps.mb_height, inter=inter)
+        data, keyframe = band.encode(box, qp, rows=rows, picture_rows=picture.sps.mb_height, inter=inter,
+                                     idr_qp=idr_qp)
         slices = [parse_foreign_slice(unit, sps, pps) for unit in split_annexb(data)
                   if nal_type(unit) in (NAL_IDR, NAL_SLICE)]
         firsts = [s.first_mb for s in slices]
