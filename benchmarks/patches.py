@@ -5,10 +5,11 @@ feature), with patches, and Selkies damage-only on the same page, one after anot
     .venv/bin/python -m benchmarks.patches --dpr 1 --pages spinner,scroll --no-selkies
 
 Pages (benchmarks/pages): spinner, caret (blinking), typing (8 characters a second, typed by the page itself so
-every peer sees the same), small animation (a 160 px box and a counter), moving box (issue 29: a 200 px box across
-the whole page and a counter), scroll (text, 3 px a frame) and video
-(a 640x360 CSS canvas of camera-like content). Per row: the service's vCPU, messages a second (pictures and
-patches), the share of patches, kbit/s on the wire, gaps, and capture-to-receive p50 for patches and pictures.
+every peer sees the same), typing in code (the same into a screen of dense monospace text), small animation (a 160
+px box and a counter), moving box (issue 29: a 200 px box across the whole page and a counter), scroll (text, 3 px a
+frame) and video (a 640x360 CSS canvas of camera-like content). Per row: the service's vCPU, messages a second
+(pictures and patches), the share of patches, kbit/s on the wire, gaps, and capture-to-receive p50 for patches and
+pictures.
 
 Then input to picture while typing (`--keys`, 0 to skip): a driver types into a focused text field
 (tests/pages/typing.html) over the WebSocket, a letter then Backspace, one key at a time, with and without the
@@ -62,6 +63,7 @@ PAGES = {
     "spinner": "patch_spinner.html",
     "caret": "patch_caret.html",
     "typing": "patch_typing.html",
+    "typing in code": "patch_code.html",
     "small animation": "patch_box.html",
     "moving box": "move_box.html",
     "scroll": "scroll_fast.html",
