@@ -342,7 +342,7 @@ class H264Encoder:
 
     def _write_ours(self, moved: MovedPictures, motion: Motion, qp: int, *, refinement: bool,
                     bands: int | None = None) -> tuple[EncodedPicture, np.ndarray] | None:
-        """One picture of copies written and accounted for, and the blocks x264 encoded in it (None: the stream
+        """One picture of copies written and accounted for, and its blocks shown at its quality (None: the stream
         cannot take them, x264 goes on). `bands`: new rows as bands wherever they are, their IDRs at this QP."""
         try:
             data, coded = moved.write(self._planes, motion, qp=qp, frame_num=self._frame_num + 1,
@@ -353,7 +353,7 @@ class H264Encoder:
         self._pts, self._frame_num, self._x264_behind = self._pts + 1, self._frame_num + 1, True
         assert self._policy is not None
         self._policy.encoded(qp=qp, size_bytes=len(data), keyframe=False, refinement=refinement)
-        # Blocks found in place and not encoded are as they were: only the rest differ from the reference.
+        # Blocks found in place and not new are as they were (`coded` holds every new one): only the rest differ.
         self._keep_reference(~(coded | motion.moved_blocks))
         return EncodedPicture(data=data, keyframe=False, refinement=refinement), coded
 

@@ -95,8 +95,8 @@ def plan(motion: Motion, carried: set[tuple[int, int]], *, bands: bool = False, 
         if not changed_rows[band[0] : band[1]].any():
             resting.add(band)
         elif new_rows[band[0] : band[1]].any() and all(
-                (band[0] < top or band[0] == top == 0 or (still and band[0] == top))
-                and (bottom < band[1] or bottom == band[1] == rows or (still and bottom == band[1]))
+                (band[0] < top or (band[0] == top and (still or top == 0)))
+                and (bottom < band[1] or (bottom == band[1] and (still or bottom == rows)))
                 for top, bottom in new_runs if top < band[1] and bottom > band[0]):
             going.append(band)
     segments = [Segment(band, inter=True) for band in going]

@@ -237,12 +237,17 @@ def test_plan_keeps_a_band_while_its_new_rows_stay_inside_and_lets_one_rest_whil
     assert segments == [Segment((8, 11), inter=True), Segment((11, 14))]
 
 
+def wide_text_page() -> np.ndarray:
+    """1280x768 of text, where a change of up to 14 blocks is small."""
+    return np.ascontiguousarray(np.hstack([text_page()[: 2 * H]] * 2))
+
+
 def test_a_spinner_on_a_text_page_goes_as_p_pictures_of_its_rows_alone(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A small change (a 32 px spinner) is encoded by x264 in its rows only, as P pictures of their band: x264
     alone analysed the whole picture for it. Every picture decodes to its source, and the stream costs no more
     than x264 alone's. At 1280x768, where a change of up to 14 blocks is small."""
-    page = np.ascontiguousarray(np.hstack([text_page()[: 2 * H]] * 2))
+    page = wide_text_page()
 
     def spinner(step: int) -> np.ndarray:
         picture = page.copy()
@@ -285,7 +290,7 @@ def test_letters_typed_go_as_their_bands_and_the_refinement_sharpens_only_them_a
     refinement encoded its whole rows anew as intra boxes (benchmarks.patches' typing at dpr 2: 361 against 22.8
     kbit/s). Every picture decodes to its source (each refinement 2 dB sharper in the field), and once the band is
     going the stream costs no more than x264 alone's."""
-    page = np.ascontiguousarray(np.hstack([text_page()[: 2 * H]] * 2))
+    page = wide_text_page()
     page[300:360, 40:900] = 255  # a text field
 
     def typed(letters: int) -> np.ndarray:
