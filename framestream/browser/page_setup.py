@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 from typing import Any
 
+from framestream.browser import key_guard
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.tab_events import TabSettings
 from framestream.core.errors import CDPError
@@ -23,12 +24,18 @@ _SUBFRAMES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}),)
 
 
+# Keys a page (or a focused iframe) leaves that would open the browser's UI over it (browser/key_guard.py).
+_KEY_GUARD = ("Page.addScriptToEvaluateOnNewDocument", {"source": key_guard.script(), "worldName": key_guard.WORLD})
+
+
 async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSettings) -> None:
     """A cross-site iframe before its first script: its file choosers intercepted (browser/tabs.py hands them to
-    the page it belongs to), the allow list on its documents, its own frames attached the same way."""
+    the page it belongs to), the browser's keys guarded, the allow list on its documents, its own frames attached
+    the same way."""
     calls: list[tuple[str, dict[str, Any]]] = [
         ("Page.enable", {}),
         ("Page.setInterceptFileChooserDialog", {"enabled": True}),
+        _KEY_GUARD,
         *_FETCH,
         *_SUBFRAMES,
         ("Runtime.runIfWaitingForDebugger", {}),
@@ -52,6 +59,7 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
         ("Runtime.addBinding", {"name": hook.binding, "executionContextName": hook.world}),
         ("Page.addScriptToEvaluateOnNewDocument", {"source": hook.page_world_script()}),
         ("Page.addScriptToEvaluateOnNewDocument", {"source": hook.our_world_script(), "worldName": hook.world}),
+        _KEY_GUARD,
         # Lay every page out at exactly the frame's CSS size: a popup's window would otherwise have its own size,
         # and a window narrower than 500 CSS px is impossible in Chromium.
         ("Emulation.setDeviceMetricsOverride", {
