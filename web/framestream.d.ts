@@ -4,6 +4,7 @@ import type {
   ClipboardMessage, ControlMessage, DialogClosedMessage, DialogMessage, DownloadMessage, ErrorMessage,
   FileChooserClosedMessage, FileChooserMessage, FrameStateMessage, InputAckMessage, InputEvent, PageInfo, Role,
   TokenClaims, VideoConfigMessage, WelcomeMessage, HelpRequestedMessage, HelpEndedMessage, AgentPointerMessage,
+  CursorMessage, PageCursor,
 } from './protocol.js';
 
 export type * from './protocol.js';
@@ -60,6 +61,8 @@ export interface ClientEventMap {
   'help-requested': HelpRequestedMessage;
   'help-ended': HelpEndedMessage;
   'agent-pointer': AgentPointerMessage;
+  /** Only with a known keyword (another is not passed on). */
+  cursor: CursorMessage;
   'decoder-error': { frame: string; error: string; fatal?: boolean };
   'keyframe-request': { frame: string; reason: string };
   'patches-off': { error: unknown };
@@ -122,7 +125,8 @@ export interface TabState {
   readonly activePage: PageInfo | null;
 }
 
-/** `client.handoff(frameId)`: who drives the frame, the agent's open request for help, its last pointer. */
+/** `client.handoff(frameId)`: who drives the frame, the agent's open request for help, its last pointer, the
+ * page's cursor. */
 export interface HandoffState {
   /** The last `control` (null before the first, and after the connection was lost). */
   control: {
@@ -142,6 +146,9 @@ export interface HandoffState {
   ended: { id: string; outcome: HelpEndedMessage['outcome']; note: string | null; by: string | null } | null;
   /** Where the agent's last step acted (frame CSS pixels). */
   pointer: { x: number; y: number; action: AgentPointerMessage['action']; subject: string } | null;
+  /** The page's last cursor at the driver's pointer (null: none told, or forgotten with its browser or the
+   * connection); mountFrame shows it on the canvas while `youDrive`. */
+  cursor: PageCursor | null;
   readonly youDrive: boolean;
 }
 
@@ -190,7 +197,8 @@ export class FramestreamClient extends EventTarget {
   /** Hand the frame back with an optional note (at most 2000 characters; it answers the agent's request for help). */
   release(frameId: string, note?: string): number | null;
   tab(frameId: string): TabState | null;
-  /** Who drives, the open request for help, the agent's last pointer; null when the frame is not watched. */
+  /** Who drives, the open request for help, the agent's last pointer, the page's cursor; null when the frame is not
+   * watched. */
   handoff(frameId: string): HandoffState | null;
   info(frameId: string): FrameInfo | null;
   /** addEventListener(type, e => fn(e.detail)); returns the function that removes it. */

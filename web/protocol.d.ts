@@ -276,6 +276,20 @@ export interface AgentPointerMessage {
   action: 'click' | 'down' | 'up' | 'move' | 'wheel' | 'touch';
   subject: string;
 }
+/** The CSS cursor keywords a `cursor` message carries (the viewer ignores any other). */
+export type PageCursor =
+  | 'default' | 'none' | 'context-menu' | 'help' | 'pointer' | 'progress' | 'wait' | 'cell' | 'crosshair' | 'text'
+  | 'vertical-text' | 'alias' | 'copy' | 'move' | 'no-drop' | 'not-allowed' | 'grab' | 'grabbing' | 'e-resize'
+  | 'n-resize' | 'ne-resize' | 'nw-resize' | 's-resize' | 'se-resize' | 'sw-resize' | 'w-resize' | 'ew-resize'
+  | 'ns-resize' | 'nesw-resize' | 'nwse-resize' | 'col-resize' | 'row-resize' | 'all-scroll' | 'zoom-in'
+  | 'zoom-out';
+/** The page's cursor at the driver's pointer, to viewers that may drive the frame: when it changes, and on
+ * watching when it is not `default`. */
+export interface CursorMessage {
+  type: 'cursor';
+  frame: string;
+  cursor: PageCursor;
+}
 export interface WebRtcAnswerMessage {
   type: 'webrtc-answer';
   frame: string;
@@ -289,8 +303,8 @@ export interface WebRtcClosedMessage {
 export type ServerMessage =
   | WelcomeMessage | VideoConfigMessage | FrameStateMessage | ControlMessage | InputAckMessage | ErrorMessage
   | DialogMessage | DialogClosedMessage | FileChooserMessage | FileChooserClosedMessage | DownloadMessage
-  | ClipboardMessage | HelpRequestedMessage | HelpEndedMessage | AgentPointerMessage | WebRtcAnswerMessage
-  | WebRtcClosedMessage;
+  | ClipboardMessage | HelpRequestedMessage | HelpEndedMessage | AgentPointerMessage | CursorMessage
+  | WebRtcAnswerMessage | WebRtcClosedMessage;
 
 /** A frame object of `GET /frames`. */
 export interface FrameObject {

@@ -1,6 +1,6 @@
 """Setting a new page up before its first script runs: the frame's size and dpr, file choosers intercepted, the copy
-hook (browser/copy_hook.py: copied text, no File System Access pickers), and its window fullscreen so it covers
-the frame's screen."""
+hook (browser/copy_hook.py: copied text, no File System Access pickers), the cursor hook (browser/cursor_hook.py),
+and its window fullscreen so it covers the frame's screen."""
 
 from __future__ import annotations
 
@@ -28,14 +28,24 @@ _SUBFRAMES: tuple[tuple[str, dict[str, Any]], ...] = (
 _KEY_GUARD = ("Page.addScriptToEvaluateOnNewDocument", {"source": key_guard.script(), "worldName": key_guard.WORLD})
 
 
+def _cursor_hook(settings: TabSettings) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The cursor at the pointer (browser/cursor_hook.py): the binding only in our own isolated world, and its
+    script there."""
+    hook = settings.cursor_hook
+    return (("Runtime.addBinding", {"name": hook.binding, "executionContextName": hook.world}),
+            ("Page.addScriptToEvaluateOnNewDocument", {"source": hook.script(), "worldName": hook.world}))
+
+
 async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSettings) -> None:
     """A cross-site iframe before its first script: its file choosers intercepted (browser/tabs.py hands them to
-    the page it belongs to), the browser's keys guarded, the allow list on its documents, its own frames attached
-    the same way."""
+    the page it belongs to), the browser's keys guarded, its cursor told, the allow list on its documents, its own
+    frames attached the same way."""
     calls: list[tuple[str, dict[str, Any]]] = [
         ("Page.enable", {}),
         ("Page.setInterceptFileChooserDialog", {"enabled": True}),
         _KEY_GUARD,
+        ("Runtime.enable", {}),  # without it, the iframe's binding calls never reached us (checked)
+        *_cursor_hook(settings),
         *_FETCH,
         *_SUBFRAMES,
         ("Runtime.runIfWaitingForDebugger", {}),
@@ -60,6 +70,7 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
         ("Page.addScriptToEvaluateOnNewDocument", {"source": hook.page_world_script()}),
         ("Page.addScriptToEvaluateOnNewDocument", {"source": hook.our_world_script(), "worldName": hook.world}),
         _KEY_GUARD,
+        *_cursor_hook(settings),
         # Lay every page out at exactly the frame's CSS size: a popup's window would otherwise have its own size,
         # and a window narrower than 500 CSS px is impossible in Chromium.
         ("Emulation.setDeviceMetricsOverride", {

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from framestream.browser.copy_hook import CopyHook
+from framestream.browser.cursor_hook import CursorHook
 from framestream.core.pages import DIALOG_TIMEOUT_S, MAX_PAGES, Dialog, FileChooser
 
 
@@ -74,8 +75,15 @@ class Copied:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class CursorChanged:
+    """The active page's cursor at the driver's pointer, one of core/wire's CURSORS (browser/cursor_hook.py)."""
+
+    cursor: str
+
+
 TabEvent = (PagesChanged | PageNavigated | PageRefused | PageCrashed | DialogOpened | DialogClosed
-            | FileChooserOpened | FileChooserClosed | DownloadProgress | Copied)
+            | FileChooserOpened | FileChooserClosed | DownloadProgress | Copied | CursorChanged)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +98,9 @@ class TabSettings:
     allowed_hosts: tuple[str, ...] = ()  # FRAMESTREAM_URL_ALLOW_HOSTS: every document a page loads must be on it
     own_port: int | None = None  # the service's port: of it, pages may load only /web/ (core/urls.py)
     copy_hook: CopyHook = field(default_factory=CopyHook.new)  # new names at every launch (browser/copy_hook.py)
+    cursor_hook: CursorHook = field(default_factory=CursorHook.new)  # the same (browser/cursor_hook.py)
 
 
-__all__ = ["Copied", "DialogClosed", "DialogOpened", "DownloadProgress",
+__all__ = ["Copied", "CursorChanged", "DialogClosed", "DialogOpened", "DownloadProgress",
            "FileChooserClosed", "FileChooserOpened", "PageCrashed", "PageNavigated", "PageRefused", "PagesChanged",
            "TabEvent", "TabSettings"]

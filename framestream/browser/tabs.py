@@ -28,6 +28,7 @@ from framestream.browser.file_choosers import FileChoosers
 from framestream.browser.page_targets import PageTargets
 from framestream.browser.tab_events import (
     Copied,
+    CursorChanged,
     DownloadProgress,
     PageCrashed,
     PagesChanged,
@@ -36,6 +37,7 @@ from framestream.browser.tab_events import (
 )
 from framestream.core.errors import BrowserError, CDPError, ProtocolError
 from framestream.core.pages import Dialog, FileChooser, Page, PageStack
+from framestream.core.wire import CURSORS
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -313,9 +315,15 @@ class Tabs:
             await self.cdp.call("Browser.cancelDownload", {"guid": guid}, timeout=5.0)
 
     def _on_binding(self, params: dict[str, Any]) -> None:
-        if params.get("name") == self.settings.copy_hook.binding \
-                and self.pages.by_session(params.get("sessionId")) is not None:
+        name = params.get("name")
+        if name == self.settings.copy_hook.binding and self.pages.by_session(params.get("sessionId")) is not None:
             self._copies.offer(str(params.get("payload", "")))
+        elif name == self.settings.cursor_hook.binding:
+            # The active page's, or one of its cross-site iframes': the pointer is over what the viewer sees.
+            cursor = str(params.get("payload", ""))
+            page = self._targets.page_of(str(params.get("sessionId", "")))
+            if page is not None and page is self.pages.active and cursor in CURSORS:
+                self._emit(CursorChanged(cursor))
 
     def _on_crashed(self, params: dict[str, Any]) -> None:
         page = self.pages.by_session(params.get("sessionId"))

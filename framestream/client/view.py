@@ -76,6 +76,7 @@ class FrameView:
         self.file_choosers: dict[str, dict[str, Any]] = {}
         self.downloads: dict[str, dict[str, Any]] = {}
         self.clipboard: str | None = None
+        self.cursor = "default"  # the page's cursor at the driver's pointer (`cursor` messages)
         self.latest: Picture | None = None
         self.last_change_at = 0.0  # monotonic time of the last picture that was not a refinement
         self.pictures_received = 0
@@ -112,6 +113,8 @@ class FrameView:
             self.downloads[str(msg["id"])] = msg
         elif kind == "clipboard":
             self.clipboard = str(msg.get("text", ""))
+        elif kind == "cursor":
+            self.cursor = str(msg.get("cursor", "default"))
         self._wake()
 
     def on_video(self, flags: int, sequence: int, capture_us: int, payload: bytes) -> None:

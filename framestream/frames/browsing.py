@@ -18,6 +18,7 @@ from typing import Any
 
 from framestream.browser.tab_events import (
     Copied,
+    CursorChanged,
     DialogClosed,
     DialogOpened,
     DownloadProgress,
@@ -39,6 +40,7 @@ from framestream.frames.events import (
     FileChooserGone,
     FileChooserShown,
     FrameEvent,
+    PageCursor,
 )
 from framestream.frames.events import PageRefused as PageRefusedEvent
 from framestream.frames.files import DownloadUpdate, FrameFiles, remove_folders, sweep_downloads
@@ -86,6 +88,7 @@ class Browsing:
         self.pages: list[dict[str, Any]] | None = None
         self.dialogs: dict[str, DialogShown] = {}
         self.choosers: dict[str, FileChooserShown] = {}
+        self.cursor = PageCursor(frame_id, "default")  # at the driver's pointer, as the page last said
         self.tabs: Tabs | None = None  # the running browser's pages, set by the frame
         # What happened, for /metrics: ("dialogs", kind), ("dialog-timeouts", ""), ("file-choosers", ""),
         # ("downloads", state), ("pages-refused", ""), ("pages-unresponsive", "").
@@ -102,8 +105,10 @@ class Browsing:
     # -- what a viewer is told ---------------------------------------------------------------------------
 
     def open_questions(self) -> list[FrameEvent]:
-        """What a viewer that joins now must hear besides the frame's state: open dialogs and file choosers."""
-        return [*self.dialogs.values(), *self.choosers.values()]
+        """What a viewer that joins now must hear besides the frame's state: open dialogs and file choosers, and
+        the cursor unless it is the arrow every viewer starts with."""
+        cursor = [self.cursor] if self.cursor.cursor != "default" else []
+        return [*self.dialogs.values(), *self.choosers.values(), *cursor]
 
     def recordable(self, url: str) -> bool:
         """Whether a page's URL may become the frame's URL (kept in the registry, reopened after a restart)."""
@@ -166,6 +171,10 @@ class Browsing:
             self._download(event)
         elif isinstance(event, Copied):
             self._emit(ClipboardCopied(fid, event.text[:CLIPBOARD_MAX_CHARS]))
+        elif isinstance(event, CursorChanged):
+            if event.cursor != self.cursor.cursor:  # the page tells at every move; viewers hear a change
+                self.cursor = PageCursor(fid, event.cursor)
+                self._emit(self.cursor)
         elif isinstance(event, PageRefused):
             self.counts["pages-refused", ""] += 1
             self._log("a page was refused: %s", event.reason, warning=True)
@@ -216,6 +225,7 @@ class Browsing:
         downloads and the uploads its pages were given."""
         self.tabs = None
         self.pages = None
+        self.cursor = PageCursor(self.frame_id, "default")  # a new browser's page tells its own
         self._carry_out(self.files.browser_gone())
         uploads = self.files.forget_uploads()
         if uploads:

@@ -124,6 +124,15 @@ class ClipboardCopied:
 
 
 @dataclass(frozen=True, slots=True)
+class PageCursor:
+    """The page's cursor at the driver's pointer changed: for viewers that may drive the frame, to show over the
+    picture while they drive it."""
+
+    frame_id: str
+    cursor: str  # one of core/wire's CURSORS
+
+
+@dataclass(frozen=True, slots=True)
 class PageRefused:
     frame_id: str
     message: str
@@ -131,10 +140,10 @@ class PageRefused:
 
 
 FrameEvent = (StateChanged | ControlChanged | HelpRequested | HelpEnded | AgentPointer | DialogShown | DialogGone
-              | FileChooserShown | FileChooserGone | DownloadChanged | ClipboardCopied | PageRefused)
+              | FileChooserShown | FileChooserGone | DownloadChanged | ClipboardCopied | PageCursor | PageRefused)
 # Events only viewers whose token may drive the frame receive (what goes in and out of it).
-DRIVER_EVENTS = (FileChooserShown, DownloadChanged, ClipboardCopied)
+DRIVER_EVENTS = (FileChooserShown, DownloadChanged, ClipboardCopied, PageCursor)
 
 __all__ = ["DRIVER_EVENTS", "AgentPointer", "ClipboardCopied", "ControlChanged", "DialogGone", "DialogShown",
            "DownloadChanged", "FileChooserGone", "FileChooserShown", "FrameEvent", "HelpEnded", "HelpRequested",
-           "PageRefused", "StateChanged"]
+           "PageCursor", "PageRefused", "StateChanged"]

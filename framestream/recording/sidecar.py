@@ -36,6 +36,7 @@ from framestream.frames.events import (
     DownloadChanged,
     FileChooserGone,
     FileChooserShown,
+    PageCursor,
     PageRefused,
     StateChanged,
 )
@@ -166,6 +167,8 @@ class EventLines:
             return [{"t_us": t_us, "type": "clipboard", "length": len(event.text)}]
         if isinstance(event, PageRefused):
             return [{"t_us": t_us, "type": "error", "code": event.code, "message": event.message}]
+        if isinstance(event, PageCursor):
+            return []  # the pointer's steps and the pictures say it; a line a hover would only crowd the replay
         return self._other(t_us, event)
 
     def _state_lines(self, t_us: int, event: StateChanged) -> list[Line]:

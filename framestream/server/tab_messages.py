@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from framestream.core.wire import (
     clipboard_message,
+    cursor_message,
     dialog_closed,
     dialog_message,
     download_message,
@@ -19,6 +20,7 @@ from framestream.frames.events import (
     FileChooserGone,
     FileChooserShown,
     FrameEvent,
+    PageCursor,
     PageRefused,
 )
 
@@ -37,6 +39,8 @@ def tab_event_text(event: FrameEvent) -> str | None:
         return download_message(event.frame_id, event.id, event.name, event.size, event.state)
     if isinstance(event, ClipboardCopied):
         return clipboard_message(event.frame_id, event.text)
+    if isinstance(event, PageCursor):
+        return cursor_message(event.frame_id, event.cursor)
     if isinstance(event, PageRefused):
         return error_message(event.code, event.message, event.frame_id)
     return None

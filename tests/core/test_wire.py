@@ -376,6 +376,10 @@ def test_server_messages_exact_json() -> None:
         wire.error_message("oops", "x")
     with pytest.raises(ValueError):
         wire.frame_state("f1", "running", "u", 0, None)
+    assert wire.cursor_message("f1", "not-allowed") == '{"type":"cursor","frame":"f1","cursor":"not-allowed"}'
+    for not_a_keyword in ("auto", "url(x.png), pointer", "Pointer", " text", ""):  # resolved, an image, typos
+        with pytest.raises(ValueError):
+            wire.cursor_message("f1", not_a_keyword)
 
 
 def test_constants() -> None:
@@ -390,6 +394,20 @@ def test_constants() -> None:
         4408,
     )
     assert (wire.CLOSE_TOO_MANY, wire.CLOSE_GOING_AWAY, wire.CLOSE_INTERNAL) == (4429, 1001, 1011)
+
+
+def test_the_cursor_keywords_are_the_same_in_the_contract_the_viewer_and_its_types() -> None:
+    root = Path(__file__).parents[2]
+    doc = (root / "docs" / "protocol.md").read_text()
+    section = doc[doc.index("### The page's cursor"):doc.index("## WebRTC")]
+    told = section[section.index("`cursor` is one of"):section.index("The page resolves")]
+    assert tuple(re.findall(r"`([a-z-]+)`", told))[1:] == wire.CURSORS  # (the first names the field)
+    viewer = (root / "web" / "lib" / "pagecursor.js").read_text()
+    listed = viewer[viewer.index("PAGE_CURSORS = Object.freeze(["):viewer.index("]);")]
+    assert tuple(re.findall(r"'([a-z-]+)'", listed)) == wire.CURSORS
+    types = (root / "web" / "protocol.d.ts").read_text()
+    union = types[types.index("export type PageCursor ="):types.index("export interface CursorMessage")]
+    assert tuple(re.findall(r"'([a-z-]+)'", union)) == wire.CURSORS
 
 
 # --- property tests -----------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from framestream.core.errors import ProtocolError, TokenError
 from framestream.core.lifecycle import FrameState
 from framestream.core.tokens import Claims
 from framestream.core.wire import Hello, Unwatch, Watch
-from framestream.frames.events import ControlChanged, StateChanged
+from framestream.frames.events import ControlChanged, PageCursor, StateChanged
 from framestream.server.session import (
     Action,
     ApplyStep,
@@ -469,6 +469,14 @@ def test_frame_events_become_this_connections_messages() -> None:
                                          '"since_us":6,"held":false,"note":"done, over to you"}')
     assert json.loads(s.event_text(ControlChanged("f1", "bob", presenter=s.presenter + 1)))["you"] is False
     assert json.loads(s.event_text(ControlChanged("f1", "bob", presenter=None)))["you"] is False  # over HTTP
+
+
+def test_the_pages_cursor_is_told_only_to_connections_that_may_drive_the_frame() -> None:
+    driver, viewer = welcomed(granted=claims("drive")), welcomed(granted=claims("view"))
+    assert driver.event_text(PageCursor("f1", "pointer")) == '{"type":"cursor","frame":"f1","cursor":"pointer"}'
+    assert viewer.event_text(PageCursor("f1", "pointer")) is None
+    other = welcomed(granted=claims("drive", frm="f2"))  # a drive grant for another frame
+    assert other.event_text(PageCursor("f1", "pointer")) is None
 
 
 # -- input ----------------------------------------------------------------------------------------------------

@@ -142,6 +142,8 @@ async def test_drive_grant_clicks_types_and_sees_it_in_the_picture(service: Serv
     await wait_pixel(page, frame, BOX, RED)
     view = f"document.querySelector('.fs-frame[data-frame=\"{frame}\"]')"
     assert await page.eval(f"{view}.querySelector('.fs-mode').textContent") == "driving"
+    cursor = f"getComputedStyle({view}.querySelector('canvas')).cursor"
+    own = await page.eval(cursor)
 
     # Click: the page turns its box green, and the decoded picture shows it.
     await click_css(page, frame, BOX)
@@ -170,6 +172,7 @@ async def test_drive_grant_clicks_types_and_sees_it_in_the_picture(service: Serv
     assert close_to(await pixel(page, frame, FLAG), GREY)
     await click_css(page, frame, FIELD)
     await idle_input(page)
+    await page.wait_for(f"{cursor} === 'text'")  # the page's I-beam over its field, on the canvas
     await page.send("Input.insertText", {"text": "hi"})
     got = await wait_pixel(page, frame, FLAG, PURPLE)
     print(f"after text 'hi': flag pixel {got}")
@@ -190,6 +193,7 @@ async def test_drive_grant_clicks_types_and_sees_it_in_the_picture(service: Serv
     assert status == 200, body
     await page.wait_for(f"{view}.querySelector('.fs-mode').textContent === 'control taken back'")
     await page.wait_for(f"{view}.querySelector('.fs-driver').textContent === 'driven by bob'")
+    assert await page.eval(cursor) == own != "text"  # not ours to drive: the canvas's own cursor again
     # Our next click is refused as superseded, shown, and does not reach the page.
     await click_css(page, frame, BOX)
     await page.wait_for(f"{view}.querySelector('.fs-toast').textContent.startsWith('Control taken back')")

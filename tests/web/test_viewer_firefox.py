@@ -18,7 +18,7 @@ from tests.fixtures import service_fixture
 from tests.support import Service
 from tests.web.browser import JS_CANVAS_POINT, close_to, info, open_viewer, pixel, wait_pixel
 from tests.web.firefox import Tab
-from tests.web.viewer_page import BLANK, BLUE, BOX, CSS_H, CSS_W, FLAG, GREEN, GREY, RED, WHITE, YELLOW
+from tests.web.viewer_page import BLANK, BLUE, BOX, CSS_H, CSS_W, FIELD, FLAG, GREEN, GREY, RED, WHITE, YELLOW
 
 # One event loop and one Firefox for the module (a fresh one costs ~3 s).
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
@@ -82,6 +82,9 @@ async def test_firefox_click_and_keys_on_the_canvas_reach_the_page(service: Serv
             {"type": "keyUp", "value": "B"}, {"type": "keyUp", "value": SHIFT}]})
         got = await wait_pixel(tab, frame, BOX, YELLOW, within=15)
         print(f"after Shift+B: box pixel {got}")
+        # Over the page's field, the canvas shows the page's I-beam.
+        await click_css(tab, frame, FIELD)
+        await tab.wait_for(f"getComputedStyle({view}.querySelector('canvas')).cursor === 'text'", within=15)
         await tab.wait_for("window.framestream.client.inputInFlight === 0", within=15)
         assert (await info(tab, frame))["decoderErrors"] == 0
     finally:

@@ -15,8 +15,8 @@ import { monotonicMs as now } from './clock.js';
  * The client. Events (CustomEvent, data in `detail`):
  *   open {welcome}; close {code, reason, reconnectInMs|null}; fatal {code, reason}
  *   frame-state, video-config, control, input-ack, error, and the tab's dialog, dialog-closed, file-chooser,
- *   file-chooser-closed, download, clipboard, help-requested, help-ended, agent-pointer: the server's messages as
- *   they are
+ *   file-chooser-closed, download, clipboard, help-requested, help-ended, agent-pointer, cursor: the server's
+ *   messages as they are (a `cursor` only with one of lib/pagecursor.js's keywords)
  *   decoder-error {frame, error}; keyframe-request {frame, reason}; patches-off {error} (video only from now)
  *   webrtc-fallback {frame, reason}: a frame asked over WebRTC goes over the WebSocket instead
  */
@@ -263,8 +263,8 @@ export class FramestreamClient extends EventTarget {
     return this.sendStep(frameId, 'release', note ? { note } : {});
   }
 
-  /** Who drives the frame, its open request for help and the agent's last pointer: its HandoffState
-   * (lib/handoff.js), or null when the frame is not watched. */
+  /** Who drives the frame, its open request for help, the agent's last pointer and the page's cursor: its
+   * HandoffState (lib/handoff.js), or null when the frame is not watched. */
   handoff(frameId) {
     return this.router.get(frameId)?.handoff ?? null;
   }

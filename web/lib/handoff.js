@@ -1,12 +1,16 @@
 // Handing a frame between a person and an agent (docs/protocol.md, "Handing over"), as the viewer sees it: who
 // drives (`control`), the agent's open request for help (`help-requested` until `help-ended`) and where the agent's
-// last step acted (`agent-pointer`). Pure: the router keeps one HandoffState per watched frame, handoffui.js draws
-// what the functions below say.
+// last step acted (`agent-pointer`), and the page's cursor at the driver's pointer (`cursor`, pagecursor.js). Pure:
+// the router keeps one HandoffState per watched frame, handoffui.js draws what the functions below say.
 
 import { frameToClient } from './coords.js';
+import { pageCursor } from './pagecursor.js';
 
 /** The service's messages a frame's HandoffState keeps. */
-export const HANDOFF_MESSAGES = new Set(['control', 'help-requested', 'help-ended', 'agent-pointer']);
+export const HANDOFF_MESSAGES = new Set(['control', 'help-requested', 'help-ended', 'agent-pointer', 'cursor']);
+
+/** Frame states whose browser runs: any other (closed, error, a new browser launching) ends the page's cursor. */
+const BROWSER_RUNS = new Set(['live', 'paused']);
 
 /** One watched frame's handoff, from the service's messages. */
 export class HandoffState {
@@ -20,6 +24,9 @@ export class HandoffState {
     this.ended = null;
     /** @type {{x: number, y: number, action: string, subject: string}|null} the agent's last pointer */
     this.pointer = null;
+    /** @type {string|null} the page's last cursor at the driver's pointer, a PAGE_CURSORS keyword (null: none
+     *  told, the page's default); the view shows it only while `youDrive` */
+    this.cursor = null;
   }
 
   /** Take one message; whether it was a handoff message. */
@@ -47,15 +54,27 @@ export class HandoffState {
       case 'agent-pointer':
         this.pointer = { x: msg.x, y: msg.y, action: msg.action, subject: msg.subject };
         return true;
+      case 'cursor': {
+        const cursor = pageCursor(msg.cursor);
+        if (cursor === null) return false; // not a keyword we know: ignored, the last one stays
+        this.cursor = cursor;
+        return true;
+      }
+      case 'frame-state':
+        // Not a handoff message, but the page's cursor goes with its browser (a new one tells its own).
+        if (!BROWSER_RUNS.has(msg.state)) this.cursor = null;
+        return false;
       default:
         return false;
     }
   }
 
-  /** The connection is gone: who drives and the open request are told anew to the next watch. */
+  /** The connection is gone: who drives, the open request and a cursor other than `default` are told anew to the
+   * next watch (so a `default` cursor is not told: forget the last one). */
   connectionLost() {
     this.control = null;
     this.help = null;
+    this.cursor = null;
   }
 
   /** Whether this connection's grant drives the frame. */

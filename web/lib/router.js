@@ -1,11 +1,12 @@
 // Which watched frame a message is for. JSON messages name their frame; video messages carry only a slot,
 // which the service gives in each watch's `video-config` and which holds for one connection only. Each frame's
 // last `frame-state` and `control` are kept here for info(), what its browser shows and asks (tabstate.js), and
-// who drives it, an open request for help and the agent's last pointer (handoff.js).
+// who drives it, an open request for help, the agent's last pointer and the page's cursor (handoff.js).
 
 import { parseVideoMessage, KIND_VIDEO } from './header.js';
 import { TabState, TAB_MESSAGES } from './tabstate.js';
 import { HandoffState, HANDOFF_MESSAGES } from './handoff.js';
+import { pageCursor } from './pagecursor.js';
 import { KIND_PATCH } from './patches.js';
 
 /** One watched frame: its slot on this connection, its last state and control messages, and its decoder. */
@@ -57,7 +58,7 @@ export class Router {
   /**
    * One JSON message from the service (not `welcome`): record what it says about its frame.
    * @returns {boolean} whether to pass it on to the client's listeners (not a video-config of a frame we
-   *   no longer watch)
+   *   no longer watch, nor a `cursor` that is not a known keyword)
    */
   route(msg) {
     const frame = msg.frame !== undefined ? this.frames.get(msg.frame) : undefined;
@@ -73,7 +74,13 @@ export class Router {
         if (frame) {
           frame.state = msg;
           frame.tab.apply(msg);
+          frame.handoff.apply(msg); // a browser that stopped takes its page's cursor along
         }
+        return true;
+      case 'cursor':
+        // Listeners never get a cursor that is not one of the keywords (it could end up in a style).
+        if (pageCursor(msg.cursor) === null) return false;
+        frame?.handoff.apply(msg);
         return true;
       case 'control':
         if (frame) {

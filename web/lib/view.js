@@ -1,13 +1,14 @@
 // A ready-made frame view: canvas, state overlay, who drives, view-only/driving badge, stats overlay and
-// messages, plus input when the token is a drive grant, and the handoff UI (handoffui.js: Take over / Hand back,
-// the agent's request for help, its pointer). Built on the client's low-level watch() and attachInput(); an
-// embedder who wants its own chrome can use those directly.
+// messages, plus input and the page's cursor while driving (pagecursor.js) when the token is a drive grant, and the
+// handoff UI (handoffui.js: Take over / Hand back, the agent's request for help, its pointer). Built on the client's
+// low-level watch() and attachInput(); an embedder who wants its own chrome can use those directly.
 
 import { attachInput } from './input.js';
 import { ensureStyle } from './style.js';
 import { mountHandoff } from './handoffui.js';
 import { formatLink, formatStats } from './stats.js';
 import { canDrive } from './token.js';
+import { followPageCursor } from './pagecursor.js';
 
 const STYLE_ID = 'fs-view-style';
 const CSS = `
@@ -267,6 +268,8 @@ export function mountFrame(client, frameId, container, opts = {}) {
     input.sink.addEventListener('focus', () => { el.dataset.focused = ''; });
     input.sink.addEventListener('blur', () => { delete el.dataset.focused; });
   }
+  // The page's cursor (a hand over links, an I-beam over text) on the canvas while this viewer drives.
+  const cursor = drive ? followPageCursor(client, frameId, canvas) : null;
 
   client.watch(frameId, canvas);
 
@@ -282,6 +285,7 @@ export function mountFrame(client, frameId, container, opts = {}) {
       clearInterval(statsTimer);
       clearTimeout(toastTimer);
       input?.detach();
+      cursor?.destroy();
       handoff.destroy();
       client.unwatch(frameId);
       el.remove();

@@ -38,6 +38,14 @@ FRAME_STATES: Final = ("launching", "live", "paused", "closed", "error")
 DIALOG_KINDS: Final = ("alert", "confirm", "prompt", "beforeunload")
 DIALOG_CLOSE_REASONS: Final = ("answered", "timeout", "closed")
 DOWNLOAD_STATES: Final = ("started", "done", "failed")
+# CSS's cursor keywords (CSS Basic User Interface 4, `cursor`), but `auto`, which the page resolves before it tells
+# (browser/cursor_hook.py): a viewer sets one on its canvas as it is, so nothing else (an image's url()) may pass.
+CURSORS: Final = (
+    "default", "none", "context-menu", "help", "pointer", "progress", "wait", "cell", "crosshair", "text",
+    "vertical-text", "alias", "copy", "move", "no-drop", "not-allowed", "grab", "grabbing", "e-resize", "n-resize",
+    "ne-resize", "nw-resize", "s-resize", "se-resize", "sw-resize", "w-resize", "ew-resize", "ns-resize",
+    "nesw-resize", "nwse-resize", "col-resize", "row-resize", "all-scroll", "zoom-in", "zoom-out",
+)
 # The fields of one entry of frame-state's `pages`, in the contract's order.
 PAGE_FIELDS: Final = ("id", "url", "title", "active", "responsive")
 
@@ -192,3 +200,9 @@ def download_message(frame: str, id: str, name: str, size: int, state: str) -> s
 def clipboard_message(frame: str, text: str) -> str:
     """Text a page copied, for the frame's drivers (the frame cuts it to the contract's 64 KiB first)."""
     return _dumps({"type": "clipboard", "frame": frame, "text": text})
+
+
+def cursor_message(frame: str, cursor: str) -> str:
+    """The page's cursor at the driver's pointer, for the frame's drivers to show over its picture."""
+    _check(cursor, CURSORS, "cursor")
+    return _dumps({"type": "cursor", "frame": frame, "cursor": cursor})

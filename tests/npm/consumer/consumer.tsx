@@ -8,7 +8,7 @@ import {
 import type {
   ConnectOptions, ClientEventMap, FrameInfo, FrameView, InputHandle, TabUi, TabState, TokenClaims, InputEvent,
   FrameStateMessage, VideoConfigMessage, ControlMessage, ErrorMessage, ServerMessage, ClientMessage, ErrorCode,
-  HelpEndedMessage, FrameObject, WatchedFrame, HandoffState, MountFrameOptions,
+  HelpEndedMessage, FrameObject, WatchedFrame, HandoffState, MountFrameOptions, CursorMessage, PageCursor,
 } from 'framestream';
 import {
   sandboxKey, mintToken, verifyToken, SandboxKey, TokenError, ROLES, MAX_TTL, STEP_MAX_TTL, AgentClient, nowUs,
@@ -48,6 +48,11 @@ const releaseSeq: number | null = client.release('f1', 'logged in, over to you')
 const handoff: HandoffState | null = client.handoff('f1');
 const driverKind: 'agent' | 'person' | null | undefined = handoff?.control?.kind;
 const helpReason: string | undefined = handoff?.help?.reason;
+// The page's cursor at the driver's pointer: a CSS keyword, kept with who drives.
+client.on('cursor', (c: CursorMessage) => { canvas.style.cursor = c.cursor; });
+const pageCursor: PageCursor | null | undefined = handoff?.cursor;
+// @ts-expect-error: only CSS's keywords, never a url()
+const imageCursor: PageCursor = 'url(x.png), pointer';
 const mountOptions: MountFrameOptions = { drive: true };
 // @ts-expect-error: a note is a string
 client.release('f1', 42);
