@@ -104,3 +104,17 @@ export async function until(predicate, withinMs = 2000) {
     await new Promise((r) => setTimeout(r, 2));
   }
 }
+
+/** A FramestreamClient (the class, imported after installWebCodecs()) over a FakeSocket, watching `frames`, open
+ * and welcomed; pushed onto `made` for the test's afterEach to close. */
+export async function welcomedClient(FramestreamClient, token, frames, made) {
+  const c = new FramestreamClient({ url: 'ws://x/ws', token, WebSocket: FakeSocket, sizeCanvas: false,
+    backoff: { baseMs: 5, maxMs: 20, jitter: 0 } });
+  made.push(c);
+  for (const frame of frames) c.watch(frame, null);
+  c.open();
+  await until(() => sockets.length === 1 && sockets[0].sent.length === 1);
+  const ws = sockets[0];
+  ws.receive({ type: 'welcome', protocol: 1, sandbox: 'local', shared_frames: true });
+  return { c, ws };
+}

@@ -8,7 +8,7 @@ import {
   HandoffState, controlView, helpView, pointerSpot, refusalText,
 } from '../../web/lib/handoff.js';
 import { frameToClient, mapToFrame } from '../../web/lib/coords.js';
-import { FakeSocket, b64url, decoders, installWebCodecs, sockets, tick, until } from './fakes.mjs';
+import { b64url, decoders, installWebCodecs, sockets, tick, welcomedClient } from './fakes.mjs';
 
 installWebCodecs();
 const { FramestreamClient } = await import('../../web/framestream.js');
@@ -122,17 +122,7 @@ const EXP = Math.floor(Date.now() / 1000) + 120;
 const token = (n) => `${b64url(JSON.stringify({ role: 'drive', sub: 'ana', n, exp: EXP + n }))}.m`;
 const made = [];
 
-async function openClient(tokenSource) {
-  const c = new FramestreamClient({ url: 'ws://x/ws', token: tokenSource, WebSocket: FakeSocket, sizeCanvas: false,
-    backoff: { baseMs: 5, maxMs: 20, jitter: 0 } });
-  made.push(c);
-  c.watch('f1', null);
-  c.open();
-  await until(() => sockets.length === 1 && sockets[0].sent.length === 1);
-  const ws = sockets[0];
-  ws.receive({ type: 'welcome', protocol: 1, sandbox: 'local', shared_frames: true });
-  return { c, ws };
-}
+const openClient = (tokenSource) => welcomedClient(FramestreamClient, tokenSource, ['f1'], made);
 
 beforeEach(() => { sockets.length = 0; decoders.length = 0; });
 afterEach(() => { for (const c of made.splice(0)) c.close(); });

@@ -5,7 +5,7 @@ import { test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { PAGE_CURSORS, followPageCursor, pageCursor, shownCursor } from '../../web/lib/pagecursor.js';
 import { HandoffState } from '../../web/lib/handoff.js';
-import { FakeSocket, b64url, decoders, installWebCodecs, sockets, tick, until } from './fakes.mjs';
+import { b64url, decoders, installWebCodecs, sockets, tick, welcomedClient } from './fakes.mjs';
 
 installWebCodecs();
 const { FramestreamClient } = await import('../../web/framestream.js');
@@ -85,18 +85,7 @@ const EXP = Math.floor(Date.now() / 1000) + 120;
 const token = `${b64url(JSON.stringify({ role: 'drive', sub: 'ana', exp: EXP }))}.m`;
 const made = [];
 
-async function openClient() {
-  const c = new FramestreamClient({ url: 'ws://x/ws', token, WebSocket: FakeSocket, sizeCanvas: false,
-    backoff: { baseMs: 5, maxMs: 20, jitter: 0 } });
-  made.push(c);
-  c.watch('f1', null);
-  c.watch('f2', null);
-  c.open();
-  await until(() => sockets.length === 1 && sockets[0].sent.length === 1);
-  const ws = sockets[0];
-  ws.receive({ type: 'welcome', protocol: 1, sandbox: 'local', shared_frames: true });
-  return { c, ws };
-}
+const openClient = () => welcomedClient(FramestreamClient, token, ['f1', 'f2'], made);
 
 beforeEach(() => { sockets.length = 0; decoders.length = 0; });
 afterEach(() => { for (const c of made.splice(0)) c.close(); });
