@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from framestream.browser.cdp import CDPConnection
-from framestream.browser.printing import PRINT_FLAGS, pin_print_folder
+from framestream.browser.preferences import PRINT_FLAGS, pin_preferences
 from framestream.browser.process import group_ended, spawn, terminate_group
 from framestream.browser.proctable import list_processes
 from framestream.browser.tab_events import TabEvent, TabSettings
@@ -142,7 +142,7 @@ def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, sandbo
         *MEMORY_FLAGS,
         "--lang=en-US",
         "--test-type",  # no "unsupported flag" infobar over the page
-        *PRINT_FLAGS,  # no print preview over the frame (browser/printing.py)
+        *PRINT_FLAGS,  # no print preview over the frame (browser/preferences.py)
     ]
     if not sandbox:
         flags.append("--no-sandbox")
@@ -150,11 +150,11 @@ def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, sandbo
 
 
 def prepare_profile(profile_dir: Path) -> list[str]:
-    """Create the profile (0700: cookies and storage are the page's secrets), pin where prints go, and clear stale
-    locks."""
+    """Create the profile (0700: cookies and storage are the page's secrets), pin the preferences that keep the
+    browser's own UI off the frame (browser/preferences.py), and clear stale locks."""
     profile_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(profile_dir, 0o700)
-    pin_print_folder(profile_dir)
+    pin_preferences(profile_dir)
     return clear_stale_locks(profile_dir)
 
 

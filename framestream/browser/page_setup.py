@@ -15,7 +15,8 @@ from framestream.core.errors import CDPError
 from framestream.core.pages import Page
 
 _FETCH: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("Fetch.enable", {"patterns": [{"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}]}),)
+    ("Fetch.enable", {"patterns": [{"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}],
+                      "handleAuthRequests": True}),)  # a sign-in dialog declined (browser/url_guard.py)
 
 # A cross-site iframe is a target of its own: without a session of ours its <input type=file> opened GTK's native
 # "Open File" dialog on the frame's screen, through which a driver could browse the service's own files (issue 32,

@@ -81,6 +81,7 @@ class Tabs:
             on("Runtime.bindingCalled", self._on_binding),
             on("Page.loadEventFired", self._targets.on_loaded),
             on("Fetch.requestPaused", self._on_document_request),
+            on("Fetch.authRequired", self._on_sign_in),
         ]
         self.settings.downloads_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         await self.cdp.call("Browser.setDownloadBehavior", {
@@ -124,6 +125,9 @@ class Tabs:
 
     def _on_document_request(self, params: dict[str, Any]) -> None:
         self.spawn(url_guard.check(self.cdp, params, self.settings, self._emit), "url-guard")
+
+    def _on_sign_in(self, params: dict[str, Any]) -> None:
+        self.spawn(url_guard.cancel_sign_in(self.cdp, params), "decline-sign-in")
 
     # -- pages -------------------------------------------------------------------------------------------
 

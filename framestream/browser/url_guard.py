@@ -5,6 +5,11 @@ Every page pauses each document request it makes (`Fetch.enable` for resource ty
 top-level and in frames alike; `check` lets it go on unless core/urls.py `document_refusal` says no (a host off the
 allow list when one is set; the service's own port, of which only `/web/` is a frame's) and fails it otherwise:
 the page shows Chrome's "blocked" page, and viewers hear `error` `url-not-allowed`.
+
+A document that asks for HTTP authentication (401 with `WWW-Authenticate`) opened Chromium's "Sign in" dialog over
+the whole frame, which the driver's input over DevTools cannot reach: the frame showed it until navigated away. The
+same pause answers it now (`handleAuthRequests`): `cancel_sign_in` declines, and the page shows the document the
+server sent with its 401.
 """
 
 from __future__ import annotations
@@ -37,6 +42,16 @@ async def check(cdp: CDPConnection, params: dict[str, Any], settings: TabSetting
                        session_id=session_id)
     log.warning("a page tried to load %s: blocked, %s", without_query(url)[:200], reason)
     emit(PageRefused(url, reason, code="url-not-allowed"))
+
+
+async def cancel_sign_in(cdp: CDPConnection, params: dict[str, Any]) -> None:
+    """Answer one `Fetch.authRequired` (a document's request for HTTP authentication) by declining it."""
+    url = str(params.get("request", {}).get("url", ""))
+    with contextlib.suppress(CDPError):
+        await cdp.call("Fetch.continueWithAuth", {"requestId": params.get("requestId"),
+                                                  "authChallengeResponse": {"response": "CancelAuth"}},
+                       session_id=params.get("sessionId"))
+    log.info("a page asked to sign in to %s: declined (no dialog over the frame)", without_query(url)[:200])
 
 
 __all__ = ["check"]
