@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import http.server
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
-from framestream.client import Client, ClientError, SandboxKey, png_to_rgb
+from framestream.client import Client, ClientError, FrameView, SandboxKey, png_to_rgb
 from tests.client.agent_page import near
 from tests.fixtures import service_fixture
 from tests.support import TEST_SECRET, Service, page_server
@@ -35,36 +35,51 @@ async def client(service: Service) -> AsyncIterator[Client]:
         yield c
 
 
-def new_frame(service: Service, page: str) -> Iterator[str]:
-    """A 640x400 frame of `page` (tests/pages, or a whole URL) until the test ends."""
-    url = page if "://" in page else f"{service.pages}/{page}"
-    frame = service.create_frame(url, width=640, height=400, dpr=1)
-    yield frame
-    service.request("DELETE", f"/frames/{frame}?purge=1")
-
-
 @pytest.fixture
-def printing(service: Service) -> Iterator[str]:
-    yield from new_frame(service, "print.html")
+def open_frame(service: Service) -> Iterator[Callable[[str], str]]:
+    """Opens a 640x400 frame of a page (of tests/pages, or a whole URL); each goes when the test ends."""
+    made: list[str] = []
+
+    def open_(page: str) -> str:
+        url = page if "://" in page else f"{service.pages}/{page}"
+        made.append(service.create_frame(url, width=640, height=400, dpr=1))
+        return made[-1]
+
+    yield open_
+    for frame in made:
+        service.request("DELETE", f"/frames/{frame}?purge=1")
 
 
-@pytest.fixture
-def pdf(service: Service) -> Iterator[str]:
-    yield from new_frame(service, "printable.pdf")
-
-
-async def test_a_pages_print_leaves_the_frame_as_it_was(client: Client, printing: str) -> None:
-    view = await client.watch(printing)
+async def white_page(client: Client, frame: str) -> FrameView:
+    """The frame watched, once a picture shows its page's white."""
+    view = await client.watch(frame)
     await view.picture_after(0, where=lambda p: near(p.pixel(400, 300), (255, 255, 255)))
-    await client.click(printing, 120, 50)  # window.print(): answered (before: an internal error after 5 s)
-    step = await client.click(printing, 120, 150)  # the page goes on: it turns red
+    return view
+
+
+async def only_red(client: Client, frame: str, left: int) -> None:
+    """The frame shows the page's red right of column `left` (its buttons'), nothing over any of it."""
+    shown = png_to_rgb((await client.screenshot(frame)).png).astype(int)[:, left:]
+    assert (np.abs(shown - RED).max(axis=2) <= 24).mean() > 0.999  # (the picture is H.264's)
+
+
+async def turns_red(client: Client, view: FrameView, frame: str, button: tuple[int, int]) -> None:
+    """Click the page's button that turns it red: a picture shows it, and nothing over the page right of it."""
+    step = await client.click(frame, *button)
     await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(400, 300), RED))
-    shown = png_to_rgb((await client.screenshot(printing)).png).astype(int)
-    right = shown[:, 240:]  # right of the buttons: all the page's red, no dialog over any of it
-    assert (np.abs(right - RED).max(axis=2) <= 24).mean() > 0.999  # (the picture is H.264's)
+    await only_red(client, frame, 240)
 
 
-async def test_the_pdf_viewers_print_button_puts_no_dialog_over_the_document(client: Client, pdf: str) -> None:
+async def test_a_pages_print_leaves_the_frame_as_it_was(client: Client, open_frame: Callable[[str], str]) -> None:
+    printing = open_frame("print.html")
+    view = await white_page(client, printing)
+    await client.click(printing, 120, 50)  # window.print(): answered (before: an internal error after 5 s)
+    await turns_red(client, view, printing, (120, 150))  # the page goes on
+
+
+async def test_the_pdf_viewers_print_button_puts_no_dialog_over_the_document(client: Client,
+                                                                            open_frame: Callable[[str], str]) -> None:
+    pdf = open_frame("printable.pdf")
     view = await client.watch(pdf)
     shown = await view.picture_after(0, where=lambda p: near(p.pixel(400, 150), BLUE))
     assert near(shown.pixel(520, 240), (255, 255, 255))  # beyond the rectangle's corner, which zooming in covers
@@ -81,14 +96,10 @@ async def test_the_pdf_viewers_print_button_puts_no_dialog_over_the_document(cli
             assert time.monotonic() < deadline, "the document never zoomed in: something covers it"
 
 
-@pytest.fixture
-def login(service: Service) -> Iterator[str]:
-    yield from new_frame(service, "login.html")
-
-
-async def test_a_login_leaves_no_offer_to_save_the_password_over_the_page(client: Client, login: str) -> None:
-    view = await client.watch(login)
-    await view.picture_after(0, where=lambda p: near(p.pixel(400, 300), (255, 255, 255)))
+async def test_a_login_leaves_no_offer_to_save_the_password_over_the_page(client: Client,
+                                                                          open_frame: Callable[[str], str]) -> None:
+    login = open_frame("login.html")
+    view = await white_page(client, login)
     await client.click(login, 120, 35)
     await client.type_text(login, "ann")
     await client.click(login, 120, 75)
@@ -98,11 +109,7 @@ async def test_a_login_leaves_no_offer_to_save_the_password_over_the_page(client
     # Loaded (its title in the frame's state): the password manager offered to save by then, 0.15 s after the
     # first green picture.
     await view.wait_for(lambda v: v.state is not None and any(p.get("title") == "logged in" for p in v.state.pages))
-    step = await client.click(login, 120, 50)  # its button turns it red
-    await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(120, 200), RED))
-    shown = png_to_rgb((await client.screenshot(login)).png).astype(int)
-    right = shown[:, 240:]
-    assert (np.abs(right - RED).max(axis=2) <= 24).mean() > 0.999  # all the page's: no bubble over any of it
+    await turns_red(client, view, login, (120, 50))
 
 
 class _SignIn(http.server.BaseHTTPRequestHandler):
@@ -121,11 +128,10 @@ class _SignIn(http.server.BaseHTTPRequestHandler):
         pass
 
 
-async def test_a_request_to_sign_in_is_declined_and_the_page_shows_what_came_with_it(client: Client,
-                                                                                   service: Service) -> None:
+async def test_a_request_to_sign_in_is_declined_and_the_page_shows_what_came_with_it(
+        client: Client, open_frame: Callable[[str], str]) -> None:
     with page_server(handler=_SignIn) as base:
-        for frame in new_frame(service, f"{base}/private"):
-            view = await client.watch(frame)
-            await view.picture_after(0, where=lambda p: near(p.pixel(320, 200), RED), timeout=20.0)
-            shown = png_to_rgb((await client.screenshot(frame)).png).astype(int)
-            assert (np.abs(shown - RED).max(axis=2) <= 24).mean() > 0.999  # the 401's page, no dialog over it
+        frame = open_frame(f"{base}/private")
+        view = await client.watch(frame)
+        await view.picture_after(0, where=lambda p: near(p.pixel(320, 200), RED), timeout=20.0)
+        await only_red(client, frame, 0)  # the 401's page, no dialog over it
