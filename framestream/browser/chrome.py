@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from framestream.browser.cdp import CDPConnection
+from framestream.browser.external_apps import no_external_apps
 from framestream.browser.preferences import PRINT_FLAGS, pin_preferences
 from framestream.browser.process import group_ended, spawn, terminate_group
 from framestream.browser.proctable import list_processes
@@ -226,6 +227,8 @@ class ChromeBrowser:
                 chrome_path, *chrome_flags(profile_dir, width, height, dpr, sandbox=sandbox, webgl=webgl),
                 "about:blank"]
         env = {"DISPLAY": display}  # on top of the allow-listed environment (browser/process.py)
+        # Links to other applications open nothing (browser/external_apps.py).
+        env["PATH"] = f"{no_external_apps(profile_dir)}:{os.environ.get('PATH', os.defpath)}"
         if xauthority is not None:
             env["XAUTHORITY"] = str(xauthority)  # its own display's cookie only (browser/xauth.py)
         log_path = profile_dir.parent / f"{profile_dir.name}.chrome.log"

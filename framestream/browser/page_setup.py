@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from framestream.browser import key_guard
+from framestream.browser import external_apps, key_guard
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.tab_events import TabSettings
 from framestream.core.errors import CDPError
@@ -27,6 +27,9 @@ _SUBFRAMES: tuple[tuple[str, dict[str, Any]], ...] = (
 
 # Keys a page (or a focused iframe) leaves that would open the browser's UI over it (browser/key_guard.py).
 _KEY_GUARD = ("Page.addScriptToEvaluateOnNewDocument", {"source": key_guard.script(), "worldName": key_guard.WORLD})
+# Links to other applications (browser/external_apps.py): no dialog over the frame asking to open one.
+_LINK_GUARD = ("Page.addScriptToEvaluateOnNewDocument", {"source": external_apps.script(),
+                                                          "worldName": external_apps.WORLD})
 
 
 def _cursor_hook(settings: TabSettings) -> tuple[tuple[str, dict[str, Any]], ...]:
@@ -45,6 +48,7 @@ async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSet
         ("Page.enable", {}),
         ("Page.setInterceptFileChooserDialog", {"enabled": True}),
         _KEY_GUARD,
+        _LINK_GUARD,
         ("Runtime.enable", {}),  # without it, the iframe's binding calls never reached us (checked)
         *_cursor_hook(settings),
         *_FETCH,
@@ -71,6 +75,7 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
         ("Page.addScriptToEvaluateOnNewDocument", {"source": hook.page_world_script()}),
         ("Page.addScriptToEvaluateOnNewDocument", {"source": hook.our_world_script(), "worldName": hook.world}),
         _KEY_GUARD,
+        _LINK_GUARD,
         *_cursor_hook(settings),
         # Lay every page out at exactly the frame's CSS size: a popup's window would otherwise have its own size,
         # and a window narrower than 500 CSS px is impossible in Chromium.

@@ -1,11 +1,14 @@
-"""The preferences each launch pins (browser/preferences.py): prints saved to a folder that cannot exist, no offers to
-save passwords, addresses or cards; the profile's other preferences kept."""
+"""What each launch sets up in the profile: the preferences it pins (browser/preferences.py: prints saved to a folder
+that cannot exist, no offers to save passwords, addresses or cards; the profile's other preferences kept), and the
+launchers of other applications that open nothing (browser/external_apps.py)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
+from framestream.browser.external_apps import ATTEMPT_FILE, LAUNCHERS, no_external_apps
 from framestream.browser.preferences import NOWHERE, pin_preferences
 
 
@@ -39,3 +42,13 @@ def test_unreadable_preferences_are_replaced(tmp_path: Path) -> None:
         (tmp_path / "Default" / "Preferences").write_text(broken)
         pin_preferences(tmp_path)
         assert prefs(tmp_path) == PINNED
+
+
+def test_the_launchers_chromium_finds_first_open_nothing_and_note_that_something_asked(tmp_path: Path) -> None:
+    folder = no_external_apps(tmp_path)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(LAUNCHERS)
+    done = subprocess.run([str(folder / "xdg-email"), "mailto:ann@example.test"], capture_output=True, timeout=10,
+                          env={"PATH": f"{folder}:/usr/bin:/bin"})
+    assert done.returncode == 0 and done.stdout == b""
+    assert (folder / ATTEMPT_FILE).read_text() == "xdg-email\n"  # which one, not the link
+    assert no_external_apps(tmp_path) == folder  # again at the next launch: the same folder

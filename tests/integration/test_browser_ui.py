@@ -2,8 +2,9 @@
 over DevTools could not reach it and every viewer saw it. Before, a page's `window.print()` and the PDF viewer's
 print button opened the print preview over the whole frame, with the page waiting for it (the next click was an
 internal error, the dialog stayed); a login form sent left the password manager's "Save password?" bubble over 70 %
-of the frame for good, the username in clear; and a page that asked for HTTP authentication showed Chromium's "Sign
-in" dialog instead."""
+of the frame for good, the username in clear; a page that asked for HTTP authentication showed Chromium's "Sign in"
+dialog instead; a link to another application asked "Open xdg-open?" over the frame, and a `mailto:` link started
+Firefox on the frame's display (browser/external_apps.py)."""
 
 from __future__ import annotations
 
@@ -135,3 +136,15 @@ async def test_a_request_to_sign_in_is_declined_and_the_page_shows_what_came_wit
         view = await client.watch(frame)
         await view.picture_after(0, where=lambda p: near(p.pixel(320, 200), RED), timeout=20.0)
         await only_red(client, frame, 0)  # the 401's page, no dialog over it
+
+
+async def test_links_to_other_applications_open_nothing_over_the_frame(client: Client,
+                                                                       open_frame: Callable[[str], str]) -> None:
+    frame = open_frame("other_apps.html")
+    view = await white_page(client, frame)
+    # slack:// by a link, zoommtg:// by script, vscode:// by a form, mailto: by a link. The page paints the square
+    # beside each green once the navigation was cancelled before it left (the dialog came later, or Firefox).
+    for y in (50, 130, 210, 290):
+        step = await client.click(frame, 120, y)
+        await view.picture_after(step.sent_us, where=lambda p, y=y: near(p.pixel(230, y), GREEN))
+    await turns_red(client, view, frame, (120, 360))  # and nothing over the page
