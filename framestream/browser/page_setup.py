@@ -1,6 +1,7 @@
 """Setting a new page up before its first script runs: the frame's size and dpr, file choosers intercepted, the copy
 hook (browser/copy_hook.py: copied text, no File System Access pickers), the cursor hook (browser/cursor_hook.py),
-and its window fullscreen so it covers the frame's screen."""
+the browser's keys and links to other applications guarded (browser/key_guard.py, browser/external_apps.py), and
+its window fullscreen so it covers the frame's screen."""
 
 from __future__ import annotations
 
