@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import StreamClient, page_server
+from framestream.client import Client, SandboxKey
+from tests.support import TEST_SECRET, Service, StreamClient, page_server
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -44,3 +45,16 @@ def state_dir(tmp_path: Path) -> Path:
     path = tmp_path / "state"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+def key() -> SandboxKey:
+    """An agent's key to the test service's sandbox (framestream.client mints its grants with it)."""
+    return SandboxKey(TEST_SECRET, "test", subject="agent")
+
+
+@pytest.fixture
+async def client(service: Service, key: SandboxKey) -> AsyncIterator[Client]:
+    """The library as an agent's client of the module's service."""
+    async with await Client.connect(service.base, key=key) as c:
+        yield c

@@ -33,12 +33,17 @@ _LINK_GUARD = ("Page.addScriptToEvaluateOnNewDocument", {"source": external_apps
                                                           "worldName": external_apps.WORLD})
 
 
+def _our_world(binding: str, world: str, source: str) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """A script in an isolated world of ours and the binding it reports through, which exists in that world only
+    (the page's scripts can neither see nor call it)."""
+    return (("Runtime.addBinding", {"name": binding, "executionContextName": world}),
+            ("Page.addScriptToEvaluateOnNewDocument", {"source": source, "worldName": world}))
+
+
 def _cursor_hook(settings: TabSettings) -> tuple[tuple[str, dict[str, Any]], ...]:
-    """The cursor at the pointer (browser/cursor_hook.py): the binding only in our own isolated world, and its
-    script there."""
+    """The cursor at the pointer (browser/cursor_hook.py)."""
     hook = settings.cursor_hook
-    return (("Runtime.addBinding", {"name": hook.binding, "executionContextName": hook.world}),
-            ("Page.addScriptToEvaluateOnNewDocument", {"source": hook.script(), "worldName": hook.world}))
+    return _our_world(hook.binding, hook.world, hook.script())
 
 
 async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSettings) -> None:
@@ -70,11 +75,9 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
         ("Runtime.enable", {}),
         ("Inspector.enable", {}),  # Inspector.targetCrashed: a renderer crash
         ("Page.setInterceptFileChooserDialog", {"enabled": True}),
-        # Copied text (browser/copy_hook.py): the binding only in our own isolated world, its script there, and
-        # the clipboard API's wrapper in the page's world.
-        ("Runtime.addBinding", {"name": hook.binding, "executionContextName": hook.world}),
+        # Copied text (browser/copy_hook.py): the clipboard API's wrapper in the page's world, and our world.
         ("Page.addScriptToEvaluateOnNewDocument", {"source": hook.page_world_script()}),
-        ("Page.addScriptToEvaluateOnNewDocument", {"source": hook.our_world_script(), "worldName": hook.world}),
+        *_our_world(hook.binding, hook.world, hook.our_world_script()),
         _KEY_GUARD,
         _LINK_GUARD,
         *_cursor_hook(settings),

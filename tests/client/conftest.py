@@ -1,16 +1,10 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import pytest
 
-from framestream.client import Client, SandboxKey
-from tests.support import TEST_SECRET, FramePool, Service
-
-
-@pytest.fixture
-def key() -> SandboxKey:
-    return SandboxKey(TEST_SECRET, "test", subject="agent")
+from tests.support import FramePool, Service
 
 
 @pytest.fixture(scope="module")
@@ -24,9 +18,3 @@ def frame(agent_frames: FramePool) -> Iterator[str]:
     frame_id = agent_frames.take()
     yield frame_id
     agent_frames.delete(frame_id)
-
-
-@pytest.fixture
-async def client(service: Service, key: SandboxKey) -> AsyncIterator[Client]:
-    async with await Client.connect(service.base, key=key) as c:
-        yield c

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import http.server
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
-from framestream.client import Client, ClientError, FrameView, SandboxKey, png_to_rgb
+from framestream.client import Client, ClientError, FrameView, png_to_rgb
 from tests.client.agent_page import near
 from tests.fixtures import service_fixture
-from tests.support import TEST_SECRET, Service, page_server
+from tests.support import Service, page_server
 
 pytestmark = pytest.mark.integration
 
@@ -28,12 +28,6 @@ service = service_fixture(scope="module")
 RED = (200, 30, 30)
 GREEN = (30, 160, 60)
 BLUE = (0, 0, 255)  # the PDF's rectangle
-
-
-@pytest.fixture
-async def client(service: Service) -> AsyncIterator[Client]:
-    async with await Client.connect(service.base, key=SandboxKey(TEST_SECRET, "test", subject="agent")) as c:
-        yield c
 
 
 @pytest.fixture

@@ -187,12 +187,6 @@ def frame(service: Service) -> Iterator[str]:
     service.request("DELETE", f"/frames/{frame_id}?purge=1")
 
 
-@pytest.fixture
-def key() -> SandboxKey:
-    """The agent's key: a one-step grant minted for each of its steps."""
-    return SandboxKey(TEST_SECRET, "test", subject="agent")
-
-
 async def test_the_person_takes_over_in_the_viewer_holds_and_hands_back_with_a_note(
         service: Service, page: Page, frame: str, key: SandboxKey) -> None:
     watcher_token = service.token("view", frame=frame, subject="watcher")
