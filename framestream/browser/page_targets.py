@@ -15,6 +15,7 @@ from typing import Any
 
 from framestream.browser import page_setup
 from framestream.browser.cdp import CDPConnection
+from framestream.browser.external_apps import is_another_application
 from framestream.browser.tab_events import PageNavigated, PageRefused, TabEvent, TabSettings
 from framestream.core.errors import BrowserError, CDPError
 from framestream.core.pages import Page, PageStack
@@ -39,6 +40,7 @@ class PageTargets:
         self._page_closed = page_closed
         self.first_page: asyncio.Future[Page] = asyncio.get_running_loop().create_future()
         self._subframes: dict[str, str] = {}  # a cross-site iframe's session -> the session it is a frame of
+        self._popups_to_close: set[str] = set()  # pages whose next popup opens at another application's link
 
     def on_attached(self, params: dict[str, Any]) -> None:
         info = params.get("targetInfo") or {}
@@ -47,11 +49,35 @@ class PageTargets:
             self._subframes[session_id] = str(params.get("parentSessionId", ""))
             self._spawn(page_setup.prepare_subframe(self.cdp, session_id, self.settings), "adopt-iframe")
             return
+        if info.get("type") == "page" and self._opened_at_another_application(info):
+            self._spawn(self._close_unadopted(str(info.get("targetId", "")), session_id), "close-blank-popup")
+            return
         if info.get("type") != "page":
             # Browser UI and workers are not ours to drive: let them run and leave them alone.
             self._spawn(self._release_other(session_id, bool(params.get("waitingForDebugger"))), "detach-other")
             return
         self._spawn(self._adopt(info, session_id), f"adopt-{str(info.get('targetId', ''))[:8]}")
+
+    def on_window_open(self, params: dict[str, Any]) -> None:
+        """A page opens a window: at another application's link, the window would stay a blank page over the frame
+        (Chromium drops the link, browser/external_apps.py), so it is closed as it comes. This event comes first."""
+        if is_another_application(str(params.get("url", ""))):
+            opener = self.pages.by_session(params.get("sessionId"))
+            if opener is not None:
+                self._popups_to_close.add(opener.target_id)
+
+    def _opened_at_another_application(self, info: dict[str, Any]) -> bool:
+        opener = str(info.get("openerId") or "")
+        if opener not in self._popups_to_close:
+            return False
+        self._popups_to_close.discard(opener)  # its next popup only, blank or not
+        return info.get("url") in ("", "about:blank")
+
+    async def _close_unadopted(self, target_id: str, session_id: str) -> None:
+        log.info("closed a popup opened at another application's link")
+        with contextlib.suppress(CDPError):  # (closing it while it waits for us would hang its opener's input)
+            await self.cdp.call("Runtime.runIfWaitingForDebugger", session_id=session_id, timeout=5.0)
+            await self.cdp.call("Target.closeTarget", {"targetId": target_id}, timeout=5.0)
 
     async def _release_other(self, session_id: str, waiting: bool) -> None:
         with contextlib.suppress(CDPError):

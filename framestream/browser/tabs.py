@@ -80,6 +80,7 @@ class Tabs:
             on("Browser.downloadProgress", self._on_download_progress),
             on("Runtime.bindingCalled", self._on_binding),
             on("Page.loadEventFired", self._targets.on_loaded),
+            on("Page.windowOpen", self._targets.on_window_open),
             on("Fetch.requestPaused", self._on_document_request),
             on("Fetch.authRequired", self._on_sign_in),
         ]

@@ -1,6 +1,7 @@
 """What each launch sets up in the profile: the preferences it pins (browser/preferences.py: prints saved to a folder
 that cannot exist, no offers to save passwords, addresses or cards; the profile's other preferences kept), and the
-launchers of other applications that open nothing (browser/external_apps.py)."""
+launchers of other applications that open nothing, and the desktop's answer that Chromium handles every other
+application's link itself, so it drops them asking no one (browser/external_apps.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import json
 import subprocess
 from pathlib import Path
 
-from framestream.browser.external_apps import ATTEMPT_FILE, LAUNCHERS, no_external_apps
+import pytest
+
+from framestream.browser import external_apps
+from framestream.browser.external_apps import ATTEMPT_FILE, HANDLER_CHECK, LAUNCHERS, no_external_apps
 from framestream.browser.preferences import NOWHERE, pin_preferences
 
 
@@ -46,9 +50,33 @@ def test_unreadable_preferences_are_replaced(tmp_path: Path) -> None:
 
 def test_the_launchers_chromium_finds_first_open_nothing_and_note_that_something_asked(tmp_path: Path) -> None:
     folder = no_external_apps(tmp_path)
-    assert sorted(p.name for p in folder.iterdir()) == sorted(LAUNCHERS)
+    assert sorted(p.name for p in folder.iterdir()) == sorted((*LAUNCHERS, HANDLER_CHECK))
     done = subprocess.run([str(folder / "xdg-email"), "mailto:ann@example.test"], capture_output=True, timeout=10,
                           env={"PATH": f"{folder}:/usr/bin:/bin"})
     assert done.returncode == 0 and done.stdout == b""
     assert (folder / ATTEMPT_FILE).read_text() == "xdg-email\n"  # which one, not the link
     assert no_external_apps(tmp_path) == folder  # again at the next launch: the same folder
+
+
+def run_stub(folder: Path, *args: str) -> bytes:
+    done = subprocess.run([str(folder / args[0]), *args[1:]], capture_output=True, timeout=10,
+                          env={"PATH": f"{folder}:/usr/bin:/bin"}, check=True)
+    return done.stdout
+
+
+def test_chromium_hears_it_handles_every_scheme_itself_and_no_handler_name(tmp_path: Path) -> None:
+    folder = no_external_apps(tmp_path)
+    # As Chromium asks before it would show "Open xdg-open?" (a yes drops the link), then for the dialog's name.
+    scheme = ("default-url-scheme-handler", "zoommtg", "chromium.desktop")
+    assert run_stub(folder, HANDLER_CHECK, "check", *scheme) == b"yes\n"
+    assert run_stub(folder, HANDLER_CHECK, "get", *scheme) == b""
+    assert (folder / ATTEMPT_FILE).read_text() == f"{HANDLER_CHECK}\n"
+
+
+@pytest.mark.parametrize(("url", "elsewhere"), [
+    ("slack://open?team=T1", True), ("mailto:ann@example.test", True), ("zoommtg:join", True), ("MSTEAMS://x", True),
+    ("https://example.test/", False), ("HTTP://example.test/", False), ("about:blank", False), ("blob:x", False),
+    ("data:text/html,x", False), ("", False), ("/relative", False), ("http://[::1", False),
+])
+def test_a_link_to_another_application_is_one_whose_scheme_the_web_does_not_have(url: str, elsewhere: bool) -> None:
+    assert external_apps.is_another_application(url) is elsewhere

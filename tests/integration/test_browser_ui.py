@@ -3,23 +3,26 @@ over DevTools could not reach it and every viewer saw it. Before, a page's `wind
 print button opened the print preview over the whole frame, with the page waiting for it (the next click was an
 internal error, the dialog stayed); a login form sent left the password manager's "Save password?" bubble over 70 %
 of the frame for good, the username in clear; a page that asked for HTTP authentication showed Chromium's "Sign in"
-dialog instead; a link to another application asked "Open xdg-open?" over the frame, and a `mailto:` link started
-Firefox on the frame's display (browser/external_apps.py)."""
+dialog instead; a link to another application asked "Open xdg-open?" over the frame (a popup's left a blank page
+too), and a `mailto:` link started Firefox on the frame's display (browser/external_apps.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from framestream.browser.external_apps import ATTEMPT_FILE, HANDLER_CHECK
 from framestream.client import Client, ClientError, FrameView, png_to_rgb
 from tests.client.agent_page import near
 from tests.fixtures import service_fixture
-from tests.support import Service, page_server
+from tests.support import Service, page_server, until
 
 pytestmark = pytest.mark.integration
 
@@ -132,13 +135,27 @@ async def test_a_request_to_sign_in_is_declined_and_the_page_shows_what_came_wit
         await only_red(client, frame, 0)  # the 401's page, no dialog over it
 
 
-async def test_links_to_other_applications_open_nothing_over_the_frame(client: Client,
+async def test_links_to_other_applications_open_nothing_over_the_frame(client: Client, service: Service,
                                                                        open_frame: Callable[[str], str]) -> None:
     frame = open_frame("other_apps.html")
     view = await white_page(client, frame)
-    # slack:// by a link, zoommtg:// by script, vscode:// by a form, mailto: by a link. The page paints the square
-    # beside each green once the navigation was cancelled before it left (the dialog came later, or Firefox).
-    for y in (50, 130, 210, 290):
+    # slack:// by a link, zoommtg:// by script, vscode:// by a form, mailto: by a link, msteams:// by a popup. The
+    # page paints the square beside each green once the navigation was cancelled before it left, or the popup
+    # closed (the dialog came later, or Firefox, or a blank page over the frame).
+    for y in (32, 88, 144, 200, 256):
         step = await client.click(frame, 120, y)
         await view.picture_after(step.sent_us, where=lambda p, y=y: near(p.pixel(230, y), GREEN))
-    await turns_red(client, view, frame, (120, 360))  # and nothing over the page
+    # An iframe's first document fires no navigation the page can cancel: Chromium asks the desktop whether it is
+    # the scheme's handler itself, hears yes, and asks no one (the dialog stayed even after the frame navigated).
+    asked = service.state_dir / "profiles" / frame / "external-apps" / ATTEMPT_FILE
+    asked.unlink(missing_ok=True)
+    await client.click(frame, 120, 312)
+    await until("Chromium asked whether it handles the iframe's scheme",
+                lambda: asyncio.to_thread(reads, asked, f"{HANDLER_CHECK}\n"), within=10.0)
+    await turns_red(client, view, frame, (120, 368))  # and nothing over the page
+    assert view.state is not None
+    assert [page["url"] for page in view.state.pages] == [f"{service.pages}/other_apps.html"]  # no blank popup
+
+
+def reads(path: Path, text: str) -> bool:
+    return path.is_file() and path.read_text() == text
