@@ -63,6 +63,10 @@ class _PictureWaiter:
         return True
 
 
+# Frame states whose browser runs: any other (closed, error, a new browser launching) ends the page's cursor.
+_BROWSER_RUNS = frozenset(("live", "paused"))
+
+
 class FrameView:
     """A frame this connection watches. Made by `Connection.watch`; steps go through `framestream.client.Agent`."""
 
@@ -99,6 +103,8 @@ class FrameView:
         elif kind == "frame-state":
             self.state = FrameState(str(msg["state"]), str(msg.get("url", "")), int(msg.get("viewers", 0)),
                                     msg.get("driver"), tuple(msg.get("pages") or ()), msg.get("message"))
+            if self.state.state not in _BROWSER_RUNS:
+                self.cursor = "default"  # the cursor goes with its browser: a new one tells its own
         elif kind == "control":
             self.you_drive = bool(msg.get("you"))
         elif kind == "dialog":

@@ -11,6 +11,7 @@ from framestream.client import Superseded, UnknownFrame, png_to_rgb, rgb_to_png,
 from framestream.client.errors import ServiceError, error_for
 from framestream.client.pictures import Picture, png_size
 from framestream.client.steps import chord, click, drag, parse_chord, text
+from framestream.client.view import FrameView
 from framestream.client.wire import encode_client_message
 from framestream.core.wire import Input, KeyEvent, MouseEvent, parse_client_message
 
@@ -66,3 +67,12 @@ def test_a_pictures_pixel_from_yuv_matches_its_rgb_conversion(matrix: Colorspace
         assert converted.rgb is not None
         assert all(abs(a - b) <= 3 for a, b in zip(from_yuv, converted.pixel(x, y), strict=True))
         assert all(abs(a - int(b)) <= 3 for a, b in zip(from_yuv, rgb[y, x], strict=True))
+
+
+def test_the_pages_cursor_goes_with_its_browser() -> None:
+    view = FrameView("f1", decode=False, on_keyframe_needed=lambda frame: None)
+    view.on_message({"type": "cursor", "frame": "f1", "cursor": "pointer"})
+    view.on_message({"type": "frame-state", "frame": "f1", "state": "paused", "viewers": 1})
+    assert view.cursor == "pointer"  # the same browser, frozen
+    view.on_message({"type": "frame-state", "frame": "f1", "state": "launching", "viewers": 1})
+    assert view.cursor == "default"  # a new browser's page tells its own
