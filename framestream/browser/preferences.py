@@ -7,7 +7,8 @@ That UI is out of reach of the driver's input, which goes over DevTools to the p
   target left an empty dialog and the page still waiting). Chromium now prints without a preview (`PRINT_FLAGS`,
   straight to Save as PDF) into a folder that cannot exist: the print fails at once and quietly, and the page goes
   on (`window.print()` returned in 0.6 s). Without that folder each print went to ~/Downloads, outside the state
-  dir: a page printing in a loop would fill the disk.
+  dir: a page printing in a loop would fill the disk. The page's print then becomes a PDF download the service
+  makes itself, under the frame's download limits (browser/prints.py).
 - **Saving passwords, addresses and cards.** After a login form was sent, the password manager's "Save password?"
   bubble covered 70 % of a 640x400 frame for good, the username in clear and an eye that shows the password.
 """

@@ -3,8 +3,9 @@
 Pages are auto-attached paused (`waitForDebuggerOnStart`), so each one is set up before its first script runs
 (browser/page_targets.py): the frame's CSS size and dpr, file choosers intercepted (never a native dialog), the copy
 hook, and popups' windows made fullscreen so every page covers the frame's screen and shares its coordinates.
-What a page asks of its driver (dialogs, file choosers) and what comes out of it (downloads, copied text) is
-reported as `TabEvent`s to one callback; the owner (a frame) turns them into messages for its viewers.
+What a page asks of its driver (dialogs, file choosers) and what comes out of it (downloads, its prints as PDFs
+(browser/prints.py), copied text) is reported as `TabEvent`s to one callback; the owner (a frame) turns them into
+messages for its viewers.
 
 Input goes to the active page. A dialog that opens while an input event is being applied ends that event's wait
 (the page is now waiting for the dialog, not for the input), so the step is acknowledged at once.
@@ -26,6 +27,7 @@ from framestream.browser.copy_hook import CopyRelay
 from framestream.browser.dialogs import Dialogs
 from framestream.browser.file_choosers import FileChoosers
 from framestream.browser.page_targets import PageTargets
+from framestream.browser.prints import PagePrints
 from framestream.browser.tab_events import (
     Copied,
     CursorChanged,
@@ -62,6 +64,8 @@ class Tabs:
         # Attaching, setting up and forgetting pages as their targets come and go (browser/page_targets.py).
         self._targets = PageTargets(cdp, settings, self.pages, emit=on_event, spawn=self.spawn,
                                     changed=self.changed, page_closed=self._page_closed)
+        # A page's print, a PDF download (browser/prints.py).
+        self._prints = PagePrints(cdp, settings.downloads_dir, emit=on_event, spawn=self.spawn)
 
     # -- start and stop ----------------------------------------------------------------------------------
 
@@ -316,6 +320,8 @@ class Tabs:
                                     {"inProgress": "progress"}.get(state, state)))
 
     async def cancel_download(self, guid: str) -> None:
+        if self._prints.cancel(guid):
+            return
         with contextlib.suppress(CDPError):
             await self.cdp.call("Browser.cancelDownload", {"guid": guid}, timeout=5.0)
 
@@ -329,6 +335,10 @@ class Tabs:
             page = self._targets.page_of(str(params.get("sessionId", "")))
             if page is not None and page is self.pages.active and cursor in CURSORS:
                 self._emit(CursorChanged(cursor))
+        elif name == self.settings.print_hook.binding:
+            page = self.pages.by_session(params.get("sessionId"))
+            if page is not None:
+                self._prints.printed(page)
 
     def _on_crashed(self, params: dict[str, Any]) -> None:
         page = self.pages.by_session(params.get("sessionId"))

@@ -68,11 +68,29 @@ async def turns_red(client: Client, view: FrameView, frame: str, button: tuple[i
     await only_red(client, frame, 240)
 
 
-async def test_a_pages_print_leaves_the_frame_as_it_was(client: Client, open_frame: Callable[[str], str]) -> None:
+async def test_a_pages_print_becomes_a_pdf_download_and_leaves_the_frame_as_it_was(
+        client: Client, service: Service, open_frame: Callable[[str], str], tmp_path: Path) -> None:
     printing = open_frame("print.html")
     view = await white_page(client, printing)
+    await client.click(printing, 120, 250)  # the page's own afterprint event, no print: no PDF (it would be blue)
     await client.click(printing, 120, 50)  # window.print(): answered (before: an internal error after 5 s)
+    drive = service.token("drive", frame=printing)  # (downloads are told to people who drive; the agent asks)
+
+    async def one_ended() -> list[dict[str, Any]]:
+        listing = (await asyncio.to_thread(service.request, "GET", f"/frames/{printing}/downloads", token=drive))[1]
+        return listing["downloads"] if any(d["state"] != "started" for d in listing["downloads"]) else []
+    # One PDF: not the pretence, nor one for our own print's afterprint.
+    [told] = await until("the print's PDF", one_ended, within=30.0)
+    assert (told["name"], told["state"]) == ("A printed page.pdf", "done")  # named after the page's title
+    status, pdf = service.request("GET", f"/frames/{printing}/downloads/{told['id']}", token=drive)
+    assert status == 200 and pdf[:5] == b"%PDF-" and len(pdf) == told["size"]
     await turns_red(client, view, printing, (120, 150))  # the page goes on
+    # The PDF is the page on paper: Chromium's PDF viewer shows its print styles' green band (not on screen).
+    (tmp_path / "printed.pdf").write_bytes(pdf)
+    with page_server(tmp_path) as base:
+        paper = await client.watch(open_frame(f"{base}/printed.pdf"))
+        shown = await paper.picture_after(0, where=lambda p: near(p.pixel(320, 150), GREEN), timeout=20.0)
+    assert (np.abs(shown.rgb.astype(int) - GREEN).max(axis=2) <= 24).mean() > 0.1
 
 
 async def test_the_pdf_viewers_print_button_puts_no_dialog_over_the_document(client: Client,
