@@ -22,12 +22,14 @@ import logging
 import os
 import signal
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.external_apps import no_external_apps
 from framestream.browser.preferences import PRINT_FLAGS, pin_preferences
+from framestream.browser.prints import prints_folder
 from framestream.browser.process import group_ended, spawn, terminate_group
 from framestream.browser.proctable import list_processes
 from framestream.browser.tab_events import TabEvent, TabSettings
@@ -245,8 +247,9 @@ class ChromeBrowser:
         try:
             cdp = await CDPConnection.over_pipes(answers[0], commands[1])
             await _until_answering(proc, cdp)
-            tabs = Tabs(cdp, tab_settings or TabSettings(width, height, dpr, profile_dir.parent / "downloads"),
-                        on_event)
+            settings = replace(tab_settings or TabSettings(width, height, dpr, profile_dir.parent / "downloads"),
+                               prints_dir=prints_folder(profile_dir))  # (browser/preferences.py points there)
+            tabs = Tabs(cdp, settings, on_event)
             try:
                 await tabs.start()
                 browser = cls(proc, cdp, tabs, profile_dir)

@@ -1,7 +1,7 @@
 """Setting a new page up before its first script runs: the frame's size and dpr, file choosers intercepted, the copy
 hook (browser/copy_hook.py: copied text, no File System Access pickers), the cursor hook (browser/cursor_hook.py),
-the print hook (browser/print_hook.py), the browser's keys and links to other applications guarded
-(browser/key_guard.py, browser/external_apps.py), and its window fullscreen so it covers the frame's screen."""
+the browser's keys and links to other applications guarded (browser/key_guard.py, browser/external_apps.py), and
+its window fullscreen so it covers the frame's screen."""
 
 from __future__ import annotations
 
@@ -81,8 +81,6 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
         _KEY_GUARD,
         _LINK_GUARD,
         *_cursor_hook(settings),
-        # The top document's prints, each a PDF download (browser/print_hook.py, browser/prints.py).
-        *_our_world(settings.print_hook.binding, settings.print_hook.world, settings.print_hook.script()),
         # Lay every page out at exactly the frame's CSS size: a popup's window would otherwise have its own size,
         # and a window narrower than 500 CSS px is impossible in Chromium.
         ("Emulation.setDeviceMetricsOverride", {

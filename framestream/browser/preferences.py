@@ -5,10 +5,9 @@ That UI is out of reach of the driver's input, which goes over DevTools to the p
 - **Printing.** `window.print()` and the PDF viewer's print button opened the print preview over the whole frame,
   with the page waiting for it: the next click was an internal error after 5 s and the dialog stayed (closing its
   target left an empty dialog and the page still waiting). Chromium now prints without a preview (`PRINT_FLAGS`,
-  straight to Save as PDF) into a folder that cannot exist: the print fails at once and quietly, and the page goes
-  on (`window.print()` returned in 0.6 s). Without that folder each print went to ~/Downloads, outside the state
-  dir: a page printing in a loop would fill the disk. The page's print then becomes a PDF download the service
-  makes itself, under the frame's download limits (browser/prints.py).
+  straight to Save as PDF) into the profile's prints folder, and the page goes on (`window.print()` returned in
+  0.6 s); each PDF moves from there into the frame's downloads, under their limits (browser/prints.py). Without a
+  folder of ours each print went to ~/Downloads, outside the state dir: a page printing in a loop would fill it.
 - **Saving passwords, addresses and cards.** After a login form was sent, the password manager's "Save password?"
   bubble covered 70 % of a 640x400 frame for good, the username in clear and an eye that shows the password.
 """
@@ -19,12 +18,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-PRINT_FLAGS = ("--kiosk-printing",)
-NOWHERE = "/dev/null/prints"  # under a character device: no directory can be made there
+from framestream.browser.prints import prints_folder
 
-# (path of keys, value) in Default/Preferences.
+PRINT_FLAGS = ("--kiosk-printing",)
+
+# (path of keys, value) in Default/Preferences; and where prints go (`pinned`).
 PINNED: tuple[tuple[tuple[str, ...], object], ...] = (
-    (("savefile", "default_directory"), NOWHERE),
     (("credentials_enable_service",), False),
     (("profile", "password_manager_enabled"), False),
     (("autofill", "profile_enabled"), False),
@@ -32,8 +31,13 @@ PINNED: tuple[tuple[tuple[str, ...], object], ...] = (
 )
 
 
+def pinned(profile_dir: Path) -> tuple[tuple[tuple[str, ...], object], ...]:
+    """PINNED, and Save as PDF into the profile's prints folder (browser/prints.py)."""
+    return ((("savefile", "default_directory"), str(prints_folder(profile_dir))), *PINNED)
+
+
 def pin_preferences(profile_dir: Path) -> None:
-    """Set PINNED in the profile's preferences (Default/Preferences, read at launch), keeping the rest of them;
+    """Set `pinned` in the profile's preferences (Default/Preferences, read at launch), keeping the rest of them;
     unreadable ones are replaced (Chromium would reset them too). Downloads keep the frame's own folder, set over
     DevTools (browser/tabs.py)."""
     path = profile_dir / "Default" / "Preferences"
@@ -45,7 +49,7 @@ def pin_preferences(profile_dir: Path) -> None:
     if not isinstance(prefs, dict):
         prefs = {}
     changed = False
-    for keys, value in PINNED:
+    for keys, value in pinned(profile_dir):
         node = prefs
         for key in keys[:-1]:
             if not isinstance(node.get(key), dict):
@@ -58,4 +62,4 @@ def pin_preferences(profile_dir: Path) -> None:
         path.write_text(json.dumps(prefs))
 
 
-__all__ = ["NOWHERE", "PINNED", "PRINT_FLAGS", "pin_preferences"]
+__all__ = ["PINNED", "PRINT_FLAGS", "pin_preferences", "pinned"]

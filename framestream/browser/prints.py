@@ -1,115 +1,116 @@
-"""A page's print becomes a PDF download for the frame's driver, as Kasm's and the desktop's "Save as PDF" would.
+"""A page's print becomes a PDF download for the frame's driver: the browser's own "Save as PDF", as on a desktop.
 
-Chromium prints without a preview into a folder that cannot exist (browser/preferences.py): its print preview
-covered the whole frame, out of the driver's reach. So the browser's own print ends as nothing, and the page tells
-us it printed:
+Chromium prints without a preview (`--kiosk-printing`, browser/preferences.py): its print preview covered the whole
+frame, out of the driver's reach. It saves each print as a PDF into the profile's prints folder, named after the
+page's title, whatever printed: a page's `window.print()`, an iframe's (how react-to-print and print-js print a part
+of a page), the PDF viewer's print button. That folder is watched (inotify): each PDF, once Chromium has closed it,
+moves into the frame's downloads as a `download`, under the frame's download limits (frames/files.py).
 
-- A listener in an isolated world of ours tells when the top document printed (browser/print_hook.py).
-- The service then prints the page itself (`Page.printToPDF`: the page's print styles, its backgrounds) and streams
-  the PDF into the frame's downloads folder as a `download` named after the page's title, under the frame's
-  download limits (frames/files.py counts it as it grows and may cancel it, as a browser download).
-- A page that prints in a loop gets at most PRINT_RATE prints a second, and one at a time; the rest are dropped.
+A page that prints in a loop gets at most PRINT_RATE PDFs a second; the others are deleted as they come. What a
+browser left in the folder (it ended mid-print) is deleted when the next one starts.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
+import os
+import shutil
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
 
-from framestream.browser.cdp import CDPConnection
+from asyncinotify import Inotify, Mask
+
 from framestream.browser.tab_events import DownloadProgress, TabEvent
-from framestream.core.errors import CDPError
-from framestream.core.pages import Page
 from framestream.core.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
 
-PRINT_RATE = (0.5, 2.0)  # prints a second that become PDFs, and the burst
-CHUNK_BYTES = 1 << 20  # what one IO.read asks for
-PRINT_TIMEOUT_S = 60.0  # a long page's layout for print takes a while
+PRINT_RATE = (0.5, 2.0)  # PDFs a second that become downloads, and the burst
+# Chromium writes a PDF into a hidden temporary file, makes the PDF's name (an empty file) and renames the first
+# onto it (seen with inotify): a file that is closed or moved in, not hidden and not empty, is a whole PDF.
+_DONE = Mask.CLOSE_WRITE | Mask.MOVED_TO
 
 
-def pdf_name(title: str) -> str:
-    """The download's name: the page's title, as the browser's "Save as PDF" names it (frames/files.py makes it a
-    safe file name)."""
-    return f"{' '.join(title.split())[:120] or 'page'}.pdf"
+def prints_folder(profile_dir: Path) -> Path:
+    """Where Chromium saves the profile's prints (its `savefile.default_directory`, browser/preferences.py)."""
+    return profile_dir / "prints"
 
 
-class PagePrints:
-    """The PDFs of a browser's pages' prints, each a download told through `emit` as it starts, grows and ends.
-    `spawn` runs a task its owner ends on close."""
+def _clear(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for entry in folder.iterdir():
+        with contextlib.suppress(OSError):
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
 
-    def __init__(self, cdp: CDPConnection, downloads_dir: Path, *, emit: Callable[[TabEvent], None],
-                 spawn: Callable[[Any, str], None], rate: tuple[float, float] = PRINT_RATE) -> None:
-        self.cdp = cdp
+
+def _whole(path: Path) -> bool:
+    try:
+        return not path.name.startswith(".") and path.is_file() and path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _move(source: Path, target: Path) -> int:
+    """Move a PDF into the downloads folder (a rename within the state dir); its size."""
+    try:
+        os.replace(source, target)
+    except OSError:
+        shutil.move(source, target)  # (another filesystem)
+    return target.stat().st_size
+
+
+class PrintedPdfs:
+    """The prints folder of one browser, watched while it runs; each PDF told through `emit` as a download."""
+
+    def __init__(self, folder: Path, downloads_dir: Path, *, emit: Callable[[TabEvent], None],
+                 rate: tuple[float, float] = PRINT_RATE) -> None:
+        self.folder = folder
         self.downloads_dir = downloads_dir
         self._emit = emit
-        self._spawn = spawn
         self._bucket = TokenBucket(*rate)
-        self._running: dict[str, str] = {}  # download id -> the session of the page it prints
-        # Pages whose next `afterprint` is our own print's (Page.printToPDF fires one too, not always before it
-        # answers): that one is not the page printing again.
-        self._ours: set[str] = set()
+        self._inotify: Inotify | None = None
 
-    def printed(self, page: Page) -> None:
-        """The page printed: its PDF, unless one of it is being made or the page prints too often."""
-        if page.session_id in self._ours:
-            self._ours.discard(page.session_id)
+    async def start(self) -> None:
+        """Empty the folder and watch it (before the browser's first page can print)."""
+        await asyncio.to_thread(_clear, self.folder)
+        self._inotify = Inotify()
+        self._inotify.add_watch(self.folder, _DONE | Mask.ONLYDIR)
+
+    async def run(self) -> None:
+        """Take each PDF as Chromium finishes it, until cancelled (by the owner, `Tabs`)."""
+        if self._inotify is None:
             return
-        if page.session_id in self._running.values() or not self._bucket.take(time.monotonic()):
-            log.debug("a print of page %s dropped: one runs, or too many", page.id)
+        async for event in self._inotify:
+            if event.name is not None and event.mask & _DONE and not event.mask & Mask.ISDIR:
+                await self._take(event.name.name)
+
+    def close(self) -> None:
+        if self._inotify is not None:
+            self._inotify.close()
+            self._inotify = None
+
+    async def _take(self, name: str) -> None:
+        source = self.folder / name
+        if not await asyncio.to_thread(_whole, source):
+            return  # Chromium's temporary file, the name it holds for the PDF, or a PDF taken already
+        if not self._bucket.take(time.monotonic()):
+            log.info("a print dropped: the page prints too often")
+            await asyncio.to_thread(source.unlink, missing_ok=True)
             return
         download_id = str(uuid.uuid4())
-        self._running[download_id] = page.session_id
-        self._spawn(self._print(page, download_id), "print-to-pdf")
-
-    def cancel(self, download_id: str) -> bool:
-        """Stop making a PDF (past the frame's download limits); False if it is not one of ours."""
-        return self._running.pop(download_id, None) is not None
-
-    async def _print(self, page: Page, download_id: str) -> None:
-        self._emit(DownloadProgress(download_id, pdf_name(page.title), page.url, 0, 0, "started"))
-        received, state = 0, "canceled"
-        self._ours.add(page.session_id)
+        self._emit(DownloadProgress(download_id, name, "", 0, 0, "started"))
         try:
-            made = await self.cdp.call("Page.printToPDF", {"printBackground": True, "transferMode": "ReturnAsStream"},
-                                       session_id=page.session_id, timeout=PRINT_TIMEOUT_S)
-            received, done = await self._save(str(made["stream"]), page.session_id, download_id)
-            state = "completed" if done else "canceled"
-        except (CDPError, KeyError, ValueError, OSError) as exc:
-            self._ours.discard(page.session_id)  # (whether it fired is unknown: the page's next print counts)
-            log.warning("could not print page %s to PDF: %s", page.id, exc)
-        finally:
-            self._running.pop(download_id, None)
-            self._emit(DownloadProgress(download_id, "", "", received, 0, state))
-
-    async def _save(self, handle: str, session_id: str, download_id: str) -> tuple[int, bool]:
-        """Stream the PDF into its file, telling its size as it grows; (bytes, whether it all came)."""
-        received = 0
-        file: BinaryIO = await asyncio.to_thread(open, self.downloads_dir / download_id, "xb")
-        try:
-            while download_id in self._running:
-                chunk = await self.cdp.call("IO.read", {"handle": handle, "size": CHUNK_BYTES},
-                                            session_id=session_id, timeout=PRINT_TIMEOUT_S)
-                text = str(chunk.get("data", ""))
-                data = base64.b64decode(text) if chunk.get("base64Encoded") else text.encode()
-                await asyncio.to_thread(file.write, data)
-                received += len(data)
-                self._emit(DownloadProgress(download_id, "", "", received, 0, "progress"))  # (limits checked)
-                if chunk.get("eof"):
-                    return received, True
-            return received, False
-        finally:
-            await asyncio.to_thread(file.close)
-            with contextlib.suppress(CDPError):
-                await self.cdp.call("IO.close", {"handle": handle}, session_id=session_id, timeout=5.0)
+            size = await asyncio.to_thread(_move, source, self.downloads_dir / download_id)
+        except OSError as exc:
+            log.warning("a print's PDF could not be kept: %s", exc)
+            self._emit(DownloadProgress(download_id, "", "", 0, 0, "canceled"))
+            return
+        self._emit(DownloadProgress(download_id, "", "", size, size, "progress"))  # (the limits checked)
+        self._emit(DownloadProgress(download_id, "", "", size, size, "completed"))
 
 
-__all__ = ["CHUNK_BYTES", "PRINT_RATE", "PagePrints", "pdf_name"]
+__all__ = ["PRINT_RATE", "PrintedPdfs", "prints_folder"]

@@ -27,7 +27,7 @@ from framestream.browser.copy_hook import CopyRelay
 from framestream.browser.dialogs import Dialogs
 from framestream.browser.file_choosers import FileChoosers
 from framestream.browser.page_targets import PageTargets
-from framestream.browser.prints import PagePrints
+from framestream.browser.prints import PrintedPdfs
 from framestream.browser.tab_events import (
     Copied,
     CursorChanged,
@@ -64,8 +64,9 @@ class Tabs:
         # Attaching, setting up and forgetting pages as their targets come and go (browser/page_targets.py).
         self._targets = PageTargets(cdp, settings, self.pages, emit=on_event, spawn=self.spawn,
                                     changed=self.changed, page_closed=self._page_closed)
-        # A page's print, a PDF download (browser/prints.py).
-        self._prints = PagePrints(cdp, settings.downloads_dir, emit=on_event, spawn=self.spawn)
+        # The browser's prints, each a PDF download (browser/prints.py).
+        self._prints = (PrintedPdfs(settings.prints_dir, settings.downloads_dir, emit=on_event)
+                        if settings.prints_dir is not None else None)
 
     # -- start and stop ----------------------------------------------------------------------------------
 
@@ -89,6 +90,9 @@ class Tabs:
             on("Fetch.authRequired", self._on_sign_in),
         ]
         self.settings.downloads_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self._prints is not None:
+            await self._prints.start()
+            self.spawn(self._prints.run(), "prints")
         await self.cdp.call("Browser.setDownloadBehavior", {
             "behavior": "allowAndName", "downloadPath": str(self.settings.downloads_dir), "eventsEnabled": True})
         if self.settings.grant_permissions:
@@ -113,6 +117,8 @@ class Tabs:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._prints is not None:
+            self._prints.close()
 
     def spawn(self, coro: Any, name: str) -> None:
         """Run `coro` as a task this page set owns (ended by `close()`)."""
@@ -320,8 +326,6 @@ class Tabs:
                                     {"inProgress": "progress"}.get(state, state)))
 
     async def cancel_download(self, guid: str) -> None:
-        if self._prints.cancel(guid):
-            return
         with contextlib.suppress(CDPError):
             await self.cdp.call("Browser.cancelDownload", {"guid": guid}, timeout=5.0)
 
@@ -335,10 +339,6 @@ class Tabs:
             page = self._targets.page_of(str(params.get("sessionId", "")))
             if page is not None and page is self.pages.active and cursor in CURSORS:
                 self._emit(CursorChanged(cursor))
-        elif name == self.settings.print_hook.binding:
-            page = self.pages.by_session(params.get("sessionId"))
-            if page is not None:
-                self._prints.printed(page)
 
     def _on_crashed(self, params: dict[str, Any]) -> None:
         page = self.pages.by_session(params.get("sessionId"))

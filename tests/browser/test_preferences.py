@@ -1,5 +1,6 @@
-"""What each launch sets up in the profile: the preferences it pins (browser/preferences.py: prints saved to a folder
-that cannot exist, no offers to save passwords, addresses or cards; the profile's other preferences kept), and the
+"""What each launch sets up in the profile: the preferences it pins (browser/preferences.py: prints saved into the
+profile's own prints folder, no offers to save passwords, addresses or cards; the profile's other preferences kept),
+and the
 launchers of other applications that open nothing, and the desktop's answer that Chromium handles every other
 application's link itself, so it drops them asking no one (browser/external_apps.py)."""
 
@@ -13,22 +14,22 @@ import pytest
 
 from framestream.browser import external_apps
 from framestream.browser.external_apps import ATTEMPT_FILE, HANDLER_CHECK, LAUNCHERS, no_external_apps
-from framestream.browser.preferences import NOWHERE, pin_preferences
+from framestream.browser.preferences import pin_preferences
 
 
 def prefs(profile: Path) -> object:
     return json.loads((profile / "Default" / "Preferences").read_text())
 
 
-PINNED = {"savefile": {"default_directory": NOWHERE}, "credentials_enable_service": False,
-          "profile": {"password_manager_enabled": False},
-          "autofill": {"profile_enabled": False, "credit_card_enabled": False}}
+def pins(profile: Path) -> dict[str, object]:
+    return {"savefile": {"default_directory": str(profile / "prints")}, "credentials_enable_service": False,
+            "profile": {"password_manager_enabled": False},
+            "autofill": {"profile_enabled": False, "credit_card_enabled": False}}
 
 
 def test_a_new_profile_gets_the_pins_and_nothing_else(tmp_path: Path) -> None:
     pin_preferences(tmp_path)
-    assert prefs(tmp_path) == PINNED
-    assert not Path(NOWHERE).parent.is_dir()  # /dev/null: nothing can be made under it
+    assert prefs(tmp_path) == pins(tmp_path)  # prints go to the profile's own folder, never ~/Downloads
 
 
 def test_a_profiles_own_preferences_stay_and_a_folder_it_chose_is_replaced(tmp_path: Path) -> None:
@@ -36,7 +37,7 @@ def test_a_profiles_own_preferences_stay_and_a_folder_it_chose_is_replaced(tmp_p
     own = {"savefile": {"default_directory": "/root/Downloads", "type": 1}, "profile": {"name": "Person 1"}}
     (tmp_path / "Default" / "Preferences").write_text(json.dumps(own))
     pin_preferences(tmp_path)
-    assert prefs(tmp_path) == {**PINNED, "savefile": {"default_directory": NOWHERE, "type": 1},
+    assert prefs(tmp_path) == {**pins(tmp_path), "savefile": {"default_directory": str(tmp_path / "prints"), "type": 1},
                                "profile": {"name": "Person 1", "password_manager_enabled": False}}
 
 
@@ -45,7 +46,7 @@ def test_unreadable_preferences_are_replaced(tmp_path: Path) -> None:
     for broken in ("{not json", "[1, 2]", '{"savefile": "x"}'):
         (tmp_path / "Default" / "Preferences").write_text(broken)
         pin_preferences(tmp_path)
-        assert prefs(tmp_path) == PINNED
+        assert prefs(tmp_path) == pins(tmp_path)
 
 
 def test_the_launchers_chromium_finds_first_open_nothing_and_note_that_something_asked(tmp_path: Path) -> None:
