@@ -37,7 +37,7 @@ from framestream.client.errors import (
     Unresponsive,
 )
 from framestream.client.grants import GrantSource, SandboxKey, TokenSource
-from framestream.client.http import FrameInfo, HttpStep, Screenshot
+from framestream.client.http import Download, FrameInfo, HttpStep, Screenshot
 from framestream.client.pictures import Picture, png_to_rgb, rgb_to_png, scale_png
 from framestream.client.view import FrameState, FrameView, VideoConfig
 
@@ -49,6 +49,7 @@ __all__ = [
     "ClientError",
     "ConnectionLost",
     "DialogOpen",
+    "Download",
     "Expired",
     "Forbidden",
     "FrameInfo",

@@ -22,7 +22,7 @@ from framestream.client import steps
 from framestream.client.connection import Connection
 from framestream.client.errors import ClientError
 from framestream.client.grants import GrantSource, SandboxKey, TokenSource, grant_for
-from framestream.client.http import FrameInfo, FramesApi, HttpStep, Screenshot
+from framestream.client.http import Download, FrameInfo, FramesApi, HttpStep, Screenshot
 from framestream.client.recordings import RecordingsApi
 from framestream.client.view import FrameView
 from framestream.core.wire import (
@@ -145,6 +145,14 @@ class Client:
     async def screenshot(self, frame: str, *, css: bool = False) -> Screenshot:
         """The frame's current picture as PNG (lossless), at its encoded size or its CSS size (`css`)."""
         return await self.api.screenshot(frame, css=css)
+
+    async def downloads(self, frame: str, *, grant: str | None = None) -> list[Download]:
+        """What the frame's pages downloaded or printed, oldest first, with a grant that may drive it."""
+        return await self.api.downloads(frame, await self._grant(frame, grant))
+
+    async def download(self, frame: str, download: str, *, grant: str | None = None) -> bytes:
+        """A finished download's bytes (ids from `downloads`)."""
+        return await self.api.download(frame, await self._grant(frame, grant), download)
 
     # -- steps ----------------------------------------------------------------------------------------------------
 

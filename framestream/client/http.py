@@ -1,4 +1,5 @@
-"""The service's HTTP routes a client uses: frames (list, create, delete), screenshots, HTTP input and navigate.
+"""The service's HTTP routes a client uses: frames (list, create, delete), screenshots, HTTP input and navigate,
+and the frame's downloads (a page's files and prints).
 
 Errors come back as the typed errors of `errors.py`, from the contract's `{"error": CODE, "message": M}` body.
 """
@@ -17,7 +18,7 @@ from framestream.client.pictures import png_size, scale_png
 from framestream.client.wire import event_to_dict, navigate_body
 from framestream.core.wire import InputEvent, NavigateAction
 
-__all__ = ["FrameInfo", "FramesApi", "HttpStep", "Screenshot"]
+__all__ = ["Download", "FrameInfo", "FramesApi", "HttpStep", "Screenshot"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,20 @@ class Screenshot:
     width: int
     height: int
     capture_us: int | None  # the picture's capture time (X-Capture-Time-Us)
+
+
+@dataclass(frozen=True)
+class Download:
+    """A file the frame's pages downloaded, or printed (`GET /frames/{id}/downloads`)."""
+
+    id: str
+    name: str
+    size: int  # bytes received
+    state: str  # "started", "done" or "failed"
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Download:
+        return cls(str(obj["id"]), str(obj.get("name", "")), int(obj.get("size", 0)), str(obj.get("state", "")))
 
 
 @dataclass(frozen=True)
@@ -139,3 +154,14 @@ class FramesApi:
         """Go to `url` (or back, forward, reload) over HTTP; the active page's URL once committed."""
         data = await self._json("POST", f"/frames/{frame}/navigate", grant, navigate_body(seq, url=url, action=action))
         return str(data.get("url", ""))
+
+    async def downloads(self, frame: str, grant: str) -> list[Download]:
+        """The frame's downloads, oldest first (a drive grant: only who may drive the frame sees its files)."""
+        data = await self._json("GET", f"/frames/{frame}/downloads", grant)
+        return [Download.from_json(d) for d in data["downloads"]]
+
+    async def download(self, frame: str, grant: str, download: str) -> bytes:
+        """A finished download's bytes."""
+        resp = await self._call("GET", f"/frames/{frame}/downloads/{download}", grant)
+        async with resp:
+            return await resp.read()

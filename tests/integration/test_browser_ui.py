@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 from framestream.browser.external_apps import ATTEMPT_FILE, HANDLER_CHECK
-from framestream.client import Client, ClientError, FrameView, png_to_rgb
+from framestream.client import Client, ClientError, Download, FrameView, ServiceError, png_to_rgb
 from tests.client.agent_page import near
 from tests.fixtures import service_fixture
 from tests.support import Service, page_server, until
@@ -69,52 +70,50 @@ async def turns_red(client: Client, view: FrameView, frame: str, button: tuple[i
 
 
 async def test_a_pages_print_becomes_a_pdf_download_and_leaves_the_frame_as_it_was(
-        client: Client, service: Service, open_frame: Callable[[str], str], tmp_path: Path) -> None:
+        client: Client, open_frame: Callable[[str], str]) -> None:
     printing = open_frame("print.html")
     view = await white_page(client, printing)
     await client.click(printing, 120, 50)  # window.print(): answered (before: an internal error after 5 s)
-    [page] = await printed(service, printing, 1)
-    assert page["name"] == "A printed page.pdf"  # named after the page's title, as Chrome's "Save as PDF"
+    [page] = await printed(client, printing, 1)
+    assert page.name == "A printed page.pdf"  # named after the page's title, as Chrome's "Save as PDF"
     await turns_red(client, view, printing, (120, 150))  # the page goes on
     await client.click(printing, 120, 250)  # a receipt printed from a hidden iframe (react-to-print's way)
-    receipt = (await printed(service, printing, 2))[1]
+    receipt = (await printed(client, printing, 2))[1]
     # Each PDF is what was printed: Chromium's PDF viewer shows the page's print styles' green band (not on screen),
     # then the receipt's blue.
     for download, colour in ((page, GREEN), (receipt, BLUE)):
-        shown = await pdf_shows(client, service, open_frame, frame=printing, download=download, folder=tmp_path,
-                                colour=colour)
-        assert shown > 0.1
+        assert await pdf_shows(client, open_frame, printing, download, colour) > 0.1
+    with pytest.raises(ServiceError) as unknown:
+        await client.download(printing, "no-such-download")
+    assert (unknown.value.code, unknown.value.status) == ("unknown-download", 404)
 
 
-async def printed(service: Service, frame: str, count: int) -> list[dict[str, Any]]:
-    """The frame's first `count` downloads (told to people who drive; the agent asks), once all are done."""
-    drive = service.token("drive", frame=frame)
-
-    async def done() -> list[dict[str, Any]] | None:
-        listing = (await asyncio.to_thread(service.request, "GET", f"/frames/{frame}/downloads", token=drive))[1]
-        ended = [d for d in listing["downloads"] if d["state"] != "started"]
+async def printed(client: Client, frame: str, count: int) -> list[Download]:
+    """The frame's first `count` downloads, once all are done (downloads are told to people who drive; an agent
+    asks)."""
+    async def done() -> list[Download] | None:
+        ended = [d for d in await client.downloads(frame) if d.state != "started"]
         return ended if len(ended) >= count else None
     downloads = await until(f"{count} PDFs", done, within=30.0)
-    assert [d["state"] for d in downloads] == ["done"] * count and all(d["name"].endswith(".pdf") for d in downloads)
+    assert [d.state for d in downloads] == ["done"] * count and all(d.name.endswith(".pdf") for d in downloads)
     return downloads
 
 
-async def pdf_shows(client: Client, service: Service, open_frame: Callable[[str], str], *, frame: str,
-                    download: dict[str, Any], folder: Path, colour: tuple[int, int, int]) -> float:
+async def pdf_shows(client: Client, open_frame: Callable[[str], str], frame: str, download: Download,
+                    colour: tuple[int, int, int]) -> float:
     """The fraction of a frame showing `download` (a PDF of `frame`'s) in Chromium's PDF viewer that is `colour`,
     once its picture shows it."""
-    status, pdf = service.request("GET", f"/frames/{frame}/downloads/{download['id']}",
-                                  token=service.token("drive", frame=frame))
-    assert status == 200 and pdf[:5] == b"%PDF-" and len(pdf) == download["size"]
-    (folder / f"{download['id']}.pdf").write_bytes(pdf)
-    with page_server(folder) as base:
-        paper = await client.watch(open_frame(f"{base}/{download['id']}.pdf"))
+    pdf = await client.download(frame, download.id)
+    assert pdf[:5] == b"%PDF-" and len(pdf) == download.size
+    with tempfile.TemporaryDirectory() as folder, page_server(Path(folder)) as base:
+        (Path(folder) / f"{download.id}.pdf").write_bytes(pdf)
+        paper = await client.watch(open_frame(f"{base}/{download.id}.pdf"))
         shown = await paper.picture_after(0, where=lambda p: near(p.pixel(460, 150), colour), timeout=20.0)
     return float((np.abs(shown.rgb.astype(int) - colour).max(axis=2) <= 24).mean())
 
 
 async def test_the_pdf_viewers_print_button_puts_no_dialog_over_the_document_and_prints_it(
-        client: Client, service: Service, open_frame: Callable[[str], str], tmp_path: Path) -> None:
+        client: Client, open_frame: Callable[[str], str]) -> None:
     pdf = open_frame("printable.pdf")
     view = await client.watch(pdf)
     shown = await view.picture_after(0, where=lambda p: near(p.pixel(400, 150), BLUE))
@@ -130,10 +129,9 @@ async def test_the_pdf_viewers_print_button_puts_no_dialog_over_the_document_and
             break
         except ClientError:
             assert time.monotonic() < deadline, "the document never zoomed in: something covers it"
-    [printed_pdf] = await printed(service, pdf, 1)  # as a download: the document, with its blue rectangle
-    assert printed_pdf["name"] == "printable.pdf"
-    shown = await pdf_shows(client, service, open_frame, frame=pdf, download=printed_pdf, folder=tmp_path, colour=BLUE)
-    assert shown > 0.02
+    [printed_pdf] = await printed(client, pdf, 1)  # as a download: the document, with its blue rectangle
+    assert printed_pdf.name == "printable.pdf"
+    assert await pdf_shows(client, open_frame, pdf, printed_pdf, BLUE) > 0.02
 
 
 async def test_a_login_leaves_no_offer_to_save_the_password_over_the_page(client: Client,
