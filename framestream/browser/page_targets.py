@@ -40,7 +40,8 @@ class PageTargets:
         self._page_closed = page_closed
         self.first_page: asyncio.Future[Page] = asyncio.get_running_loop().create_future()
         self._subframes: dict[str, str] = {}  # a cross-site iframe's session -> the session it is a frame of
-        self._popups_to_close: set[str] = set()  # pages whose next popup opens at another application's link
+        # Whether the window the last `Page.windowOpen` announced opens at another application's link.
+        self._next_popup_elsewhere = False
 
     def on_attached(self, params: dict[str, Any]) -> None:
         info = params.get("targetInfo") or {}
@@ -49,7 +50,7 @@ class PageTargets:
             self._subframes[session_id] = str(params.get("parentSessionId", ""))
             self._spawn(page_setup.prepare_subframe(self.cdp, session_id, self.settings), "adopt-iframe")
             return
-        if info.get("type") == "page" and self._opened_at_another_application(info):
+        if info.get("type") == "page" and self._blank_at_another_application(info):
             self._spawn(self._close_unadopted(str(info.get("targetId", "")), session_id), "close-blank-popup")
             return
         if info.get("type") != "page":
@@ -59,19 +60,15 @@ class PageTargets:
         self._spawn(self._adopt(info, session_id), f"adopt-{str(info.get('targetId', ''))[:8]}")
 
     def on_window_open(self, params: dict[str, Any]) -> None:
-        """A page opens a window: at another application's link, the window would stay a blank page over the frame
-        (Chromium drops the link, browser/external_apps.py), so it is closed as it comes. This event comes first."""
-        if is_another_application(str(params.get("url", ""))):
-            opener = self.pages.by_session(params.get("sessionId"))
-            if opener is not None:
-                self._popups_to_close.add(opener.target_id)
+        """A page opens a window (a script, a link, a form; with an opener or not). At another application's link
+        the window would stay a blank page over the frame (Chromium drops the link, browser/external_apps.py), so
+        it is closed as it comes: its target attaches right after this event. Every such event counts, so one for
+        a window that never came (a blocked popup) does not close the next (a sign-in popup starts blank too)."""
+        self._next_popup_elsewhere = is_another_application(str(params.get("url", "")))
 
-    def _opened_at_another_application(self, info: dict[str, Any]) -> bool:
-        opener = str(info.get("openerId") or "")
-        if opener not in self._popups_to_close:
-            return False
-        self._popups_to_close.discard(opener)  # its next popup only, blank or not
-        return info.get("url") in ("", "about:blank")
+    def _blank_at_another_application(self, info: dict[str, Any]) -> bool:
+        elsewhere, self._next_popup_elsewhere = self._next_popup_elsewhere, False
+        return elsewhere and info.get("url") in ("", "about:blank")
 
     async def _close_unadopted(self, target_id: str, session_id: str) -> None:
         log.info("closed a popup opened at another application's link")

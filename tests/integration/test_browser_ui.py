@@ -179,20 +179,28 @@ async def test_links_to_other_applications_open_nothing_over_the_frame(client: C
                                                                        open_frame: Callable[[str], str]) -> None:
     frame = open_frame("other_apps.html")
     view = await white_page(client, frame)
+    # A popup at another application's link, blocked (no click), then a sign-in popup: it opens blank, and stays.
+    await view.picture_after(0, where=lambda p: near(p.pixel(230, 316), GREEN))
+    step = await client.click(frame, 120, 316)
+    await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(400, 300), BLUE))
+    await view.wait_for(lambda v: v.state is not None and len(v.state.pages) == 2)  # a page of the frame's
+    assert view.state is not None
+    closed = await client.page(frame, "close", view.state.pages[-1]["id"])
+    await view.picture_after(closed.sent_us, where=lambda p: near(p.pixel(400, 300), (255, 255, 255)))
     # slack:// by a link, zoommtg:// by script, vscode:// by a form, mailto: by a link, msteams:// by a popup. The
     # page paints the square beside each green once the navigation was cancelled before it left, or the popup
     # closed (the dialog came later, or Firefox, or a blank page over the frame).
-    for y in (32, 88, 144, 200, 256):
+    for y in (28, 76, 124, 172, 220):
         step = await client.click(frame, 120, y)
         await view.picture_after(step.sent_us, where=lambda p, y=y: near(p.pixel(230, y), GREEN))
     # An iframe's first document fires no navigation the page can cancel: Chromium asks the desktop whether it is
     # the scheme's handler itself, hears yes, and asks no one (the dialog stayed even after the frame navigated).
     asked = service.state_dir / "profiles" / frame / "external-apps" / ATTEMPT_FILE
     asked.unlink(missing_ok=True)
-    await client.click(frame, 120, 312)
+    await client.click(frame, 120, 268)
     await until("Chromium asked whether it handles the iframe's scheme",
                 lambda: asyncio.to_thread(reads, asked, f"{HANDLER_CHECK}\n"), within=10.0)
-    await turns_red(client, view, frame, (120, 368))  # and nothing over the page
+    await turns_red(client, view, frame, (120, 364))  # and nothing over the page
     assert view.state is not None
     assert [page["url"] for page in view.state.pages] == [f"{service.pages}/other_apps.html"]  # no blank popup
 
