@@ -6,6 +6,8 @@ stdio by default; streamable HTTP with `--http`. The sandbox key comes from TERM
 
 from __future__ import annotations
 
+import base64
+import mimetypes
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -15,8 +17,9 @@ from typing import Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
+from mcp.types import BlobResourceContents, EmbeddedResource
 
-from framestream.client import Client, SandboxKey, Step
+from framestream.client import Client, Download, SandboxKey, Step
 from framestream.mcp.replay_tools import add_replay_tools
 from framestream.mcp.tools import ComputerTools, StepOutcome, ToolRefusal
 
@@ -46,6 +49,22 @@ def load_key(*, key_file: str | None, sandbox: str | None, subject: str) -> Sand
 
 def _content(outcome: StepOutcome) -> Content:
     return [outcome.text] if outcome.png is None else [outcome.text, Image(data=outcome.png, format="png")]
+
+
+def _file(frame: str | None, download: Download, data: bytes) -> list[str | EmbeddedResource]:
+    """A download for a model: its text when it is UTF-8 text (a CSV, JSON), else the file itself (a PDF, an
+    image) with its media type."""
+    said = f"{download.name} ({download.size} bytes)"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and "\0" not in text:
+        return [said, text]
+    kind = mimetypes.guess_type(download.name)[0] or "application/octet-stream"
+    uri = f"framestream://frames/{frame or '-'}/downloads/{download.id}"
+    return [said, EmbeddedResource(type="resource", resource=BlobResourceContents(
+        uri=uri, mime_type=kind, blob=base64.b64encode(data).decode()))]
 
 
 async def _run(action: Awaitable[Any]) -> Any:
@@ -144,6 +163,20 @@ def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: 
                               screenshot: bool = True) -> Content:
         """Wait until the page has not changed for `quiet_ms`; then its picture."""
         return _content(await _run(tools.wait_for_settle(frame, quiet_ms, timeout_s, screenshot)))
+
+    @server.tool(structured_output=False)
+    async def list_downloads(frame: str | None = None) -> str:
+        """Files the frame's pages downloaded, and what they printed (each print is a PDF): download id, name, size
+        in bytes and state (started, done, failed), oldest first."""
+        result: str = await _run(tools.list_downloads(frame))
+        return result
+
+    @server.tool(structured_output=False)
+    async def read_download(download: str, frame: str | None = None) -> list[str | EmbeddedResource]:
+        """A finished download (its id from list_downloads): its text when it is text (CSV, JSON), else the file
+        itself (a PDF, an image)."""
+        found, data = await _run(tools.read_download(frame, download))
+        return _file(frame, found, data)
 
     add_replay_tools(server, tools)  # (framestream/mcp/replay_tools.py)
 

@@ -21,6 +21,7 @@ from framestream.client import (
     ClientError,
     ConnectionLost,
     DialogOpen,
+    Download,
     Expired,
     Forbidden,
     FrameInfo,
@@ -33,12 +34,13 @@ from framestream.client import (
     UnknownFrame,
 )
 
-__all__ = ["ComputerTools", "StepOutcome", "ToolRefusal"]
+__all__ = ["MAX_READ_BYTES", "ComputerTools", "StepOutcome", "ToolRefusal"]
 
 T = TypeVar("T")
 # An agent works in bursts of steps: a frame it looked at stays watched this long after its last picture (no
 # re-watch per step), then is let go so it can pause like any frame nobody watches.
 WATCH_GRACE_S = 30.0
+MAX_READ_BYTES = 8 * 1024 * 1024  # a file read_download hands a model (a larger one is refused, with its size)
 
 
 class ToolRefusal(Exception):
@@ -99,6 +101,26 @@ class ComputerTools:
         frame_id = await self.resolve(frame)
         png = await self._settled_png(frame_id, quiet_ms, timeout_s)
         return StepOutcome(f"frame {frame_id} has not changed for {quiet_ms} ms", png if picture else None)
+
+    async def list_downloads(self, frame: str | None) -> str:
+        frame_id = await self.resolve(frame)
+        downloads = await self._call(lambda c: c.downloads(frame_id), frame_id)
+        return json.dumps([{"download": d.id, "name": d.name, "size": d.size, "state": d.state} for d in downloads])
+
+    async def read_download(self, frame: str | None, download: str) -> tuple[Download, bytes]:
+        """A finished download of the frame (its id from list_downloads) and its bytes."""
+        frame_id = await self.resolve(frame)
+        listed = await self._call(lambda c: c.downloads(frame_id), frame_id)
+        found = next((d for d in listed if d.id == download), None)
+        if found is None:
+            raise ToolRefusal(f"frame {frame_id} has no download {download!r}: list_downloads shows its downloads")
+        if found.state != "done":
+            raise ToolRefusal(f"the download {found.name!r} is {found.state}, not done: "
+                              + ("look again in a moment" if found.state == "started" else "download it again"))
+        if found.size > MAX_READ_BYTES:
+            raise ToolRefusal(f"the download {found.name!r} is {found.size} bytes, more than the {MAX_READ_BYTES} "
+                              "a tool returns")
+        return found, await self._call(lambda c: c.download(frame_id, download), frame_id)
 
     # -- steps ----------------------------------------------------------------------------------------------------
 

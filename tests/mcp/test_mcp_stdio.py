@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
+from typing import Any
 
 import pytest
+from mcp import ClientSession
+from mcp.types import EmbeddedResource
 
 from framestream.client import Client, png_to_rgb
 from framestream.core.tokens import derive_key, mint
@@ -22,7 +26,7 @@ service = service_fixture("agent.html@640x400")
 
 TOOLS = {"list_frames", "screenshot", "click", "double_click", "move", "drag", "scroll", "type_text", "press",
          "navigate", "wait_for_settle", "ask_human", "open_frame", "close_frame", "recorded_steps",
-         "recorded_picture"}
+         "recorded_picture", "list_downloads", "read_download"}
 
 
 async def test_lists_the_tools(service: Service) -> None:
@@ -130,3 +134,34 @@ async def test_ask_human_says_when_nobody_came(service: Service) -> None:
     async with mcp_session(service) as session:
         answer = await session.call_tool("ask_human", {"reason": "a CAPTCHA", "timeout_s": 1})
         assert not answer.is_error and "nobody took over" in texts(answer)[0]
+
+
+async def test_a_download_reads_as_text_and_a_print_as_a_pdf(service: Service) -> None:
+    # Two more frames (at dpr 1, as the pages are laid out), each gone at the end: the other tests see one frame.
+    tab = service.create_frame(f"{service.pages}/tab.html", width=640, height=400, dpr=1)
+    printing = service.create_frame(f"{service.pages}/print.html", width=640, height=400, dpr=1)
+    try:
+        async with mcp_session(service) as session:
+            for frame, (x, y) in ((tab, (100, 270)), (printing, (120, 50))):  # a download link; window.print()
+                clicked = await session.call_tool("click", {"x": x, "y": y, "frame": frame, "screenshot": False})
+                assert not clicked.is_error, texts(clicked)
+            [csv] = await until("the CSV", lambda: downloads_done(session, tab))
+            [pdf] = await until("the print's PDF", lambda: downloads_done(session, printing))
+            read = await session.call_tool("read_download", {"download": csv["download"], "frame": tab})
+            assert texts(read) == [f"report.csv ({csv['size']} bytes)", "id,value\n1,42\n"]
+            read = await session.call_tool("read_download", {"download": pdf["download"], "frame": printing})
+            [file] = [c.resource for c in read.content if isinstance(c, EmbeddedResource)]
+            assert file.mime_type == "application/pdf" and file.uri.endswith(pdf["download"])
+            assert base64.b64decode(getattr(file, "blob", ""))[:5] == b"%PDF-" and pdf["name"] == "A printed page.pdf"
+            missing = await session.call_tool("read_download", {"download": "no-such-file", "frame": tab})
+            assert missing.is_error and "list_downloads" in texts(missing)[0]
+    finally:
+        for frame in (tab, printing):
+            service.request("DELETE", f"/frames/{frame}?purge=1")
+
+
+async def downloads_done(session: ClientSession, frame: str) -> list[dict[str, Any]] | None:
+    listed = await session.call_tool("list_downloads", {"frame": frame})
+    assert not listed.is_error, texts(listed)
+    downloads: list[dict[str, Any]] = json.loads(texts(listed)[0])
+    return downloads if downloads and all(d["state"] == "done" for d in downloads) else None
