@@ -7,7 +7,9 @@ of a page), the PDF viewer's print button. That folder is watched (inotify): eac
 moves into the frame's downloads as a `download`, under the frame's download limits (frames/files.py).
 
 A page that prints in a loop gets at most PRINT_RATE PDFs a second; the others are deleted as they come. What a
-browser left in the folder (it ended mid-print) is deleted when the next one starts.
+browser left in the folder (it ended mid-print) is deleted when the next one starts. Where inotify cannot be had
+(a sandbox's dev server's file watchers can use up the user's inotify instances), the folder is listed every
+POLL_S instead: the browser launches all the same.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from framestream.core.ratelimit import TokenBucket
 log = logging.getLogger(__name__)
 
 PRINT_RATE = (0.5, 2.0)  # PDFs a second that become downloads, and the burst
+POLL_S = 1.0  # without inotify: how often the folder is listed
 # Chromium writes a PDF into a hidden temporary file, makes the PDF's name (an empty file) and renames the first
 # onto it (seen with inotify): a file that is closed or moved in, not hidden and not empty, is a whole PDF.
 _DONE = Mask.CLOSE_WRITE | Mask.MOVED_TO
@@ -45,6 +48,13 @@ def _clear(folder: Path) -> None:
     for entry in folder.iterdir():
         with contextlib.suppress(OSError):
             shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []  # (the profile purged meanwhile)
 
 
 def _whole(path: Path) -> bool:
@@ -77,13 +87,20 @@ class PrintedPdfs:
     async def start(self) -> None:
         """Empty the folder and watch it (before the browser's first page can print)."""
         await asyncio.to_thread(_clear, self.folder)
-        self._inotify = Inotify()
-        self._inotify.add_watch(self.folder, _DONE | Mask.ONLYDIR)
+        try:
+            self._inotify = Inotify()
+            self._inotify.add_watch(self.folder, _DONE | Mask.ONLYDIR)
+        except OSError as exc:
+            self.close()
+            log.warning("no inotify for the prints folder (%s): it is listed every %g s instead", exc, POLL_S)
 
     async def run(self) -> None:
         """Take each PDF as Chromium finishes it, until cancelled (by the owner, `Tabs`)."""
         if self._inotify is None:
-            return
+            while True:
+                for name in sorted(await asyncio.to_thread(_names, self.folder)):
+                    await self._take(name)
+                await asyncio.sleep(POLL_S)
         async for event in self._inotify:
             if event.name is not None and event.mask & _DONE and not event.mask & Mask.ISDIR:
                 await self._take(event.name.name)
@@ -113,4 +130,4 @@ class PrintedPdfs:
         self._emit(DownloadProgress(download_id, "", "", size, size, "completed"))
 
 
-__all__ = ["PRINT_RATE", "PrintedPdfs", "prints_folder"]
+__all__ = ["POLL_S", "PRINT_RATE", "PrintedPdfs", "prints_folder"]

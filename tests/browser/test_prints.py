@@ -1,16 +1,19 @@
 """The prints folder (browser/prints.py) on a real filesystem with real inotify: each whole PDF Chromium leaves there
-becomes a download, as Chromium writes it (a hidden temporary file renamed onto the empty file that holds the
-PDF's name, seen with inotify); a page that prints in a loop gets at most PRINT_RATE PDFs. The prints themselves,
-from a page, an iframe and the PDF viewer, are proved by their pixels in tests/integration/test_browser_ui.py."""
+becomes a download, as Chromium writes it (a hidden temporary file renamed onto the empty file that holds the PDF's
+name, seen with inotify); a page that prints in a loop gets at most PRINT_RATE PDFs; without inotify the folder is
+listed instead. The prints themselves, from a page, an iframe and the PDF viewer, are proved by their pixels in
+tests/integration/test_browser_ui.py."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from framestream.browser import prints as prints_module
 from framestream.browser.prints import PrintedPdfs, prints_folder
 from framestream.browser.tab_events import DownloadProgress, TabEvent
 from tests.support import until
@@ -44,8 +47,13 @@ class Prints:
                 return started.name, (self.downloads / started.guid).read_bytes().decode(), event.received
 
 
-@pytest.fixture
-async def prints(tmp_path: Path) -> AsyncIterator[Prints]:
+@pytest.fixture(params=["inotify", "no inotify"])
+async def prints(tmp_path: Path, request: pytest.FixtureRequest,
+                 monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Prints]:
+    if request.param == "no inotify":  # the user's inotify instances used up (a dev server's watchers): listed
+        def used_up() -> None:
+            raise OSError(errno.EMFILE, "Too many open files")
+        monkeypatch.setattr(prints_module, "Inotify", used_up)
     made = Prints(tmp_path)
     made.folder.mkdir(parents=True)
     (made.folder / "left mid-print.pdf").write_bytes(PDF)  # by a browser that ended

@@ -4,7 +4,8 @@ print button opened the print preview over the whole frame, with the page waitin
 internal error, the dialog stayed); a login form sent left the password manager's "Save password?" bubble over 70 %
 of the frame for good, the username in clear; a page that asked for HTTP authentication showed Chromium's "Sign in"
 dialog instead; a link to another application asked "Open xdg-open?" over the frame (a popup's left a blank page
-too), and a `mailto:` link started Firefox on the frame's display (browser/external_apps.py)."""
+too), and a `mailto:` link started Firefox on the frame's display (browser/external_apps.py). A print now becomes a
+PDF download (browser/prints.py), each shown by Chromium's PDF viewer as what was printed."""
 
 from __future__ import annotations
 
