@@ -65,11 +65,8 @@ def _whole(path: Path) -> bool:
 
 
 def _move(source: Path, target: Path) -> int:
-    """Move a PDF into the downloads folder (a rename within the state dir); its size."""
-    try:
-        os.replace(source, target)
-    except OSError:
-        shutil.move(source, target)  # (another filesystem)
+    """Move a PDF into the downloads folder (a rename within the state dir, a copy across filesystems); its size."""
+    shutil.move(source, target)
     return target.stat().st_size
 
 
