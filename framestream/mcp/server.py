@@ -51,7 +51,7 @@ def _content(outcome: StepOutcome) -> Content:
     return [outcome.text] if outcome.png is None else [outcome.text, Image(data=outcome.png, format="png")]
 
 
-def _file(frame: str | None, download: Download, data: bytes) -> list[str | EmbeddedResource]:
+def _file(frame: str, download: Download, data: bytes) -> list[str | EmbeddedResource]:
     """A download for a model: its text when it is UTF-8 text (a CSV, JSON), else the file itself (a PDF, an
     image) with its media type."""
     said = f"{download.name} ({download.size} bytes)"
@@ -62,7 +62,7 @@ def _file(frame: str | None, download: Download, data: bytes) -> list[str | Embe
     if text is not None and "\0" not in text:
         return [said, text]
     kind = mimetypes.guess_type(download.name)[0] or "application/octet-stream"
-    uri = f"framestream://frames/{frame or '-'}/downloads/{download.id}"
+    uri = f"framestream://frames/{frame}/downloads/{download.id}"
     return [said, EmbeddedResource(type="resource", resource=BlobResourceContents(
         uri=uri, mime_type=kind, blob=base64.b64encode(data).decode()))]
 
@@ -175,8 +175,8 @@ def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: 
     async def read_download(download: str, frame: str | None = None) -> list[str | EmbeddedResource]:
         """A finished download (its id from list_downloads): its text when it is text (CSV, JSON), else the file
         itself (a PDF, an image)."""
-        found, data = await _run(tools.read_download(frame, download))
-        return _file(frame, found, data)
+        frame_id, found, data = await _run(tools.read_download(frame, download))
+        return _file(frame_id, found, data)
 
     add_replay_tools(server, tools)  # (framestream/mcp/replay_tools.py)
 

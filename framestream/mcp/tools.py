@@ -107,8 +107,8 @@ class ComputerTools:
         downloads = await self._call(lambda c: c.downloads(frame_id), frame_id)
         return json.dumps([{"download": d.id, "name": d.name, "size": d.size, "state": d.state} for d in downloads])
 
-    async def read_download(self, frame: str | None, download: str) -> tuple[Download, bytes]:
-        """A finished download of the frame (its id from list_downloads) and its bytes."""
+    async def read_download(self, frame: str | None, download: str) -> tuple[str, Download, bytes]:
+        """The frame's id, a finished download of it (its id from list_downloads) and its bytes."""
         frame_id = await self.resolve(frame)
         listed = await self._call(lambda c: c.downloads(frame_id), frame_id)
         found = next((d for d in listed if d.id == download), None)
@@ -120,7 +120,7 @@ class ComputerTools:
         if found.size > MAX_READ_BYTES:
             raise ToolRefusal(f"the download {found.name!r} is {found.size} bytes, more than the {MAX_READ_BYTES} "
                               "a tool returns")
-        return found, await self._call(lambda c: c.download(frame_id, download), frame_id)
+        return frame_id, found, await self._call(lambda c: c.download(frame_id, download), frame_id)
 
     # -- steps ----------------------------------------------------------------------------------------------------
 

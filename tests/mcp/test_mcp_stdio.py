@@ -151,7 +151,8 @@ async def test_a_download_reads_as_text_and_a_print_as_a_pdf(service: Service) -
             assert texts(read) == [f"report.csv ({csv['size']} bytes)", "id,value\n1,42\n"]
             read = await session.call_tool("read_download", {"download": pdf["download"], "frame": printing})
             [file] = [c.resource for c in read.content if isinstance(c, EmbeddedResource)]
-            assert file.mime_type == "application/pdf" and file.uri.endswith(pdf["download"])
+            assert file.mime_type == "application/pdf"
+            assert file.uri == f"framestream://frames/{printing}/downloads/{pdf['download']}"
             assert base64.b64decode(getattr(file, "blob", ""))[:5] == b"%PDF-" and pdf["name"] == "A printed page.pdf"
             missing = await session.call_tool("read_download", {"download": "no-such-file", "frame": tab})
             assert missing.is_error and "list_downloads" in texts(missing)[0]
