@@ -1,7 +1,8 @@
 """The page's cursor at the driver's pointer reaches the viewers that may drive the frame (`cursor`): a hand over a
 link, an I-beam over text and in a field, the arrow beside a line of text, a page's own keyword (an image's
-fallback), a cross-site iframe's, a change under a still pointer after a click, and a new document's. A viewer that
-joins hears the current one; a view-only viewer hears none. tests/pages/cursors.html lays it out."""
+fallback), a cross-site iframe's, a change under a still pointer after a click, a click without a move (an agent's),
+and a new document's. A viewer that joins hears the current one; a view-only viewer hears none.
+tests/pages/cursors.html lays it out."""
 
 from __future__ import annotations
 
@@ -80,6 +81,11 @@ async def test_the_cursor_at_the_drivers_pointer_reaches_those_who_may_drive(poi
     finally:
         await joiner.close()
         await watcher.close()
+
+    # An agent's click comes without a move before it (the client's and MCP's): the press tells where it is.
+    press = {"kind": "mouse", "action": "down", "x": 370, "y": 45}
+    assert (await d.send({"type": "input", "events": [press, {**press, "action": "up"}]}))["type"] == "input-ack"
+    await cursor_now(d.client, d.frame, "crosshair")
 
     # The link opens a page without it: the new document tells its cursor with the pointer still.
     assert (await d.click(100, 40))["type"] == "input-ack"
