@@ -139,7 +139,8 @@ class FrameRecorder:
         self._sets = sets
         writer.lines([{"t_us": info.start_us, "type": "recording", "frame": self.frame_id, "id": info.id,
                        "width": size.width, "height": size.height, "css_width": size.css_width,
-                       "css_height": size.css_height, "dpr": size.dpr}, *self._pre])
+                       "css_height": size.css_height, "dpr": size.dpr}, *self._events.cursor_lines(info.start_us),
+                      *self._pre])
         self._pre.clear()
         writer.start()
         self.gate.open = True

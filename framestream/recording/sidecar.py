@@ -135,6 +135,7 @@ class EventLines:
         self._state: str | None = None
         self._active: str | None = None
         self._held = False
+        self._cursor = "default"  # the page's cursor at the driver's pointer, as last written
 
     def lines(self, t_us: int, event: object) -> list[Line]:
         if isinstance(event, StateChanged):
@@ -167,9 +168,16 @@ class EventLines:
             return [{"t_us": t_us, "type": "clipboard", "length": len(event.text)}]
         if isinstance(event, PageRefused):
             return [{"t_us": t_us, "type": "error", "code": event.code, "message": event.message}]
-        if isinstance(event, PageCursor):
-            return []  # the pointer's steps and the pictures say it; a line a hover would only crowd the replay
+        if isinstance(event, PageCursor):  # (told only as it changes) the replay draws it at the pointer
+            if event.cursor == self._cursor:
+                return []
+            self._cursor = event.cursor
+            return [{"t_us": t_us, "type": "cursor", "cursor": event.cursor}]
         return self._other(t_us, event)
+
+    def cursor_lines(self, t_us: int) -> list[Line]:
+        """A new recording's first word on the cursor, when it is not the `default` every replay starts at."""
+        return [] if self._cursor == "default" else [{"t_us": t_us, "type": "cursor", "cursor": self._cursor}]
 
     def _state_lines(self, t_us: int, event: StateChanged) -> list[Line]:
         out: list[Line] = []
@@ -179,6 +187,8 @@ class EventLines:
             if event.message:
                 line["message"] = event.message
             out.append(line)
+            if event.state not in (FrameState.LIVE, FrameState.PAUSED):
+                self._cursor = "default"  # the cursor goes with its browser (a new one tells its own), unsaid
             if event.state is FrameState.ERROR:
                 out.append({"t_us": t_us, "type": "error", "code": "frame-error", "message": event.message or ""})
         if event.url != self._url:

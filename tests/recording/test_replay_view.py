@@ -1,16 +1,19 @@
 """The replay view (web/replay.html) in real headless Chromium: it plays a real recording in a <video>, lists the
-steps, and clicking a step seeks to it, marks where it acted and shows its picture."""
+steps, and clicking a step seeks to it, marks where it acted and shows its picture; the pointer is drawn where the
+steps left it, in the shape of the page's cursor then."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import urllib.parse
 from typing import Any
 
+from framestream.client import png_to_rgb
 from tests.fixtures import service_fixture
 from tests.recording.recorded import recordings
 from tests.support import Service, StreamClient, colour_near, until
-from tests.web.browser import Browser
+from tests.web.browser import Browser, Page
 
 service = service_fixture(env={"FRAMESTREAM_RECORD": "on", "FRAME_IDLE_PAUSE_S": "1.0"})
 
@@ -59,9 +62,40 @@ async def test_the_replay_view_seeks_to_a_step_and_shows_its_picture(service: Se
         assert mark[0] is False and abs(mark[1] - 100) < 2 and abs(mark[2] - 60) < 2, mark
         after = await page.eval("framestreamReplay.seekToStep(0, 0.5).then(() => framestreamReplay.pixel(100, 60))")
         assert colour_near(_np(after), GREEN, 40), after
+        # The pointer, as the screen shows it: over the button, the page's hand (white where the arrow is black),
+        # named after who moved it.
+        hand = await shown_pointer(page)
+        assert hand["shape"] == "hand" and hand["who"] == "agent", hand
+        assert colour_near(_np(hand["inside"]), (255, 255, 255), 40), hand  # the button shows green there
         later = await page.eval("framestreamReplay.seekToStep(1, 0.5).then(() => framestreamReplay.pixel(320, 200))")
         assert colour_near(_np(later), YELLOW, 40), later
+        # The new document has nothing under the pointer, which stayed where the click left it: the arrow.
+        arrow = await shown_pointer(page)
+        assert arrow["shape"] == "arrow" and (arrow["x"], arrow["y"]) == (hand["x"], hand["y"]), arrow
+        assert colour_near(_np(arrow["inside"]), (0, 0, 0), 40), arrow
+        # Before the first step the pointer was nowhere.
+        await page.eval("framestreamReplay.seek(0).then(() => framestreamReplay.showPointer())")
+        assert await page.eval("document.getElementById('pointer').hidden") is True
         assert not page.exceptions, page.exceptions
+
+
+async def shown_pointer(page: Page) -> dict[str, Any]:
+    """The drawn pointer: its shape, who moved it, its hot spot in the frame's CSS pixels, and what the screen shows
+    2 px right of and 12 px below the hot spot (inside both the arrow, black, and the hand, white)."""
+    found: dict[str, Any] = await page.eval("""(() => {
+        const el = document.getElementById('pointer'), v = framestreamReplay.video;
+        const box = el.getBoundingClientRect(), video = v.getBoundingClientRect(), scale = v.clientWidth / 640;
+        const hot = (name) => parseFloat(el.style.getPropertyValue(name)), hx = hot('--hot-x'), hy = hot('--hot-y');
+        return {shape: el.dataset.shape, who: el.querySelector('.who').textContent, hidden: el.hidden,
+                x: (box.left + hx - video.left) / scale, y: (box.top + hy - video.top) / scale,
+                sx: box.left + hx + 2, sy: box.top + hy + 12};
+    })()""")
+    assert found["hidden"] is False, found
+    assert abs(found["x"] - 100) < 1.5 and abs(found["y"] - 60) < 1.5, found
+    shot = await page.send("Page.captureScreenshot", {
+        "format": "png", "clip": {"x": found["sx"], "y": found["sy"], "width": 1, "height": 1, "scale": 1}})
+    found["inside"] = [int(v) for v in png_to_rgb(base64.b64decode(shot["data"]))[0, 0]]
+    return found
 
 
 def _np(rgb: list[int]) -> Any:

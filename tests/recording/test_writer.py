@@ -123,3 +123,26 @@ def test_the_frames_events_become_sidecar_lines_without_their_text(tmp_path: Pat
     upload.write_bytes(b"x" * 12)
     assert action_fields(ChooseFiles("c1", (upload,))) == {"kind": "upload", "id": "c1", "files": ["photo.png"],
                                                            "sizes": [12]}
+
+
+def test_the_pages_cursor_becomes_sidecar_lines_as_it_changes_and_ends_with_its_browser() -> None:
+    from framestream.core.lifecycle import FrameState
+    from framestream.frames.events import PageCursor, StateChanged
+    from framestream.recording.sidecar import EventLines
+
+    def state(value: FrameState) -> StateChanged:
+        return StateChanged("f", value, "http://a.test/", 1, None, None, None)
+
+    lines = EventLines()
+    assert lines.cursor_lines(0) == []  # a replay starts at `default`: nothing to say
+    got = [
+        *lines.lines(1, PageCursor("f", "pointer")),
+        *lines.lines(2, PageCursor("f", "pointer")),  # told again (a viewer joined): no line
+        *lines.lines(3, PageCursor("f", "text")),
+    ]
+    assert got == [{"t_us": 1, "type": "cursor", "cursor": "pointer"}, {"t_us": 3, "type": "cursor", "cursor": "text"}]
+    lines.lines(4, state(FrameState.PAUSED))
+    assert lines.cursor_lines(5) == [{"t_us": 5, "type": "cursor", "cursor": "text"}]  # the resumed recording's start
+    lines.lines(6, state(FrameState.LAUNCHING))  # a new browser: its page starts at `default`
+    assert lines.cursor_lines(7) == []
+    assert lines.lines(8, PageCursor("f", "text")) == [{"t_us": 8, "type": "cursor", "cursor": "text"}]

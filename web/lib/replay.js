@@ -1,8 +1,12 @@
 // The replay view (web/replay.html#token=T&frame=F[&recording=R]): a frame's recording with its steps beside it.
 // The video plays the recording (its `video` link carries a ticket: a <video> sends no header); the list shows
 // each step (who, what, how it ended), the drivers and the errors; clicking a step seeks to it and marks where it
-// acted (a mouse or touch event's place, CSS pixels of the frame scaled to the video as shown). docs/protocol.md,
-// "Recordings", has the routes and the sidecar's lines.
+// acted (a mouse or touch event's place, CSS pixels of the frame scaled to the video as shown). As the video plays or
+// seeks, the pointer is drawn where the steps left it, in the shape of the page's cursor then (the sidecar's
+// `cursor` lines: Chromium's own cursor never reaches the recorded pictures), with who moved it and whether a button
+// or finger was down. docs/protocol.md, "Recordings", has the routes and the sidecar's lines.
+
+import { pageCursor } from './pagecursor.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -20,6 +24,86 @@ export function stepPlace(line) {
     if (e.kind === 'touch' && e.points && e.points.length) return { x: e.points[0].x, y: e.points[0].y };
   }
   return null;
+}
+
+/** The last pointer event of a step's events: where it left the pointer and whether a button or finger was down. */
+function pointerOf(line) {
+  const events = Array.isArray(line.events) ? line.events : [];
+  for (let i = events.length - 1; i >= 0; i -= 1) {
+    const e = events[i];
+    if (e.kind === 'mouse' && typeof e.x === 'number') {
+      return { x: e.x, y: e.y, down: e.action === 'down' || (e.action === 'move' && e.buttons > 0) };
+    }
+    if (e.kind === 'wheel' && typeof e.x === 'number') return { x: e.x, y: e.y, down: false };
+    if (e.kind === 'touch' && e.points && e.points.length) {
+      return { x: e.points[0].x, y: e.points[0].y, down: e.action === 'start' || e.action === 'move' };
+    }
+  }
+  return null;
+}
+
+// Frame states whose browser runs; any other ends the page's cursor (a new browser starts at `default`).
+const RUNNING = new Set(['live', 'paused']);
+
+/**
+ * The pointer's course through a recording, in time order: at each applied step that moved it, and at each change of
+ * the page's cursor once it has been somewhere, `{t_us, x, y, down, subject, cursor}` (CSS pixels of the frame).
+ * @param {Array<object>} lines the sidecar's lines
+ */
+export function pointerTrack(lines) {
+  // Steps are written once applied, after the events they caused: put every line back at its own time (a stable
+  // sort keeps the written order of lines of the same time).
+  const timed = lines.filter((l) => typeof l.t_us === 'number').sort((a, b) => a.t_us - b.t_us);
+  const track = [];
+  let cursor = 'default';
+  let at = null;
+  for (const line of timed) {
+    if (line.type === 'cursor') {
+      cursor = pageCursor(line.cursor) || 'default';
+    } else if (line.type === 'state' && !RUNNING.has(line.state)) {
+      cursor = 'default';
+    } else if (line.type === 'step' && line.ok) {
+      const place = pointerOf(line);
+      if (!place) continue;
+      at = { ...place, subject: String(line.subject ?? '') };
+    } else {
+      continue;
+    }
+    if (at) track.push({ t_us: line.t_us, ...at, cursor });
+  }
+  return track;
+}
+
+/** Where `pointerTrack`'s pointer was at `tUs` (its last entry at or before then), or null before it moved. */
+export function pointerAt(track, tUs) {
+  let lo = 0;
+  let hi = track.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (track[mid].t_us <= tUs) lo = mid + 1; else hi = mid;
+  }
+  return lo ? track[lo - 1] : null;
+}
+
+// The pointer as drawn, 24x24 CSS pixels of SVG, and its hot spot (the point drawn at the pointer's place).
+const OUTLINED = (d) => `<path d="${d}" fill="none" stroke="#fff" stroke-width="4" stroke-linecap="round"/>`
+  + `<path d="${d}" fill="none" stroke="#000" stroke-width="1.6"/>`;
+const SHAPES = {
+  arrow: { hot: [2, 1], svg: '<path d="M2 1v17l4.5-4 3 7 3-1.3-2.9-6.7h6z" fill="#000" stroke="#fff" '
+    + 'stroke-width="1.5" stroke-linejoin="round"/>' },
+  hand: { hot: [9, 1], svg: '<path d="M7.5 2.6a1.5 1.5 0 0 1 3 0V11h.6V9.2a1.5 1.5 0 0 1 3 0V11h.5V9.8a1.5 1.5 0 0 1 '
+    + '3 0V11.5a1.5 1.5 0 0 1 3 0V17a5.5 5.5 0 0 1-5.5 5.5h-2.6a5.5 5.5 0 0 1-4.4-2.2l-4-5.4a1.6 1.6 0 0 1 2.5-2l1.9 '
+    + '2.3z" fill="#fff" stroke="#000" stroke-width="1.3" stroke-linejoin="round"/>' },
+  beam: { hot: [12, 12], svg: OUTLINED('M8 2.5h2.5L12 4l1.5-1.5H16M12 4v16M8 21.5h2.5L12 20l1.5 1.5H16') },
+  cross: { hot: [12, 12], svg: OUTLINED('M12 2v20M2 12h20') },
+};
+const KEYWORD_SHAPES = { pointer: 'hand', grab: 'hand', grabbing: 'hand', text: 'beam', 'vertical-text': 'beam',
+  crosshair: 'cross', cell: 'cross', none: 'none' };
+
+/** What the page's cursor keyword is drawn as: `arrow` (any keyword without a shape of its own), `hand`, `beam`,
+ * `cross`, or `none` (nothing). */
+export function pointerShape(cursor) {
+  return KEYWORD_SHAPES[cursor] || 'arrow';
 }
 
 /** A step's one-line description. */
@@ -59,8 +143,46 @@ class Replay {
     this.recording = recording;
     this.lines = lines;
     this.steps = lines.filter((l) => l.type === 'step');
+    this.track = pointerTrack(lines);
     this.current = -1;
     this.ready = false;
+    this.drawn = ''; // the shape the pointer element holds
+  }
+
+  /** Draw the pointer where it was at the video's current time (hidden before it first moved, or for `none`). */
+  showPointer() {
+    const el = $('pointer');
+    // A seek to a step lands on its time, give or take the video clock's rounding: the step counts as done.
+    const at = pointerAt(this.track, this.recording.start_us + this.video.currentTime * 1e6 + 1000);
+    const shape = at ? pointerShape(at.cursor) : 'none';
+    if (shape === 'none') { el.hidden = true; return; }
+    const { hot, svg } = SHAPES[shape];
+    if (this.drawn !== shape) {
+      el.querySelector('svg').innerHTML = svg;
+      el.dataset.shape = this.drawn = shape;
+    }
+    const scale = this.video.clientWidth / this.recording.css_width;
+    el.style.left = `${at.x * scale - hot[0]}px`;
+    el.style.top = `${at.y * scale - hot[1]}px`;
+    el.style.setProperty('--hot-x', `${hot[0]}px`);
+    el.style.setProperty('--hot-y', `${hot[1]}px`);
+    el.classList.toggle('down', at.down);
+    el.querySelector('.who').textContent = at.subject;
+    el.hidden = false;
+  }
+
+  /** Keep the pointer on the video's time: each animation frame while it plays (a still page's recording has
+   * seconds without a picture, when the video reports none), and after each seek. */
+  followPointer() {
+    const video = this.video;
+    const tick = () => {
+      this.showPointer();
+      if (!video.paused && !video.ended) requestAnimationFrame(tick);
+    };
+    video.addEventListener('play', () => requestAnimationFrame(tick));
+    video.addEventListener('seeked', () => this.showPointer());
+    window.addEventListener('resize', () => this.showPointer());
+    this.showPointer();
   }
 
   seconds(tUs) {
@@ -186,6 +308,7 @@ async function main() {
       video.addEventListener('error', () => reject(new Error(`the video did not load (${video.error?.message || video.error?.code})`)), { once: true });
       video.src = chosen.video;
     });
+    replay.followPointer();
     replay.ready = true;
   } catch (err) {
     problem(String(err.message || err));
