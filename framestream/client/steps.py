@@ -45,9 +45,11 @@ MAX_TEXT: Final = 10000  # characters per text event (the contract's limit)
 
 def click(x: float, y: float, *, button: MouseButton = "left", count: int = 1, modifiers: int = 0
           ) -> list[InputEvent]:
-    """Press and release `count` times at one place (`count` 2 is a double click: clicks 1 then 2)."""
+    """Move there, then press and release `count` times (`count` 2 is a double click: clicks 1 then 2). The move
+    first, as a person's hand and Playwright's click make it: some controls act only once hovered (a date field's
+    calendar button ignored a bare press)."""
     bit = BUTTON_BITS[button]
-    events: list[InputEvent] = []
+    events: list[InputEvent] = [MouseEvent("move", x, y, "none", 0, 0, modifiers)]
     for n in range(1, count + 1):
         events.append(MouseEvent("down", x, y, button, bit, n, modifiers))
         events.append(MouseEvent("up", x, y, button, 0, n, modifiers))

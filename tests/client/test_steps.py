@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from framestream.client import Client, SandboxKey, Superseded, TakenOver, UnknownFrame, png_to_rgb
+from framestream.client import Client, Picture, SandboxKey, Superseded, TakenOver, UnknownFrame, png_to_rgb
 from tests.client.agent_page import BUTTON, FIELD, GREY, MARKS, RED, near, typed_text
 from tests.fixtures import service_fixture
 from tests.support import Service
@@ -93,5 +94,31 @@ async def test_the_screenshot_at_css_size_of_a_dpr_2_frame(client: Client, servi
         rgb = png_to_rgb(shot.png)
         for (x, y), colour in MARKS.items():
             assert near(rgb[y, x], colour), (x, y, rgb[y, x])
+    finally:
+        await client.delete_frame(info.id, purge=True)
+
+
+async def test_an_agents_click_opens_a_date_fields_calendar_and_picks_a_day(client: Client, service: Service) -> None:
+    """The calendar button of a date field acts only once hovered: the client's click moves there first, as a
+    person's hand does (a bare press opened nothing)."""
+    info = await client.create_frame(f"{service.pages}/tab_more.html", 640, 400, dpr=1)
+    try:
+        view = await client.watch(info.id)
+        grey = (128, 128, 128)
+        before = await view.picture_after(0, where=lambda p: near(p.pixel(320, 360), grey))  # painted
+        step = await client.click(info.id, 203, 28)  # the date field's calendar button
+        below = (slice(50, 290), slice(10, 330))  # where the calendar opens, under the field
+
+        def calendar(picture: Picture) -> bool:
+            changed = np.abs(picture.rgb[below].astype(int) - before.rgb[below].astype(int)) > 24
+            return int(changed.any(axis=2).sum()) > 5000
+
+        shown = await view.picture_after(step.sent_us, where=calendar)
+        rows, columns = np.nonzero((np.abs(shown.rgb[below].astype(int) -
+                                           before.rgb[below].astype(int)) > 24).any(axis=2))
+        # A day in the middle of the month's grid.
+        day = (int(columns.min() + columns.max()) // 2 + 10, int(rows.min() + rows.max()) // 2 + 50)
+        picked = await client.click(info.id, *day)
+        await view.picture_after(picked.sent_us, where=lambda p: near(p.pixel(320, 360), (40, 60, 220)))
     finally:
         await client.delete_frame(info.id, purge=True)

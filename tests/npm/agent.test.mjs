@@ -76,7 +76,7 @@ test('hello with a minted view token; each step under its own fresh one-step gra
   const step = await first;
   assert.equal(step.seq, msg1.seq);
   assert.ok(step.ackedUs >= step.sentUs);
-  assert.deepEqual(msg1.events.map((e) => e.action), ['down', 'up']);
+  assert.deepEqual(msg1.events.map((e) => e.action), ['move', 'down', 'up']);
   const second = agent.press('f1', 'Control+A');
   const msg2 = await ws.next('input');
   ws.reply({ type: 'input-ack', frame: 'f1', seq: msg2.seq });

@@ -243,6 +243,7 @@ export namespace steps {
   const BUTTON_BITS: Readonly<Record<Exclude<MouseButton, 'none'>, number>>;
   const MODIFIER_BITS: Readonly<Record<'Alt' | 'Control' | 'Meta' | 'Shift', number>>;
   const MAX_TEXT: number;
+  /** A move to (x, y), then `count` presses and releases there (controls that act only once hovered need the move). */
   function click(x: number, y: number, options?: { button?: Exclude<MouseButton, 'none'>; count?: number;
     modifiers?: number }): InputEvent[];
   function move(x: number, y: number, options?: { modifiers?: number }): InputEvent[];

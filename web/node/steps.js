@@ -28,11 +28,13 @@ const mouse = (action, x, y, button, buttons, clicks, modifiers = 0) => ({
   kind: 'mouse', action, x, y, button, buttons, clicks, modifiers,
 });
 
-/** Press and release `count` times at one place (`count` 2 is a double click: clicks 1 then 2). */
+/** Move there, then press and release `count` times (`count` 2 is a double click: clicks 1 then 2). The move first,
+ * as a person's hand and Playwright's click make it: some controls act only once hovered (a date field's calendar
+ * button ignored a bare press). */
 export function click(x, y, { button = 'left', count = 1, modifiers = 0 } = {}) {
   const bit = BUTTON_BITS[button];
   if (!bit) throw new RangeError(`unknown button ${JSON.stringify(button)}`);
-  const events = [];
+  const events = [mouse('move', x, y, 'none', 0, 0, modifiers)];
   for (let n = 1; n <= count; n += 1) {
     events.push(mouse('down', x, y, button, bit, n, modifiers), mouse('up', x, y, button, 0, n, modifiers));
   }
