@@ -50,7 +50,7 @@ async def test_the_replay_view_seeks_to_a_step_and_shows_its_picture(service: Se
         await page.wait_for("window.framestreamReplay && window.framestreamReplay.ready", within=30)
         labels = await page.eval("[...document.querySelectorAll('#steps li[data-step] button')]"
                                  ".map(b => b.textContent)")
-        assert len(labels) == 2 and labels[0].startswith("agent: down 100,60") and "navigate" in labels[1], labels
+        assert len(labels) == 2 and labels[0].startswith("agent: click 100,60") and "navigate" in labels[1], labels
         # A click on the first step seeks to it: the button is still red then, and the mark is on it.
         await page.eval("document.querySelector('#steps li[data-step=\"0\"] button').click()")
         await page.wait_for("framestreamReplay.current === 0 && !framestreamReplay.video.seeking")

@@ -17,6 +17,18 @@ test('a step acted where its last pointer event was', () => {
   assert.equal(stepPlace({ kind: 'navigate', url: 'http://x/' }), null);
 });
 
+test('a press and release at one place reads as a click, with the move to it', () => {
+  const m = (action, x, y, clicks = 1, button = 'left') => ({ kind: 'mouse', action, x, y, clicks, button });
+  const say = (events) => describeStep({ subject: 'agent', kind: 'input', ok: true, events });
+  assert.equal(say([m('move', 10, 20, 0, 'none'), m('down', 10, 20), m('up', 10, 20)]), 'agent: click 10,20');
+  assert.equal(say([m('move', 1, 2, 0, 'none'), m('down', 1, 2), m('up', 1, 2), m('down', 1, 2, 2), m('up', 1, 2, 2)]),
+    'agent: double-click 1,2');
+  assert.equal(say([m('down', 5, 5, 1, 'right'), m('up', 5, 5, 1, 'right')]), 'agent: right click 5,5');
+  assert.equal(say([m('move', 0, 0, 0, 'none'), m('down', 0, 0), m('move', 30, 40, 0, 'none'), m('up', 30, 40)]),
+    'agent: move 0,0, down 0,0, move 30,40, up 30,40'); // a drag stays as it was
+  assert.equal(say([m('down', 7, 7)]), 'agent: down 7,7');
+});
+
 test('a step reads as who did what and how it ended; hidden text stays hidden', () => {
   assert.equal(describeStep({ subject: 'agent', step: true, kind: 'input', ok: true,
     events: [{ kind: 'text', redacted: true, length: 7 }] }), 'agent (step): text (7 hidden)');

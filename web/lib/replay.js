@@ -106,16 +106,39 @@ export function pointerShape(cursor) {
   return KEYWORD_SHAPES[cursor] || 'arrow';
 }
 
+/** Mouse words read as a person says them: a press and release at one place is a click (its `clicks` 2: a double
+ * click, the first click of it dropped), and a move to where a click follows is part of it (agents' clicks). */
+function clicksTold(tokens) {
+  const out = [];
+  for (const t of tokens) {
+    const last = out[out.length - 1];
+    if (t.word === 'up' && last?.word === 'down' && last.at === t.at && last.e.button === t.e.button) {
+      out.pop();
+      const double = t.e.clicks === 2 && out[out.length - 1]?.word === 'click' && out[out.length - 1].at === t.at;
+      if (double) out.pop();
+      const mouseButton = t.e.button && t.e.button !== 'left' ? `${t.e.button} ` : '';
+      const click = { word: `${mouseButton}${double ? 'double-click' : 'click'}`, at: t.at };
+      if (out[out.length - 1]?.word === 'move' && out[out.length - 1].at === t.at) out.pop();
+      out.push(click);
+    } else {
+      out.push(t);
+    }
+  }
+  return out;
+}
+
 /** A step's one-line description. */
 export function describeStep(line) {
   let what = line.kind || 'step';
   if (line.kind === 'input') {
-    what = (line.events || []).map((e) => {
-      if (e.kind === 'mouse') return `${e.action} ${Math.round(e.x)},${Math.round(e.y)}`;
-      if (e.kind === 'text') return e.redacted ? `text (${e.length} hidden)` : `text ${JSON.stringify(e.text)}`;
-      if (e.kind === 'key') return `key ${e.redacted ? '•' : e.key} ${e.action}`;
-      return e.kind;
-    }).join(', ');
+    what = clicksTold((line.events || []).map((e) => {
+      if (e.kind === 'mouse') return { word: e.action, at: `${Math.round(e.x)},${Math.round(e.y)}`, e };
+      if (e.kind === 'text') {
+        return { word: e.redacted ? `text (${e.length} hidden)` : `text ${JSON.stringify(e.text)}` };
+      }
+      if (e.kind === 'key') return { word: `key ${e.redacted ? '•' : e.key} ${e.action}` };
+      return { word: e.kind };
+    })).map((t) => (t.at ? `${t.word} ${t.at}` : t.word)).join(', ');
   } else if (line.kind === 'navigate') {
     what = `navigate ${line.url || line.action}`;
   } else if (line.kind === 'dialog-answer') {
