@@ -73,6 +73,12 @@ async def test_the_replay_view_seeks_to_a_step_and_shows_its_picture(service: Se
         arrow = await shown_pointer(page)
         assert arrow["shape"] == "arrow" and (arrow["x"], arrow["y"]) == (hand["x"], hand["y"]), arrow
         assert colour_near(_np(arrow["inside"]), (0, 0, 0), 40), arrow
+        # Up goes to the step before: the click, with its picture, the step marked in the list.
+        assert await page.eval("framestreamReplay.current") == 1
+        await page.key("ArrowUp", "ArrowUp", key_code=38)
+        await page.wait_for("framestreamReplay.current === 0 && !framestreamReplay.video.seeking")
+        assert await page.eval("document.querySelector('#steps li.current').dataset.step") == "0"
+        assert colour_near(_np(await page.eval("framestreamReplay.pixel(100, 60)")), RED, 40)
         # Before the first step the pointer was nowhere.
         await page.eval("framestreamReplay.seek(0).then(() => framestreamReplay.showPointer())")
         assert await page.eval("document.getElementById('pointer').hidden") is True

@@ -2,7 +2,9 @@
 // pointer's course with the page's cursor.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { describeStep, pointerAt, pointerShape, pointerTrack, readFragment, stepPlace } from '../../web/lib/replay.js';
+import {
+  describeStep, pointerAt, pointerShape, pointerTrack, readFragment, stepAt, stepPlace,
+} from '../../web/lib/replay.js';
 
 test('the fragment names the token, the frame and perhaps a recording', () => {
   assert.deepEqual(readFragment('#token=T.x&frame=f1'), { token: 'T.x', frame: 'f1', recording: null });
@@ -75,4 +77,13 @@ test('a cursor keyword the viewer does not know is drawn as the arrow, and none 
   assert.equal(pointerShape('default'), 'arrow');
   const track = pointerTrack([step(1, 'a', [mouse('move', 1, 1)]), { t_us: 2, type: 'cursor', cursor: 'url(x.png)' }]);
   assert.equal(pointerAt(track, 2).cursor, 'default');
+});
+
+test('the step under way at a time is the last that began by then', () => {
+  const steps = [{ t_us: 10 }, { t_us: 20 }, { t_us: 20 }, { t_us: 35 }];
+  assert.equal(stepAt(steps, 9), -1);
+  assert.equal(stepAt(steps, 10), 0);
+  assert.equal(stepAt(steps, 25), 2);
+  assert.equal(stepAt(steps, 1e9), 3);
+  assert.equal(stepAt([], 5), -1);
 });

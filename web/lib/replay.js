@@ -4,7 +4,8 @@
 // acted (a mouse or touch event's place, CSS pixels of the frame scaled to the video as shown). As the video plays or
 // seeks, the pointer is drawn where the steps left it, in the shape of the page's cursor then (the sidecar's
 // `cursor` lines: Chromium's own cursor never reaches the recorded pictures), with who moved it and whether a button
-// or finger was down. docs/protocol.md, "Recordings", has the routes and the sidecar's lines.
+// or finger was down, and the step under way is marked in the list; Up and Down go to the step before and after.
+// docs/protocol.md, "Recordings", has the routes and the sidecar's lines.
 
 import { pageCursor } from './pagecursor.js';
 
@@ -74,15 +75,27 @@ export function pointerTrack(lines) {
   return track;
 }
 
-/** Where `pointerTrack`'s pointer was at `tUs` (its last entry at or before then), or null before it moved. */
-export function pointerAt(track, tUs) {
+/** How many of `timed` (in time order) are at or before `tUs`. */
+function countUntil(timed, tUs) {
   let lo = 0;
-  let hi = track.length;
+  let hi = timed.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (track[mid].t_us <= tUs) lo = mid + 1; else hi = mid;
+    if (timed[mid].t_us <= tUs) lo = mid + 1; else hi = mid;
   }
-  return lo ? track[lo - 1] : null;
+  return lo;
+}
+
+/** Where `pointerTrack`'s pointer was at `tUs` (its last entry at or before then), or null before it moved. */
+export function pointerAt(track, tUs) {
+  const count = countUntil(track, tUs);
+  return count ? track[count - 1] : null;
+}
+
+/** The index of the last of `steps` (in time order: a frame applies its steps one at a time) that began at or
+ * before `tUs`, or -1 before the first. */
+export function stepAt(steps, tUs) {
+  return countUntil(steps, tUs) - 1;
 }
 
 // The pointer as drawn, 24x24 CSS pixels of SVG, and its hot spot (the point drawn at the pointer's place).
@@ -172,11 +185,31 @@ class Replay {
     this.drawn = ''; // the shape the pointer element holds
   }
 
+  /** The capture clock at the video's current time. A seek to a step lands on its time, give or take the video
+   * clock's rounding: the step counts as begun. */
+  now() {
+    return this.recording.start_us + this.video.currentTime * 1e6 + 1000;
+  }
+
+  /** Show the video's moment: the pointer, and the step it is in, marked in the list (scrolled into view). */
+  show() {
+    this.showPointer();
+    const index = stepAt(this.steps, this.now());
+    if (index !== this.current) this.highlight(index);
+  }
+
+  highlight(index) {
+    this.current = index;
+    document.querySelectorAll('#steps li.current').forEach((li) => li.classList.remove('current'));
+    const li = document.querySelector(`#steps li[data-step="${index}"]`);
+    li?.classList.add('current');
+    li?.scrollIntoView({ block: 'nearest' });
+  }
+
   /** Draw the pointer where it was at the video's current time (hidden before it first moved, or for `none`). */
   showPointer() {
     const el = $('pointer');
-    // A seek to a step lands on its time, give or take the video clock's rounding: the step counts as done.
-    const at = pointerAt(this.track, this.recording.start_us + this.video.currentTime * 1e6 + 1000);
+    const at = pointerAt(this.track, this.now());
     const shape = at ? pointerShape(at.cursor) : 'none';
     if (shape === 'none') { el.hidden = true; return; }
     const { hot, svg } = SHAPES[shape];
@@ -194,18 +227,26 @@ class Replay {
     el.hidden = false;
   }
 
-  /** Keep the pointer on the video's time: each animation frame while it plays (a still page's recording has
-   * seconds without a picture, when the video reports none), and after each seek. */
-  followPointer() {
+  /** Keep the pointer and the current step on the video's time: each animation frame while it plays (a still
+   * page's recording has seconds without a picture, when the video reports none), and after each seek. Up and
+   * Down go to the step before and after. */
+  follow() {
     const video = this.video;
     const tick = () => {
-      this.showPointer();
+      this.show();
       if (!video.paused && !video.ended) requestAnimationFrame(tick);
     };
     video.addEventListener('play', () => requestAnimationFrame(tick));
-    video.addEventListener('seeked', () => this.showPointer());
+    video.addEventListener('seeked', () => this.show());
     window.addEventListener('resize', () => this.showPointer());
-    this.showPointer();
+    document.addEventListener('keydown', (e) => {
+      if (e.altKey || e.ctrlKey || e.metaKey || e.target.closest?.('select, input, textarea')) return;
+      const by = { ArrowUp: -1, ArrowDown: 1 }[e.key];
+      if (!by) return;
+      e.preventDefault();
+      this.seekToStep(Math.max(0, Math.min(this.steps.length - 1, this.current + by)));
+    });
+    this.show();
   }
 
   seconds(tUs) {
@@ -216,9 +257,7 @@ class Replay {
   async seekToStep(index, after = 0) {
     const line = this.steps[index];
     if (!line) return false;
-    this.current = index;
-    document.querySelectorAll('#steps li.current').forEach((li) => li.classList.remove('current'));
-    document.querySelector(`#steps li[data-step="${index}"]`)?.classList.add('current');
+    this.highlight(index);
     await this.seek(this.seconds(line.t_us) + after);
     this.mark(stepPlace(line));
     return true;
@@ -331,7 +370,7 @@ async function main() {
       video.addEventListener('error', () => reject(new Error(`the video did not load (${video.error?.message || video.error?.code})`)), { once: true });
       video.src = chosen.video;
     });
-    replay.followPointer();
+    replay.follow();
     replay.ready = true;
   } catch (err) {
     problem(String(err.message || err));
