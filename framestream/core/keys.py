@@ -19,6 +19,7 @@ from framestream.core.wire import (
     MOD_META,
     InputEvent,
     KeyEvent,
+    MouseButton,
     MouseEvent,
     PasteEvent,
     TextEvent,
@@ -202,14 +203,26 @@ _MOUSE_TYPES: Final = {"move": "mouseMoved", "down": "mousePressed", "up": "mous
 _TOUCH_TYPES: Final = {"start": "touchStart", "move": "touchMove", "end": "touchEnd", "cancel": "touchCancel"}
 
 
+# A move's `button` while buttons are held: the first of these it holds (a DOM event's order, the web viewer's too).
+_HELD_BUTTONS: Final[tuple[tuple[MouseButton, int], ...]] = (
+    ("left", 1), ("right", 2), ("middle", 4), ("back", 8), ("forward", 16))
+
+
 def mouse_event_params(event: MouseEvent) -> dict[str, object]:
     """`Input.dispatchMouseEvent` parameters. CDP names the buttons as the contract does (left, middle, right,
-    back, forward, none) and takes the same DOM `buttons` mask (left 1, right 2, middle 4, back 8, forward 16)."""
+    back, forward, none) and takes the same DOM `buttons` mask (left 1, right 2, middle 4, back 8, forward 16).
+
+    A move with buttons held names the held button, whatever `button` said: Chromium starts a page's drag (HTML5
+    drag and drop, `draggable`) only from moves that name it, and an agent's drag, whose moves said `none`,
+    dragged nothing."""
+    button = event.button
+    if event.action == "move" and button == "none" and event.buttons:
+        button = next((name for name, bit in _HELD_BUTTONS if event.buttons & bit), "none")
     return {
         "type": _MOUSE_TYPES[event.action],
         "x": event.x,
         "y": event.y,
-        "button": event.button,
+        "button": button,
         "buttons": event.buttons,
         "clickCount": event.clicks,
         "modifiers": event.modifiers,

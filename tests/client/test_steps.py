@@ -122,3 +122,18 @@ async def test_an_agents_click_opens_a_date_fields_calendar_and_picks_a_day(clie
         await view.picture_after(picked.sent_us, where=lambda p: near(p.pixel(320, 360), (40, 60, 220)))
     finally:
         await client.delete_frame(info.id, purge=True)
+
+
+async def test_an_agents_drag_moves_a_draggable_into_its_drop_zone(client: Client, service: Service) -> None:
+    """HTML5 drag and drop (`draggable`): Chromium starts a page's drag only from moves that name the held button,
+    and the client's drag says `buttons` alone, as the contract lets it."""
+    info = await client.create_frame(f"{service.pages}/drag_drop.html", 640, 400, dpr=1)
+    try:
+        view = await client.watch(info.id)
+        await view.picture_after(0, where=lambda p: near(p.pixel(320, 360), (128, 128, 128)))  # painted
+        step = await client.drag(info.id, 90, 70, 400, 140)
+        dropped = await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(320, 360), (30, 180, 60)))
+        assert near(dropped.pixel(360, 80), (220, 30, 30)), dropped.pixel(360, 80)  # the item, in the zone
+        assert near(dropped.pixel(90, 70), (255, 255, 255)), dropped.pixel(90, 70)  # and gone from where it was
+    finally:
+        await client.delete_frame(info.id, purge=True)

@@ -210,6 +210,13 @@ def test_mouse_wheel_touch_params() -> None:
         "modifiers": 8,
     }
     assert mouse_event_params(MouseEvent("move", 1, 2))["type"] == "mouseMoved"
+    # A move with a button held names it (Chromium drags a page's draggable only then), the first held as the DOM
+    # orders them; a move that names one keeps it.
+    assert mouse_event_params(MouseEvent("move", 1, 2, "none", 1, 0))["button"] == "left"
+    assert mouse_event_params(MouseEvent("move", 1, 2, "none", 6, 0))["button"] == "right"
+    assert mouse_event_params(MouseEvent("move", 1, 2, "none", 16, 0))["button"] == "forward"
+    assert mouse_event_params(MouseEvent("move", 1, 2, "middle", 4, 0))["button"] == "middle"
+    assert mouse_event_params(MouseEvent("move", 1, 2, "none", 0, 0))["button"] == "none"
     assert mouse_event_params(MouseEvent("up", 1, 2, "right", 0, 1, 0))["type"] == "mouseReleased"
     assert wheel_event_params(WheelEvent(5, 6, -3, 120, 2)) == {
         "type": "mouseWheel",
