@@ -1,7 +1,7 @@
 """Setting a new page up before its first script runs: the frame's size and dpr, file choosers intercepted, the copy
 hook (browser/copy_hook.py: copied text, no File System Access pickers), the cursor hook (browser/cursor_hook.py),
-the browser's keys and links to other applications guarded (browser/key_guard.py, browser/external_apps.py), and
-its window fullscreen so it covers the frame's screen."""
+the browser's keys, links to other applications and dropped files guarded (browser/key_guard.py,
+browser/external_apps.py, browser/drop_guard.py), and its window fullscreen so it covers the frame's screen."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from framestream.browser import external_apps, key_guard
+from framestream.browser import drop_guard, external_apps, key_guard
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.tab_events import TabSettings
 from framestream.core.errors import CDPError
@@ -31,6 +31,8 @@ _KEY_GUARD = ("Page.addScriptToEvaluateOnNewDocument", {"source": key_guard.scri
 # Links to other applications (browser/external_apps.py): no dialog over the frame asking to open one.
 _LINK_GUARD = ("Page.addScriptToEvaluateOnNewDocument", {"source": external_apps.script(),
                                                           "worldName": external_apps.WORLD})
+# Files dropped where the page takes none (browser/drop_guard.py): the file is not loaded in place of the page.
+_DROP_GUARD = ("Page.addScriptToEvaluateOnNewDocument", {"source": drop_guard.SCRIPT, "worldName": drop_guard.WORLD})
 
 
 def _our_world(binding: str, world: str, source: str) -> tuple[tuple[str, dict[str, Any]], ...]:
@@ -55,6 +57,7 @@ async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSet
         ("Page.setInterceptFileChooserDialog", {"enabled": True}),
         _KEY_GUARD,
         _LINK_GUARD,
+        _DROP_GUARD,
         ("Runtime.enable", {}),  # without it, the iframe's binding calls never reached us (checked)
         *_cursor_hook(settings),
         *_FETCH,
@@ -80,6 +83,7 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
         *_our_world(hook.binding, hook.world, hook.our_world_script()),
         _KEY_GUARD,
         _LINK_GUARD,
+        _DROP_GUARD,
         *_cursor_hook(settings),
         # Lay every page out at exactly the frame's CSS size: a popup's window would otherwise have its own size,
         # and a window narrower than 500 CSS px is impossible in Chromium.

@@ -43,6 +43,7 @@ from framestream.core.wire import CURSORS
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_DRAG_COPY = 1  # Input.DragData's dragOperationsMask: copy
 
 
 class Tabs:
@@ -312,6 +313,14 @@ class Tabs:
 
     async def cancel_chooser(self, chooser_id: str) -> None:
         await self.file_choosers.cancel(chooser_id)
+
+    async def drop_files(self, x: float, y: float, paths: Iterable[Path]) -> None:
+        """Files dropped on the active page at (x, y) CSS pixels, as a person's drag from their desktop: the
+        drag's enter, a move over and the drop, carrying the files (the page reads them as `File`s; a copy, the
+        only operation a desktop's file drag offers a page)."""
+        data = {"items": [], "files": [str(path) for path in paths], "dragOperationsMask": _DRAG_COPY}
+        for kind in ("dragEnter", "dragOver", "drop"):
+            await self.dispatch("Input.dispatchDragEvent", {"type": kind, "x": x, "y": y, "data": data})
 
     # -- downloads, clipboard, crashes --------------------------------------------------------------------
 

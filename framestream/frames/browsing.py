@@ -72,7 +72,27 @@ class AdmitFiles:
     id: str
 
 
-FrameAction = Navigate | PageRequest | DialogAnswer | ChooseFiles | CancelFileChooser | AdmitFiles
+@dataclass(frozen=True, slots=True)
+class AdmitDrop:
+    """The driver is about to drop files on the active page at (x, y): admitted (arbitration, a browser running)
+    before a byte of the upload is read; the files follow as `DropFiles` under the same grant."""
+
+    x: float
+    y: float
+
+
+@dataclass(frozen=True, slots=True)
+class DropFiles:
+    """Files dropped on the active page at (x, y) CSS pixels, as a person drags them from their desktop: already
+    saved in the frame's uploads folder."""
+
+    x: float
+    y: float
+    paths: tuple[Path, ...]
+
+
+FrameAction = (Navigate | PageRequest | DialogAnswer | ChooseFiles | CancelFileChooser | AdmitFiles | AdmitDrop
+               | DropFiles)
 
 
 class Browsing:
@@ -259,6 +279,12 @@ class Browsing:
         elif isinstance(action, AdmitFiles):
             if action.id not in tabs.choosers:
                 raise ProtocolError("unknown-file-chooser", f"no open file chooser {action.id!r}")
+        elif isinstance(action, AdmitDrop | DropFiles):
+            if (dialog := tabs.open_dialog()) is not None:
+                raise ProtocolError("dialog-open", f"page {dialog.page_id} shows a {dialog.kind} dialog "
+                                    f"({dialog.id}): answer it with dialog-answer first")
+            if isinstance(action, DropFiles):
+                await tabs.drop_files(action.x, action.y, action.paths)
         else:
             await tabs.cancel_chooser(action.id)
 
@@ -277,4 +303,4 @@ class Browsing:
             await tabs.go(-1 if action.action == "back" else 1)
 
 
-__all__ = ["AdmitFiles", "Browsing", "CancelFileChooser", "ChooseFiles", "FrameAction"]
+__all__ = ["AdmitDrop", "AdmitFiles", "Browsing", "CancelFileChooser", "ChooseFiles", "DropFiles", "FrameAction"]

@@ -94,20 +94,28 @@ def action_fields(action: object) -> dict[str, Any]:
         return fields
     name = type(action).__name__
     if name == "ChooseFiles":
-        paths = getattr(action, "paths", ())
-        sizes: list[int | None] = []
-        for path in paths:
-            try:
-                sizes.append(Path(path).stat().st_size)
-            except OSError:
-                sizes.append(None)
-        return {"kind": "upload", "id": getattr(action, "id", None), "files": [Path(p).name for p in paths],
-                "sizes": sizes}
+        return {"kind": "upload", "id": getattr(action, "id", None), **_files(getattr(action, "paths", ()))}
+    if name == "DropFiles":
+        return {"kind": "drop", "x": getattr(action, "x", None), "y": getattr(action, "y", None),
+                **_files(getattr(action, "paths", ()))}
+    if name == "AdmitDrop":
+        return {"kind": "drop-admitted", "x": getattr(action, "x", None), "y": getattr(action, "y", None)}
     if name == "CancelFileChooser":
         return {"kind": "upload-cancelled", "id": getattr(action, "id", None)}
     if name == "AdmitFiles":
         return {"kind": "upload-admitted", "id": getattr(action, "id", None)}
     return {"kind": _kebab(name)}
+
+
+def _files(paths: Sequence[Path]) -> dict[str, Any]:
+    """An upload's files by name and size (never their contents)."""
+    sizes: list[int | None] = []
+    for path in paths:
+        try:
+            sizes.append(Path(path).stat().st_size)
+        except OSError:
+            sizes.append(None)
+    return {"files": [Path(p).name for p in paths], "sizes": sizes}
 
 
 def step_line(t_us: int, end_us: int, claims: Claims, seq: int, body: dict[str, Any], *, error: str | None,

@@ -1,13 +1,16 @@
-"""HTTP for what goes in and out of a frame: navigation, file choosers' answers (uploads) and downloads.
+"""HTTP for what goes in and out of a frame: navigation, uploads (a file chooser's answer, files dropped on the
+page) and downloads.
 
-Each takes a drive grant (`Authorization: Bearer`), like `POST /frames/{id}/input`: a navigation and a file
-chooser's answer are steps under the same arbitration; a download is fetched by whoever may drive the frame.
+Each takes a drive grant (`Authorization: Bearer`), like `POST /frames/{id}/input`: a navigation, a file chooser's
+answer and a drop are steps under the same arbitration; a download is fetched by whoever may drive the frame.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from urllib.parse import quote
 
 from aiohttp import web
@@ -15,7 +18,7 @@ from aiohttp import web
 from framestream.core.errors import FRAME_ERRORS, ProtocolError, protocol_error
 from framestream.core.tokens import Claims
 from framestream.core.wire import parse_navigate_body
-from framestream.frames.browsing import AdmitFiles, CancelFileChooser, ChooseFiles, FrameAction
+from framestream.frames.browsing import AdmitDrop, AdmitFiles, CancelFileChooser, ChooseFiles, DropFiles, FrameAction
 from framestream.frames.files import remove_folders
 from framestream.frames.frame import Frame
 from framestream.server.context import ServiceContext
@@ -61,18 +64,63 @@ async def _answer_file_chooser(request: web.Request, ctx: ServiceContext, frame:
     chooser = frame.browsing.choosers.get(chooser_id)
     if chooser is None:
         raise ProtocolError("unknown-file-chooser", f"no open file chooser {chooser_id!r}")
+    paths = await _upload(request, ctx, frame, multiple=chooser.multiple,
+                          apply=lambda paths: _apply_admitted(ctx, frame, claims, seq,
+                                                              ChooseFiles(chooser_id, tuple(paths))))
+    return web.json_response({"applied": True, "files": [p.name for p in paths]})
+
+
+async def _upload(request: web.Request, ctx: ServiceContext, frame: Frame, *, multiple: bool,
+                  apply: Callable[[list[Path]], Awaitable[None]]) -> list[Path]:
+    """Receive the body's files into a fresh uploads folder and `apply` them; whatever fails, the folder goes and
+    the page gets nothing."""
     files = frame.files
     folder = files.begin_upload()
     kept = False
     try:
         paths = await receive_files(request, files, folder, max_bytes=ctx.settings.upload_max_bytes,
-                                    multiple=chooser.multiple)
-        await _apply_admitted(ctx, frame, claims, seq, ChooseFiles(chooser_id, tuple(paths)))
+                                    multiple=multiple)
+        await apply(paths)
         kept = True
     finally:
         files.end_upload(folder, kept=kept)
         if not kept:
             await asyncio.shield(asyncio.to_thread(remove_folders, [folder]))
+    return paths
+
+
+async def drop_files(request: web.Request) -> web.Response:
+    """Files the driver drops on the active page at `?x=&y=` (CSS pixels), as from their desktop: admitted and
+    bounds-checked first, then received within the upload limits, then dropped under the same grant."""
+    ctx, frame = ctx_of(request), frame_of(request)
+    try:
+        return await _drop_files(request, ctx, frame)
+    except UploadRefused as exc:
+        ctx.inputs_refused[exc.code] = ctx.inputs_refused.get(exc.code, 0) + 1
+        return error(exc.code, exc.message, exc.status)
+
+
+def _drop_point(request: web.Request, frame: Frame) -> tuple[float, float]:
+    try:
+        x, y = float(request.query["x"]), float(request.query["y"])
+    except (KeyError, ValueError) as exc:
+        raise ProtocolError("bad-input", "a drop needs ?x=&y=: where, in the frame's CSS pixels") from exc
+    width, height = frame.size.css_width, frame.size.css_height
+    if not (0 <= x <= width and 0 <= y <= height):  # (NaN too) the input's bounds rule, edges included
+        raise ProtocolError("bad-input", f"the drop at ({x:g}, {y:g}) is outside the frame's {width}x{height} CSS "
+                            "pixels")
+    return x, y
+
+
+async def _drop_files(request: web.Request, ctx: ServiceContext, frame: Frame) -> web.Response:
+    grant = bearer(request)
+    claims = ctx.verify_drive(grant, frame.id)  # before reading a byte of the upload
+    x, y = _drop_point(request, frame)
+    check_headers(request, max_bytes=ctx.settings.upload_max_bytes)
+    seq = _next_seq()
+    await apply_step(ctx, frame, grant, seq, AdmitDrop(x, y))  # arbitration before the body
+    paths = await _upload(request, ctx, frame, multiple=True,
+                          apply=lambda paths: _apply_admitted(ctx, frame, claims, seq, DropFiles(x, y, tuple(paths))))
     return web.json_response({"applied": True, "files": [p.name for p in paths]})
 
 
@@ -125,6 +173,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/frames/{id}/navigate", navigate)
     app.router.add_post("/frames/{id}/file-chooser/{chooser}", answer_file_chooser)
     app.router.add_delete("/frames/{id}/file-chooser/{chooser}", cancel_file_chooser)
+    app.router.add_post("/frames/{id}/drop", drop_files)
     app.router.add_get("/frames/{id}/downloads", list_downloads)
     app.router.add_get("/frames/{id}/downloads/{download}", get_download)
 

@@ -1,12 +1,14 @@
-"""Receiving a file chooser's answer (the body of `POST /frames/{id}/file-chooser/{C}`) within its limits.
+"""Receiving an upload (the body of `POST /frames/{id}/file-chooser/{C}`, a file chooser's answer, or of
+`POST /frames/{id}/drop`, files dropped on the page) within its limits.
 
-The route admits the grant before this reads a byte (`AdmitFiles`: the newest drive grant, the chooser open).
+The route admits the grant before this reads a byte (`AdmitFiles`, `AdmitDrop`: the newest drive grant, the chooser
+open).
 Then: a `Content-Length` past the limit is refused unread; at most `FRAMESTREAM_UPLOAD_MAX_FILES` parts (64),
 `FRAMESTREAM_UPLOAD_MAX_BYTES` in all (the body as read, boundaries and headers included, plus a little), and the
 frame's `FRAMESTREAM_UPLOAD_QUOTA_BYTES` of uploads on disk (the oldest answers' folders make room); a second
 file for a chooser that takes one is refused as it starts. Names are made unique in a fresh folder without
 looking at the disk, and every open, write and close runs off the event loop. On any failure the caller deletes
-the folder (`answer_file_chooser` in server/tab_routes.py).
+the folder (`_upload` in server/tab_routes.py).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class UploadRefused(Exception):
 
 def _too_large(max_bytes: int) -> UploadRefused:
     return UploadRefused(413, "bad-message",
-                         f"a file chooser's answer is at most {max_bytes} bytes (FRAMESTREAM_UPLOAD_MAX_BYTES)")
+                         f"an upload is at most {max_bytes} bytes (FRAMESTREAM_UPLOAD_MAX_BYTES)")
 
 
 def check_headers(request: web.Request, *, max_bytes: int) -> None:
@@ -70,7 +72,7 @@ async def receive_files(request: web.Request, files: FrameFiles, folder: Path, *
             break
         parts += 1
         if parts > files.upload_max_files:
-            raise UploadRefused(413, "bad-message", f"a file chooser's answer has at most {files.upload_max_files}"
+            raise UploadRefused(413, "bad-message", f"an upload has at most {files.upload_max_files}"
                                 " parts (FRAMESTREAM_UPLOAD_MAX_FILES)")
         _check_read(request, max_bytes)
         if isinstance(part, MultipartReader):

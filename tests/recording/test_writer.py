@@ -123,6 +123,11 @@ def test_the_frames_events_become_sidecar_lines_without_their_text(tmp_path: Pat
     upload.write_bytes(b"x" * 12)
     assert action_fields(ChooseFiles("c1", (upload,))) == {"kind": "upload", "id": "c1", "files": ["photo.png"],
                                                            "sizes": [12]}
+    from framestream.frames.browsing import AdmitDrop, DropFiles
+
+    assert action_fields(DropFiles(10.5, 20, (upload, tmp_path / "gone.txt"))) == {
+        "kind": "drop", "x": 10.5, "y": 20, "files": ["photo.png", "gone.txt"], "sizes": [12, None]}
+    assert action_fields(AdmitDrop(1, 2)) == {"kind": "drop-admitted", "x": 1, "y": 2}
 
 
 def test_the_pages_cursor_becomes_sidecar_lines_as_it_changes_and_ends_with_its_browser() -> None:
