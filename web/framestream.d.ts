@@ -280,7 +280,9 @@ export interface TabUi {
   destroy(): void;
 }
 
-/** Add the tab UI (pages, navigation, dialogs, file choosers, downloads, copied text) to a mountFrame view. */
+/** Add the tab UI (pages, navigation, dialogs, file choosers, downloads, copied text, and, for a driver, files
+ * dragged from the desktop onto the canvas dropped on the page: docs/protocol.md, "Dropped files") to a mountFrame
+ * view. */
 export function mountTabUi(client: FramestreamClient, view: FrameView, options?: { drive?: boolean }): TabUi;
 
 /** A token's claims, read without verifying (null when it cannot be read). */

@@ -61,3 +61,18 @@ test('refusals and network errors resolve with a message', async () => {
   res = await tabHttp({ wsUrl: 'ws://h/ws', grant: () => 'g', fetch: down.fetch }).cancelChooser('f', 'c');
   assert.deepEqual(res, { ok: false, status: 0, message: 'network: Failed to fetch' });
 });
+
+test('dropped files go as multipart parts named "file" to the drop route, with the point and the grant', async () => {
+  const { calls, fetch } = recorder(() => ok({ applied: true, files: ['a.txt'] }));
+  const http = tabHttp({ wsUrl: 'ws://127.0.0.1:7682/ws', grant: () => 'g1', fetch });
+  const res = await http.dropFiles('f1', 12.5, 300, [new File(['AB'], 'a.txt', { type: 'text/plain' })]);
+  assert.deepEqual(res, { ok: true, status: 200, message: undefined });
+  assert.equal(calls[0].url, 'http://127.0.0.1:7682/frames/f1/drop?x=12.5&y=300');
+  assert.equal(calls[0].method, 'POST');
+  assert.deepEqual(calls[0].headers, { Authorization: 'Bearer g1' });
+  assert.deepEqual(calls[0].body.getAll('file').map((p) => p.name), ['a.txt']);
+  const refused = tabHttp({ wsUrl: 'ws://h/ws', grant: () => 'g', fetch: async () => new Response(
+    JSON.stringify({ error: 'superseded', message: 'a newer grant drives' }), { status: 409 }) });
+  assert.deepEqual(await refused.dropFiles('f1', 1, 1, []), { ok: false, status: 409,
+    message: 'superseded: a newer grant drives' });
+});

@@ -10,10 +10,13 @@ and real input goes through BiDi `input.performActions` on the canvas. Colours a
 
 from __future__ import annotations
 
+import base64
 import json
 
+import numpy as np
 import pytest
 
+from framestream.client import rgb_to_png
 from tests.fixtures import service_fixture
 from tests.support import Service
 from tests.web.browser import JS_CANVAS_POINT, close_to, info, open_viewer, pixel, wait_pixel
@@ -89,3 +92,33 @@ async def test_firefox_click_and_keys_on_the_canvas_reach_the_page(service: Serv
         assert (await info(tab, frame))["decoderErrors"] == 0
     finally:
         service.request("DELETE", f"/frames/{frame}")
+
+
+async def test_firefox_files_dropped_on_the_canvas_reach_the_pages_drop_zone(service: Service, tab: Tab,
+                                                                             pages: str) -> None:
+    """Firefox's drag events on the driver's canvas, with a DataTransfer of files as a desktop's drag brings them
+    (BiDi has no drag of files from outside): tests/pages/drop.html's zone reads them and its bar turns green."""
+    frame = service.create_frame(f"{pages}/drop.html", width=CSS_W, height=CSS_H)
+    try:
+        await service.wait_state_async(frame, "live")
+        await open_viewer(tab, service.base, service.token("drive", subject="fox"), [frame])
+        bar = (320, 360)
+        await wait_pixel(tab, frame, bar, (128, 128, 128))
+        png = base64.b64encode(rgb_to_png(np.full((1, 1, 3), (40, 60, 220), np.uint8))).decode()
+        fx, fy = 400 / CSS_W, 140 / CSS_H
+        await tab.eval(f"""(() => {{
+            const c = document.querySelector('canvas[data-frame="{frame}"]'), r = c.getBoundingClientRect();
+            const at = {{clientX: r.left + r.width * {fx}, clientY: r.top + r.height * {fy}}};
+            const files = new DataTransfer();
+            files.items.add(new File(['hello from the desktop\\n'], 'hello.txt', {{type: 'text/plain'}}));
+            const png = Uint8Array.from(atob('{png}'), (ch) => ch.charCodeAt(0));
+            files.items.add(new File([png], 'blue.png', {{type: 'image/png'}}));
+            for (const type of ['dragenter', 'dragover', 'drop']) {{
+              c.dispatchEvent(new DragEvent(type, {{bubbles: true, cancelable: true, dataTransfer: files, ...at}}));
+            }}
+            return true;
+        }})()""")
+        got = await wait_pixel(tab, frame, bar, GREEN, within=15)
+        print(f"after the drop in Firefox: bar pixel {got}")
+    finally:
+        service.request("DELETE", f"/frames/{frame}?purge=1")

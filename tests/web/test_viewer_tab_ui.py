@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from framestream.client import rgb_to_png
 from tests.fixtures import service_fixture
 from tests.support import Service
 from tests.web.browser import JS_CANVAS_POINT, Page, open_viewer, wait_pixel
@@ -384,3 +386,34 @@ async def test_a_copy_the_person_did_not_make_is_shown_but_never_written_to_thei
     await page.wait_for(f"!{clip}.hidden")
     assert await page.eval(f"{clip}.dataset.copied") == "no", "written to the person's clipboard without a gesture"
     assert await page.eval(f"{clip}.querySelector('.fs-clipboard-text').value") == "copied from the page"
+
+
+async def test_files_dragged_onto_the_canvas_are_dropped_on_the_page(service: Service, page: Page, pages: str,
+                                                                    tmp_path: Path) -> None:
+    """A real drag of files from the desktop onto the driver's canvas (Chromium's own, through DevTools with real
+    files): tests/pages/drop.html's zone gets them and its bar turns green."""
+    status, body = service.request("POST", "/frames", {"url": f"{pages}/drop.html", "width": CSS_W,
+                                                        "height": CSS_H, "dpr": 1})
+    assert status == 201, body
+    frame = str(body["id"])
+    try:
+        await open_viewer(page, service.base, service.token("drive", subject="ana"), [frame])
+        bar = (320, 360)
+        await wait_pixel(page, frame, bar, (128, 128, 128))
+        hello = tmp_path / "hello.txt"
+        hello.write_text("hello from the desktop\n")
+        blue = tmp_path / "blue.png"
+        blue.write_bytes(rgb_to_png(np.full((1, 1, 3), (40, 60, 220), np.uint8)))
+        x, y = await page.eval(JS_CANVAS_POINT.format(frame=frame, fx=400 / CSS_W, fy=140 / CSS_H))
+        data = {"items": [], "files": [str(hello), str(blue)], "dragOperationsMask": 1}
+        for kind in ("dragEnter", "dragOver"):
+            await page.send("Input.dispatchDragEvent", {"type": kind, "x": x, "y": y, "data": data})
+        assert await page.eval(f"document.querySelector('canvas[data-frame=\"{frame}\"]')"
+                               ".hasAttribute('data-dropping')") is True  # the canvas says it takes them
+        await page.send("Input.dispatchDragEvent", {"type": "drop", "x": x, "y": y, "data": data})
+        await wait_pixel(page, frame, bar, (30, 180, 60))
+        assert await page.eval(f"document.querySelector('canvas[data-frame=\"{frame}\"]')"
+                               ".hasAttribute('data-dropping')") is False
+        assert not page.exceptions, page.exceptions
+    finally:
+        service.request("DELETE", f"/frames/{frame}?purge=1")

@@ -1,7 +1,7 @@
 // The HTTP half of driving a frame's tab (docs/protocol.md): a file chooser's answer (the files, multipart,
-// parts named "file") or its cancel, and fetching a finished download. Each carries the drive grant as a
-// Bearer token; URLs are next to the client's WebSocket, so a viewer behind a path prefix reaches them.
-// Every call resolves to {ok, status, message?} (and `blob` for a download); none throws on a refusal.
+// parts named "file") or its cancel, files dropped on the page, and fetching a finished download. Each carries
+// the drive grant as a Bearer token; URLs are next to the client's WebSocket, so a viewer behind a path prefix
+// reaches them. Every call resolves to {ok, status, message?} (and `blob` for a download); none throws on a refusal.
 
 import { httpUrl } from './tabstate.js';
 
@@ -45,6 +45,14 @@ export function tabHttp({ wsUrl, grant, fetch: fetchFn = globalThis.fetch.bind(g
       const form = new FormData();
       for (const file of files) form.append('file', file, file.name || 'file');
       const r = await call(fetchFn, chooserUrl(frame, chooser), { method: 'POST', body: form, headers: auth() });
+      return { ok: r.ok, status: r.status, message: r.message };
+    },
+    /** Drop these files (File objects) on the frame's active page at (x, y), its CSS pixels, as from a desktop. */
+    async dropFiles(frame, x, y, files) {
+      const form = new FormData();
+      for (const file of files) form.append('file', file, file.name || 'file');
+      const url = httpUrl(wsUrl, `frames/${enc(frame)}/drop?x=${enc(x)}&y=${enc(y)}`);
+      const r = await call(fetchFn, url, { method: 'POST', body: form, headers: auth() });
       return { ok: r.ok, status: r.status, message: r.message };
     },
     /** The driver cancels a file chooser (the page gets no file). */

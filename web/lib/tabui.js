@@ -1,12 +1,14 @@
 // A frame view's tab UI: the pages and navigation bar above the canvas (tabbar.js), dialogs and file choosers
-// over it (dialogs.js), downloads and copied text below it (transfers.js). It draws the tab state the client
-// keeps for the frame (tabstate.js, updated by the router before listeners hear a message) and sends the
-// driver's steps through the client, with its grant and seq as `input` has them.
+// over it (dialogs.js), downloads and copied text below it (transfers.js), and files dragged from the desktop
+// onto the canvas dropped on the page (drops.js). It draws the tab state the client keeps for the frame
+// (tabstate.js, updated by the router before listeners hear a message) and sends the driver's steps through the
+// client, with its grant and seq as `input` has them.
 
 import { createTabBar } from './tabbar.js';
 import { ensureStyle } from './style.js';
 import { createDialogs } from './dialogs.js';
 import { createTransfers } from './transfers.js';
+import { attachDrops } from './drops.js';
 import { tabHttp } from './tabhttp.js';
 import { TabState, TAB_MESSAGES } from './tabstate.js';
 import { canDrive } from './token.js';
@@ -63,7 +65,7 @@ button.fs-tab-label{cursor:pointer}
 /**
  * Add the tab UI to a view made by mountFrame().
  * @param {import('./client.js').FramestreamClient} client
- * @param {{el: HTMLElement, frameId: string, toast?: (text: string) => void}} view
+ * @param {{el: HTMLElement, frameId: string, canvas?: HTMLCanvasElement, toast?: (text: string) => void}} view
  * @param {{drive?: boolean}} [opts] controls for a driver (default: the token's role may drive)
  * @returns {{tabbar, dialogs, transfers, destroy(): void}}
  */
@@ -88,6 +90,15 @@ export function mountTabUi(client, view, { drive = canDrive(client.role) } = {})
     cancelChooser: (chooser) => http.cancelChooser(frameId, chooser),
   });
   const transfers = createTransfers(doc, { fetchDownload: (id) => http.fetchDownload(frameId, id) });
+  const canvas = view.canvas || stage?.querySelector('canvas');
+  const drops = drive && canvas ? attachDrops(canvas, {
+    frameSize: () => {
+      const cfg = client.info(frameId)?.config;
+      return cfg ? { width: cfg.css_width, height: cfg.css_height } : null;
+    },
+    drop: (x, y, files) => http.dropFiles(frameId, x, y, files),
+    toast,
+  }) : null;
   view.el.insertBefore(tabbar.el, stage);
   stage.appendChild(dialogs.el);
   view.el.appendChild(transfers.el);
@@ -118,6 +129,7 @@ export function mountTabUi(client, view, { drive = canDrive(client.role) } = {})
     transfers,
     destroy() {
       for (const off of offs) off();
+      drops?.detach();
       transfers.destroy();
       for (const part of [tabbar, dialogs, transfers]) part.el.remove();
     },

@@ -29,6 +29,7 @@ const CSS = `
 .fs-canvas{display:block;max-width:100%;height:auto;outline:none}
 .fs-frame[data-drive] .fs-canvas{cursor:default}
 .fs-frame[data-focused] .fs-stage{box-shadow:0 0 0 2px #2456a6}
+.fs-stage canvas[data-dropping]{outline:3px dashed #5b9;outline-offset:-3px}
 .fs-overlay{position:absolute;inset:0;display:flex;align-items:center;justify-content:center;pointer-events:none;
   background:rgba(0,0,0,.45);color:#fff;font:600 18px/1.3 system-ui,sans-serif;text-align:center;padding:1em}
 .fs-overlay[hidden],.fs-stats[hidden],.fs-toast[hidden]{display:none}
