@@ -391,7 +391,8 @@ async def test_a_copy_the_person_did_not_make_is_shown_but_never_written_to_thei
 async def test_files_dragged_onto_the_canvas_are_dropped_on_the_page(service: Service, page: Page, pages: str,
                                                                     tmp_path: Path) -> None:
     """A real drag of files from the desktop onto the driver's canvas (Chromium's own, through DevTools with real
-    files): tests/pages/drop.html's zone gets them and its bar turns green."""
+    files): tests/pages/drop.html's zone gets them and its bar turns green. A viewer that only watches takes the
+    drop and says why nothing reached the page."""
     status, body = service.request("POST", "/frames", {"url": f"{pages}/drop.html", "width": CSS_W,
                                                         "height": CSS_H, "dpr": 1})
     assert status == 201, body
@@ -414,6 +415,16 @@ async def test_files_dragged_onto_the_canvas_are_dropped_on_the_page(service: Se
         await wait_pixel(page, frame, bar, (30, 180, 60))
         assert await page.eval(f"document.querySelector('canvas[data-frame=\"{frame}\"]')"
                                ".hasAttribute('data-dropping')") is False
+        # A viewer that only watches: the drop is taken (its browser does not open the file in place of the view)
+        # and it says why nothing reached the page.
+        await open_viewer(page, service.base, service.token("view", subject="bo"), [frame])
+        await wait_pixel(page, frame, bar, (30, 180, 60))
+        viewer_url = await page.eval("location.href")
+        for kind in ("dragEnter", "dragOver", "drop"):
+            await page.send("Input.dispatchDragEvent", {"type": kind, "x": x, "y": y, "data": data})
+        toast = in_view(frame, ".fs-toast")
+        await page.wait_for(f"!{toast}.hidden && {toast}.textContent.includes('only the driver can drop files')")
+        assert await page.eval("location.href") == viewer_url
         assert not page.exceptions, page.exceptions
     finally:
         service.request("DELETE", f"/frames/{frame}?purge=1")

@@ -91,12 +91,14 @@ export function mountTabUi(client, view, { drive = canDrive(client.role) } = {})
   });
   const transfers = createTransfers(doc, { fetchDownload: (id) => http.fetchDownload(frameId, id) });
   const canvas = view.canvas || stage?.querySelector('canvas');
-  const drops = drive && canvas ? attachDrops(canvas, {
+  // A viewer that only watches takes the drop too, so its browser does not open the file in place of the view.
+  const drops = canvas ? attachDrops(canvas, {
     frameSize: () => {
       const cfg = client.info(frameId)?.config;
       return cfg ? { width: cfg.css_width, height: cfg.css_height } : null;
     },
-    drop: (x, y, files) => http.dropFiles(frameId, x, y, files),
+    drop: async (x, y, files) => (drive ? http.dropFiles(frameId, x, y, files)
+      : { ok: false, message: 'only the driver can drop files on the page' }),
     toast,
   }) : null;
   view.el.insertBefore(tabbar.el, stage);
