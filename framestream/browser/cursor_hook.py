@@ -4,14 +4,14 @@ over text).
 Chromium's own cursor never reaches the X display while input comes over CDP: XFixes' cursor image kept its serial
 over a link, even with the X pointer warped there. So the page tells us, as it does its copies (browser/copy_hook.py):
 
-- A listener in an isolated world of ours hears the trusted mouse events the driver's input makes (moves and presses:
-  an agent clicks without moving first; and scrolls, and the end of a click or key, which can change what is under
-  a still pointer) and resolves the cursor there.
+- A listener in an isolated world of ours hears the trusted mouse events the driver's input makes (moves; presses,
+  for a click that comes without a move; and scrolls, and the end of a click or key, which can change what is
+  under a still pointer) and resolves the cursor there.
 - It reports through a binding of a random name that exists in that world alone: the page's scripts can neither
-  see nor call it. It reports at every move and press, and the frame tells viewers only a change
-  (frames/browsing.py): only the document under the pointer hears the move, so the last report is always that
-  document's, an iframe's or its page's, each in a process of its own when cross-site. Reports so follow the
-  driver's input, never a page's timer.
+  see nor call it. It reports at every move, and the frame tells viewers only a change (frames/browsing.py): only
+  the document under the pointer hears the move, so the last report is always that document's, an iframe's or its
+  page's, each in a process of its own when cross-site. Reports so follow the driver's input, never a page's
+  timer.
 - CSS's `auto` is resolved as Chromium does in the common cases: an I-beam over editable fields and over selectable
   text (the point inside a line of it), the arrow elsewhere; links are `pointer` by the browser's own stylesheet.
   A cursor image (`url(...)`) gives its fallback keyword: the image is the page's, and a viewer shows a keyword.
@@ -79,14 +79,15 @@ _SCRIPT = """(() => {
   };
   // Only once the pointer moved here: a page that scrolls itself would otherwise report ten times a second.
   const soon = (e) => { if (e.isTrusted && x >= 0 && !again) again = setTimeout(look, 100); };
-  // A press tells where the pointer is too: an agent's click comes without a move before it.
-  const heard = (e) => {
+  addEventListener('mousemove', (e) => {
     if (!e.isTrusted) return;
     x = e.clientX; y = e.clientY;
     report(e.composedPath()[0]);
-  };
-  addEventListener('mousemove', heard, {capture: true, passive: true});
-  addEventListener('mousedown', heard, {capture: true, passive: true});
+  }, {capture: true, passive: true});
+  // A press tells where the pointer is too (a click may come without a move before it): the release looks there
+  // soon after, off the press's own dispatch, which input waits for.
+  addEventListener('mousedown', (e) => { if (e.isTrusted) { x = e.clientX; y = e.clientY; } },
+                   {capture: true, passive: true});
   addEventListener('scroll', soon, {capture: true, passive: true});
   addEventListener('mouseup', soon, {capture: true, passive: true});
   addEventListener('keyup', soon, {capture: true, passive: true});
