@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -153,6 +155,20 @@ class Client:
     async def download(self, frame: str, download: str, *, grant: str | None = None) -> bytes:
         """A finished download's bytes (ids from `downloads`)."""
         return await self.api.download(frame, await self._grant(frame, grant), download)
+
+    async def choose_files(self, frame: str, chooser: str, paths: Sequence[str | Path], *,
+                           grant: str | None = None) -> list[str]:
+        """Answer a page's open file chooser (its id from `view.file_choosers`) with files of this machine, as a
+        person picking them; the names the page got them under."""
+        return await self.api.upload(f"/frames/{frame}/file-chooser/{chooser}", await self._grant(frame, grant),
+                                     paths)
+
+    async def drop_files(self, frame: str, x: float, y: float, paths: Sequence[str | Path], *,
+                         grant: str | None = None) -> list[str]:
+        """Drop files of this machine on the frame's active page at (x, y) CSS pixels, as a person's drag from
+        their desktop (the page's drop zone there gets them); the names the page got them under."""
+        where = urllib.parse.urlencode({"x": x, "y": y})
+        return await self.api.upload(f"/frames/{frame}/drop?{where}", await self._grant(frame, grant), paths)
 
     # -- steps ----------------------------------------------------------------------------------------------------
 

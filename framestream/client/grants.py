@@ -68,6 +68,12 @@ class SandboxKey:
     def control(self) -> str:
         return mint_token(self.secret, role="control", sandbox_id=self.sandbox_id, subject=self.subject)
 
+    def drive(self) -> str:
+        """A drive token for every frame of the sandbox (not a step grant): a connection that says hello with it
+        hears what only those who may drive hear (file choosers, the page's cursor, downloads), and drives nothing
+        until one of its steps does."""
+        return mint_token(self.secret, role="drive", sandbox_id=self.sandbox_id, subject=self.subject)
+
     def step(self, frame: str) -> str:
         """A one-step drive grant for `frame` (30 s), minted now: the newest grant, so it drives."""
         return mint_token(self.secret, role="drive", sandbox_id=self.sandbox_id, frame=frame,

@@ -6,8 +6,11 @@ Errors come back as the typed errors of `errors.py`, from the contract's `{"erro
 
 from __future__ import annotations
 
+import asyncio
+import mimetypes
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -82,8 +85,9 @@ class FramesApi:
         self._token = token
         self._control = control
 
-    async def _call(self, method: str, path: str, token: str, *, body: Any = None) -> aiohttp.ClientResponse:
-        resp = await self._session.request(method, self.base + path, json=body,
+    async def _call(self, method: str, path: str, token: str, *, body: Any = None,
+                    form: aiohttp.FormData | None = None) -> aiohttp.ClientResponse:
+        resp = await self._session.request(method, self.base + path, json=body, data=form,
                                            headers={"Authorization": f"Bearer {token}"})
         if resp.status >= 400:
             try:
@@ -154,6 +158,18 @@ class FramesApi:
         """Go to `url` (or back, forward, reload) over HTTP; the active page's URL once committed."""
         data = await self._json("POST", f"/frames/{frame}/navigate", grant, navigate_body(seq, url=url, action=action))
         return str(data.get("url", ""))
+
+    async def upload(self, path: str, grant: str, files: Sequence[str | Path]) -> list[str]:
+        """Files of this machine as multipart parts named "file" (a file chooser's answer, a drop): the names the
+        page got them under."""
+        form = aiohttp.FormData()
+        for file in files:
+            data = await asyncio.to_thread(Path(file).read_bytes)
+            kind = mimetypes.guess_type(Path(file).name)[0] or "application/octet-stream"
+            form.add_field("file", data, filename=Path(file).name, content_type=kind)
+        resp = await self._call("POST", path, grant, form=form)
+        async with resp:
+            return [str(name) for name in (await resp.json())["files"]]
 
     async def downloads(self, frame: str, grant: str) -> list[Download]:
         """The frame's downloads, oldest first (a drive grant: only who may drive the frame sees its files)."""

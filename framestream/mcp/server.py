@@ -19,7 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.types import BlobResourceContents, EmbeddedResource
 
-from framestream.client import Client, Download, SandboxKey, Step
+from framestream.client import Client, Download, SandboxKey
 from framestream.mcp.replay_tools import add_replay_tools
 from framestream.mcp.tools import ComputerTools, StepOutcome, ToolRefusal
 
@@ -87,7 +87,7 @@ def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: 
 
     server: MCPServer[Any] = MCPServer("framestream", instructions=INSTRUCTIONS, lifespan=lifespan)
 
-    async def act(frame: str | None, what: str, send: Callable[[Client, str], Awaitable[Step]],
+    async def act(frame: str | None, what: str, send: Callable[[Client, str], Awaitable[object]],
                   screenshot: bool) -> Content:
         return _content(await _run(tools.step(frame, what, send, screenshot)))
 
@@ -163,6 +163,19 @@ def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: 
                               screenshot: bool = True) -> Content:
         """Wait until the page has not changed for `quiet_ms`; then its picture."""
         return _content(await _run(tools.wait_for_settle(frame, quiet_ms, timeout_s, screenshot)))
+
+    @server.tool(structured_output=False)
+    async def choose_files(paths: list[str], frame: str | None = None, screenshot: bool = True) -> Content:
+        """Answer the page's open file chooser with files of this sandbox (their paths), as a person picking them.
+        A chooser opens when you click a file input or an upload button: that action's answer says so."""
+        return _content(await _run(tools.choose_files(frame, paths, screenshot)))
+
+    @server.tool(structured_output=False)
+    async def drop_files(paths: list[str], x: float, y: float, frame: str | None = None,
+                         screenshot: bool = True) -> Content:
+        """Drop files of this sandbox (their paths) on the page at (x, y), as a person's drag from their desktop:
+        for drop zones ("drag files here")."""
+        return _content(await _run(tools.drop_files(frame, x, y, paths, screenshot)))
 
     @server.tool(structured_output=False)
     async def list_downloads(frame: str | None = None) -> str:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 from framestream.client import (
@@ -28,7 +29,6 @@ from framestream.client import (
     RateLimited,
     SandboxKey,
     ServiceError,
-    Step,
     Superseded,
     TakenOver,
     UnknownFrame,
@@ -69,7 +69,8 @@ class ComputerTools:
         async with self._lock:
             if self._client is None:
                 try:
-                    self._client = await Client.connect(self.url, key=self.key)
+                    # Hello as one who may drive: the frames' file choosers are told only to such connections.
+                    self._client = await Client.connect(self.url, key=self.key, token=self.key.drive)
                 except (OSError, ClientError) as exc:
                     raise ToolRefusal(f"cannot reach framestream at {self.url}: {exc}") from exc
             return self._client
@@ -124,17 +125,45 @@ class ComputerTools:
 
     # -- steps ----------------------------------------------------------------------------------------------------
 
-    async def step(self, frame: str | None, what: str, send: Callable[[Client, str], Awaitable[Step]],
+    async def step(self, frame: str | None, what: str, send: Callable[[Client, str], Awaitable[object]],
                    picture: bool) -> StepOutcome:
-        """Send one step (a fresh grant is minted for it), then, if asked, the picture once the page settled."""
+        """Send one step (a fresh grant is minted for it), then, if asked, the picture once the page settled. A
+        file chooser the step opened is told: the page waits for files (choose_files)."""
         frame_id = await self.resolve(frame)
-        if picture:  # watch before the step, so the stream shows its effect as it happens
-            await self._call(lambda c: c.watch(frame_id), frame_id)
+        # Watched before the step: the stream shows its effect as it happens, and the frame's choosers are known.
+        view = await self._call(lambda c: c.watch(frame_id), frame_id)
         await self._call(lambda c: send(c, frame_id), frame_id)
-        if not picture:
-            return StepOutcome(f"{what} on frame {frame_id}: done", None)
-        return StepOutcome(f"{what} on frame {frame_id}: done; the picture after it settled follows",
-                           await self._settled_png(frame_id, self.settle_ms, 10.0))
+        png = await self._settled_png(frame_id, self.settle_ms, 10.0) if picture else None
+        said = f"{what} on frame {frame_id}: done"
+        if choosers := list(view.file_choosers.values()):  # (told as the page opened it: by now, once settled)
+            chooser = choosers[-1]
+            accept = ", ".join(str(a) for a in chooser.get("accept") or []) or "any file"
+            said += (f". A file chooser is open ({'several files' if chooser.get('multiple') else 'one file'}, "
+                     f"{accept}): answer it with choose_files")
+        if png is None:
+            self._release_later(frame_id)
+            return StepOutcome(said, None)
+        return StepOutcome(f"{said}; the picture after it settled follows", png)
+
+    async def choose_files(self, frame: str | None, paths: Sequence[str], picture: bool) -> StepOutcome:
+        """Answer the frame's open file chooser (the newest) with files of this sandbox."""
+        files = _files(paths)
+        frame_id = await self.resolve(frame)
+        view = await self._call(lambda c: c.watch(frame_id), frame_id)
+        if not view.file_choosers:
+            self._release_later(frame_id)
+            raise ToolRefusal(f"frame {frame_id} has no open file chooser: click the page's file input (or its "
+                              "upload button) first, or drop_files on its drop zone")
+        chooser = list(view.file_choosers)[-1]
+        return await self.step(frame_id, f"files {', '.join(p.name for p in files)} chosen",
+                               lambda c, f: c.choose_files(f, chooser, files), picture)
+
+    async def drop_files(self, frame: str | None, x: float, y: float, paths: Sequence[str], picture: bool,
+                         ) -> StepOutcome:
+        """Drop files of this sandbox on the page at (x, y), as a person's drag from their desktop."""
+        files = _files(paths)
+        return await self.step(frame, f"files {', '.join(p.name for p in files)} dropped at ({x:g}, {y:g})",
+                               lambda c, f: c.drop_files(f, x, y, files), picture)
 
     async def ask_human(self, frame: str | None, reason: str, timeout_s: float) -> str:
         """Ask a person to take the frame over; their note once they hand it back, or that nobody came."""
@@ -216,6 +245,17 @@ class ComputerTools:
                               "applied: look again before acting") from exc
         except ClientError as exc:
             raise ToolRefusal(str(exc)) from exc
+
+
+def _files(paths: Sequence[str]) -> list[Path]:
+    """The files an upload tool names, each one that exists (a path that does not is named back)."""
+    if not paths:
+        raise ToolRefusal("name at least one file, by its path in this sandbox")
+    files = [Path(p).expanduser() for p in paths]
+    for file in files:
+        if not file.is_file():
+            raise ToolRefusal(f"no file at {str(file)!r} (give paths of files in this sandbox)")
+    return files
 
 
 def _describe(info: FrameInfo) -> dict[str, object]:

@@ -6,13 +6,15 @@ import asyncio
 import base64
 import json
 import time
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from mcp import ClientSession
 from mcp.types import EmbeddedResource
 
-from framestream.client import Client, png_to_rgb
+from framestream.client import Client, png_to_rgb, rgb_to_png
 from framestream.core.tokens import derive_key, mint
 from tests.client.agent_page import BUTTON, GREY, MARKS, RED, near
 from tests.fixtures import service_fixture
@@ -26,7 +28,7 @@ service = service_fixture("agent.html@640x400")
 
 TOOLS = {"list_frames", "screenshot", "click", "double_click", "move", "drag", "scroll", "type_text", "press",
          "navigate", "wait_for_settle", "ask_human", "open_frame", "close_frame", "recorded_steps",
-         "recorded_picture", "list_downloads", "read_download"}
+         "recorded_picture", "list_downloads", "read_download", "choose_files", "drop_files"}
 
 
 async def test_lists_the_tools(service: Service) -> None:
@@ -166,3 +168,38 @@ async def downloads_done(session: ClientSession, frame: str) -> list[dict[str, A
     assert not listed.is_error, texts(listed)
     downloads: list[dict[str, Any]] = json.loads(texts(listed)[0])
     return downloads if downloads and all(d["state"] == "done" for d in downloads) else None
+
+
+async def test_an_agent_answers_a_file_chooser_and_drops_files_on_a_drop_zone(service: Service,
+                                                                             tmp_path: Path) -> None:
+    """tests/pages/files.html's file input opens a chooser (the click's answer says so), answered with a file of
+    the sandbox: its marker shows the file's first bytes. tests/pages/drop.html's zone reads a text file and a PNG
+    dropped on it: its bar turns green."""
+    files = service.create_frame(f"{service.pages}/files.html", width=640, height=400, dpr=1)
+    dropping = service.create_frame(f"{service.pages}/drop.html", width=640, height=400, dpr=1)
+    picked = tmp_path / "picked.bin"
+    picked.write_bytes(bytes([200, 10, 0]))
+    hello, blue = tmp_path / "hello.txt", tmp_path / "blue.png"
+    hello.write_text("hello from the desktop\n")
+    blue.write_bytes(rgb_to_png(np.full((1, 1, 3), (40, 60, 220), np.uint8)))
+    try:
+        async with mcp_session(service) as session:
+            none_open = await session.call_tool("choose_files", {"paths": [str(picked)], "frame": files})
+            assert none_open.is_error and "no open file chooser" in texts(none_open)[0], texts(none_open)
+            clicked = await session.call_tool("click", {"x": 100, "y": 30, "frame": files})
+            assert not clicked.is_error and "A file chooser is open (one file" in texts(clicked)[0], texts(clicked)
+            chosen = await session.call_tool("choose_files", {"paths": [str(picked)], "frame": files})
+            assert not chosen.is_error, texts(chosen)
+            [png] = pngs(chosen)
+            assert near(png_to_rgb(png)[360, 320], (60, 200, 10)), png_to_rgb(png)[360, 320]  # one file, 200, 10
+            missing = await session.call_tool("drop_files", {"paths": [str(tmp_path / "nope")], "x": 400,
+                                                             "y": 140, "frame": dropping})
+            assert missing.is_error and "no file at" in texts(missing)[0], texts(missing)
+            dropped = await session.call_tool("drop_files", {"paths": [str(hello), str(blue)], "x": 400, "y": 140,
+                                                             "frame": dropping})
+            assert not dropped.is_error, texts(dropped)
+            [png] = pngs(dropped)
+            assert near(png_to_rgb(png)[360, 320], (30, 180, 60)), png_to_rgb(png)[360, 320]
+    finally:
+        for frame in (files, dropping):
+            service.request("DELETE", f"/frames/{frame}?purge=1")
