@@ -43,9 +43,16 @@ async def answer_file_chooser(request: web.Request) -> web.Response:
     """The driver's files for a chooser: admitted first (the newest drive grant, the chooser open), then received
     within the limits (server/uploads.py), then handed to the page under the same grant. Whatever fails, what was
     written is deleted and the page gets nothing."""
+    return await _within_limits(request, _answer_file_chooser)
+
+
+async def _within_limits(request: web.Request,
+                         handle: Callable[[web.Request, ServiceContext, Frame], Awaitable[web.Response]],
+                         ) -> web.Response:
+    """An upload route's answer, or its refusal past an upload limit (counted as a refused input)."""
     ctx, frame = ctx_of(request), frame_of(request)
     try:
-        return await _answer_file_chooser(request, ctx, frame)
+        return await handle(request, ctx, frame)
     except UploadRefused as exc:
         ctx.inputs_refused[exc.code] = ctx.inputs_refused.get(exc.code, 0) + 1
         return error(exc.code, exc.message, exc.status)
@@ -92,12 +99,7 @@ async def _upload(request: web.Request, ctx: ServiceContext, frame: Frame, *, mu
 async def drop_files(request: web.Request) -> web.Response:
     """Files the driver drops on the active page at `?x=&y=` (CSS pixels), as from their desktop: admitted and
     bounds-checked first, then received within the upload limits, then dropped under the same grant."""
-    ctx, frame = ctx_of(request), frame_of(request)
-    try:
-        return await _drop_files(request, ctx, frame)
-    except UploadRefused as exc:
-        ctx.inputs_refused[exc.code] = ctx.inputs_refused.get(exc.code, 0) + 1
-        return error(exc.code, exc.message, exc.status)
+    return await _within_limits(request, _drop_files)
 
 
 def _drop_point(request: web.Request, frame: Frame) -> tuple[float, float]:
