@@ -1,9 +1,11 @@
 """framestream/node from the packed tarball against the real service: Node code mints the grants, opens a frame,
 clicks its button and reads a screenshot whose pixels show the click; its tokens verify in Python and the Python
-client's tokens work in it; a handoff (request-help, a person's take-over, release with a note) end to end."""
+client's tokens work in it; a handoff (request-help, a person's take-over, release with a note) end to end; a
+download read back, a file chooser answered and files dropped, by the pages' pixels."""
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from framestream.client.pictures import png_to_rgb
+from framestream.client.pictures import png_to_rgb, rgb_to_png
 from framestream.tokens import mint_token, verify_token
 from tests.fixtures import service_fixture
 from tests.npm.conftest import HERE, node
@@ -37,7 +39,8 @@ def test_node_agent_from_the_tarball_drives_the_real_service(service: Service, s
     cfg = {"base": service.base, "secret": TEST_SECRET, "sandbox": "test", "dir": str(tmp_path),
            "page": f"{service.pages}/clicker.html",
            "pythonView": mint_token(TEST_SECRET, role="view", sandbox_id="test", subject="py"),
-           "pythonGrant": frame_grant}
+           "pythonGrant": frame_grant, "pages": service.pages,
+           "bluePng": base64.b64encode(rgb_to_png(np.full((1, 1, 3), (40, 60, 220), np.uint8))).decode()}
     proc = node("--experimental-websocket", "agent_flow.mjs", json.dumps(cfg), cwd=scratch, timeout=150)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -64,3 +67,11 @@ def test_node_agent_from_the_tarball_drives_the_real_service(service: Service, s
     assert out["note"] == "logged in as ana"
     assert out["unanswered"] is None
     assert out["closed"] is True
+
+    # Files: the page's CSV read back; a file chooser answered (the page's marker: one file, its first two bytes);
+    # a text file and a PNG dropped on a drop zone (its bar green once it read both).
+    assert out["downloaded"] == {"name": "report.csv", "text": "id,value\n1,42\n"}
+    assert out["chosen"] == ["picked.bin"]
+    assert np.abs(colour_at(tmp_path / "chosen.png", 320, 360) - np.array([60, 200, 10])).max() < 30
+    assert out["dropped"] == ["hello.txt", "blue.png"]
+    assert np.abs(colour_at(tmp_path / "dropped.png", 320, 360) - GREEN).max() < 30

@@ -304,9 +304,10 @@ export class AgentClient {
 
   async _http(method, path, token, body) {
     const headers = { Authorization: `Bearer ${token}` };
-    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const form = body instanceof FormData; // (multipart: fetch writes its own Content-Type, with the boundary)
+    if (body !== undefined && !form) headers['Content-Type'] = 'application/json';
     const resp = await this._fetch(this.base + path, {
-      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+      method, headers, body: body === undefined || form ? body : JSON.stringify(body),
     });
     if (resp.status >= 400) {
       let data = {};
@@ -362,6 +363,44 @@ export class AgentClient {
     const png = new Uint8Array(await resp.arrayBuffer());
     const header = resp.headers.get('X-Capture-Time-Us');
     return { png, ...pngSize(png), captureUs: header && /^\d+$/.test(header) ? Number(header) : null };
+  }
+
+  // -- files (HTTP, with a grant that may drive the frame) ------------------------------------------------------
+
+  /** What the frame's pages downloaded or printed, oldest first: `{id, name, size, state}` each. */
+  async downloads(frameId, { grant } = {}) {
+    const resp = await this._http('GET', `/frames/${encodeURIComponent(frameId)}/downloads`,
+      await this._grant(frameId, grant));
+    return (await resp.json()).downloads;
+  }
+
+  /** A finished download's bytes (ids from `downloads`). */
+  async download(frameId, downloadId, { grant } = {}) {
+    const path = `/frames/${encodeURIComponent(frameId)}/downloads/${encodeURIComponent(downloadId)}`;
+    const resp = await this._http('GET', path, await this._grant(frameId, grant));
+    return new Uint8Array(await resp.arrayBuffer());
+  }
+
+  /**
+   * Answer a page's open file chooser (its id from the `file-chooser` message, told to connections that may drive
+   * the frame) with these files (`File`s, or `Blob`s: `fs.openAsBlob(path)`); the names the page got them under.
+   */
+  async chooseFiles(frameId, chooserId, files, { grant } = {}) {
+    return this._upload(`/frames/${encodeURIComponent(frameId)}/file-chooser/${encodeURIComponent(chooserId)}`,
+      frameId, files, grant);
+  }
+
+  /** Drop these files on the frame's active page at (x, y) CSS pixels, as a person's drag from their desktop. */
+  async dropFiles(frameId, x, y, files, { grant } = {}) {
+    const where = new URLSearchParams({ x: String(x), y: String(y) });
+    return this._upload(`/frames/${encodeURIComponent(frameId)}/drop?${where}`, frameId, files, grant);
+  }
+
+  async _upload(path, frameId, files, grant) {
+    const form = new FormData();
+    files.forEach((file, i) => form.append('file', file, file.name || `file${i + 1}`));
+    const resp = await this._http('POST', path, await this._grant(frameId, grant), form);
+    return (await resp.json()).files;
   }
 
   // -- watching ---------------------------------------------------------------------------------------------------

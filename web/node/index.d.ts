@@ -180,6 +180,14 @@ export interface AgentEventMap {
   'refresh-error': { error: unknown };
 }
 
+/** A file the frame's pages downloaded or printed (docs/protocol.md, Downloads). */
+export interface AgentDownload {
+  id: string;
+  name: string;
+  size: number;
+  state: 'started' | 'done' | 'failed';
+}
+
 export class AgentClient {
   /** Connect to the service at its HTTP base (`http://127.0.0.1:7682`) and say hello. */
   static connect(url?: string, options?: AgentClientOptions): Promise<AgentClient>;
@@ -226,6 +234,16 @@ export class AgentClient {
   press(frameId: string, keys: string, options?: { grant?: string }): Promise<Step>;
   /** A URL, or 'back' | 'forward' | 'reload'; resolves once committed. */
   navigate(frameId: string, target: string, options?: StepOptions): Promise<Step>;
+
+  /** What the frame's pages downloaded or printed, oldest first (a grant that may drive the frame). */
+  downloads(frameId: string, options?: { grant?: string }): Promise<AgentDownload[]>;
+  /** A finished download's bytes. */
+  download(frameId: string, downloadId: string, options?: { grant?: string }): Promise<Uint8Array>;
+  /** Answer a page's open file chooser (its id from `file-chooser`, told to connections that may drive) with these
+   * files (`fs.openAsBlob(path)` gives one); the names the page got them under. */
+  chooseFiles(frameId: string, chooserId: string, files: Blob[], options?: { grant?: string }): Promise<string[]>;
+  /** Drop these files on the frame's active page at (x, y) CSS pixels, as a person's drag from their desktop. */
+  dropFiles(frameId: string, x: number, y: number, files: Blob[], options?: { grant?: string }): Promise<string[]>;
 
   /** Ask a person to take over; their note ('' when none) once answered, null when nobody answered in time. */
   requestHelp(frameId: string, reason: string, options?: { timeoutS?: number; grant?: string }): Promise<string | null>;

@@ -1,6 +1,7 @@
 // Run in the scratch app against the real service (tests/npm/test_agent_service.py): the installed package's
-// Node code mints grants, opens a frame, clicks, reads pictures, takes the Python client's tokens, and goes
-// through a handoff. Prints what the Python test checks as JSON; PNGs go to files.
+// Node code mints grants, opens a frame, clicks, reads pictures, takes the Python client's tokens, goes
+// through a handoff, and reads a download, answers a file chooser and drops files. Prints what the Python test
+// checks as JSON; PNGs go to files.
 import { writeFileSync } from 'node:fs';
 import WS from 'ws';
 import { AgentClient, sandboxKey, mintToken, verifyToken, TakenOver } from 'framestream/node';
@@ -52,6 +53,34 @@ await person.release(frame.id, 'logged in as ana');
 out.note = await helped;
 out.unanswered = await agent.requestHelp(frame.id, 'anyone?', { timeoutS: 1 });
 await person.close();
+
+// Files: a download read back, a file chooser answered (heard by a connection that may drive), files dropped.
+const tab = await agent.openFrame(`${cfg.pages}/tab.html`, { width: 640, height: 400, dpr: 1 });
+await agent.click(tab.id, 100, 270); // the page's CSV download link
+let listed = [];
+for (let i = 0; i < 200 && !(listed.length && listed.every((d) => d.state === 'done')); i += 1) {
+  await new Promise((resolve) => { setTimeout(resolve, 50); });
+  listed = await agent.downloads(tab.id);
+}
+const csv = await agent.download(tab.id, listed[0].id);
+out.downloaded = { name: listed[0]?.name, text: new TextDecoder().decode(csv) };
+const drive = () => mintToken(key, { role: 'drive', sub: 'agent' }); // hello as one who may drive: choosers
+const driving = await AgentClient.connect(cfg.base, { key, token: drive });
+const files = await driving.openFrame(`${cfg.pages}/files.html`, { width: 640, height: 400, dpr: 1 });
+const chooser = new Promise((resolve) => { const off = driving.on('file-chooser', (m) => { off(); resolve(m); }); });
+await driving.click(files.id, 100, 30); // the page's <input type=file>
+const opened = await chooser;
+const picked = new File([new Uint8Array([200, 10, 0])], 'picked.bin');
+out.chosen = await driving.chooseFiles(files.id, opened.id, [picked]);
+writeFileSync(`${cfg.dir}/chosen.png`, (await driving.settle(files.id)).png);
+const drop = await driving.openFrame(`${cfg.pages}/drop.html`, { width: 640, height: 400, dpr: 1 });
+const png = Uint8Array.from(Buffer.from(cfg.bluePng, 'base64'));
+out.dropped = await driving.dropFiles(drop.id, 400, 140, [
+  new File(['hello from the desktop\n'], 'hello.txt', { type: 'text/plain' }),
+  new File([png], 'blue.png', { type: 'image/png' })]);
+writeFileSync(`${cfg.dir}/dropped.png`, (await driving.settle(drop.id)).png);
+for (const id of [tab.id, files.id, drop.id]) await agent.deleteFrame(id, { purge: true });
+await driving.close();
 await agent.deleteFrame(frame.id, { purge: true });
 await agent.close();
 out.closed = !agent.connected;

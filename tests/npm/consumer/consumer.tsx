@@ -16,7 +16,7 @@ import {
   RateLimited, UnknownFrame, Replayed, BadInput, BadMessage, Capacity, SharedFramesOff, UnknownPage, UnknownDialog,
   DialogOpen, Unresponsive, NavigationFailed, errorFor, steps,
 } from 'framestream/node';
-import type { Step, Screenshot, AgentClientOptions, GrantSource, WatchInfo } from 'framestream/node';
+import type { Step, Screenshot, AgentClientOptions, AgentDownload, GrantSource, WatchInfo } from 'framestream/node';
 import { Frame, useFramestreamClient } from 'framestream/react';
 import type { FrameProps } from 'framestream/react';
 import { createElement, type ReactElement } from 'react';
@@ -94,6 +94,13 @@ async function server(): Promise<void> {
   const still: Screenshot = await agent.settle(opened.id, { quietS: 0.5 });
   const png: Uint8Array = (await agent.screenshot(opened.id)).png;
   const watchInfo: WatchInfo | null = agent.info(opened.id);
+  const files: AgentDownload[] = await agent.downloads(opened.id);
+  const bytes: Uint8Array = await agent.download(opened.id, files[0]?.id ?? 'd1');
+  agent.on('file-chooser', async (m) => {
+    const got: string[] = await agent.chooseFiles(m.frame, m.id, [new Blob(['id,value'], { type: 'text/csv' })]);
+    console.log(got, m.multiple, m.accept, bytes.byteLength);
+  });
+  const dropped: string[] = await agent.dropFiles(opened.id, 400, 140, [new File(['hi'], 'hi.txt')]);
   agent.on('help-ended', (m) => console.log(m.outcome, m.note));
   agent.on('close', (d) => console.log(d.code));
   try {
@@ -109,6 +116,7 @@ async function server(): Promise<void> {
     new SharedFramesOff('x'), new UnknownPage('x'), new UnknownDialog('x'), new DialogOpen('x'),
     new Unresponsive('x'), new NavigationFailed('x'), errorFor('taken-over', 'held')];
   console.log(frames.length, still.captureUs, shot.width, png.byteLength, pngSize(png).height, watchInfo?.pictures,
+    dropped.length,
     step, typed, ROLES, MAX_TTL.drive, STEP_MAX_TTL, nowUs(), steps.MODIFIER_BITS.Shift);
   await agent.deleteFrame(opened.id, { purge: true });
   await agent.close();
