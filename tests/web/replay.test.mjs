@@ -17,6 +17,11 @@ test('a step acted where its last pointer event was', () => {
   assert.deepEqual(stepPlace({ events: [{ kind: 'touch', action: 'start', points: [{ id: 0, x: 5, y: 6 }] }] }), { x: 5, y: 6 });
   assert.equal(stepPlace({ events: [{ kind: 'text', text: 'a' }] }), null);
   assert.equal(stepPlace({ kind: 'navigate', url: 'http://x/' }), null);
+  assert.deepEqual(stepPlace({ kind: 'drop', x: 400, y: 140, files: ['a.png'] }), { x: 400, y: 140 });
+  assert.equal(describeStep({ subject: 'ana', kind: 'drop', x: 400.2, y: 140, files: ['a.png', 'b.txt'], ok: true }),
+    'ana: drop a.png, b.txt at 400,140');
+  const track = pointerTrack([{ t_us: 1, type: 'step', ok: true, subject: 'ana', kind: 'drop', x: 5, y: 6 }]);
+  assert.deepEqual(pointerAt(track, 1), { t_us: 1, x: 5, y: 6, down: false, subject: 'ana', cursor: 'default' });
 });
 
 test('a press and release at one place reads as a click, with the move to it', () => {

@@ -1,6 +1,7 @@
-// Files dragged from this machine's desktop onto a driving viewer's canvas: dropped on the frame's page at the same
-// point (docs/protocol.md, "Dropped files"), where the page's drop zone takes them. Only a drag that carries files
-// is taken; the canvas is marked (`data-dropping`) while one is over it.
+// Files dragged from this machine's desktop onto a viewer's canvas: handed to `drop` with the frame's point under
+// them (the tab UI drops a driver's on the page there, docs/protocol.md "Dropped files", and tells a viewer that
+// only watches that it cannot). Only a drag that carries files is taken, and then always: the viewer's browser
+// would open the file in place of the view. The canvas is marked (`data-dropping`) while one is over it.
 
 import { canvasPlacement } from './input.js';
 import { mapToFrame } from './coords.js';

@@ -16,8 +16,9 @@ export function readFragment(hash) {
   return { token: params.get('token') || '', frame: params.get('frame') || '', recording: params.get('recording') };
 }
 
-/** Where a step acted, in the frame's CSS pixels, or null (the last pointer event of the step). */
+/** Where a step acted, in the frame's CSS pixels, or null (the last pointer event of the step; a drop's point). */
 export function stepPlace(line) {
+  if (line.kind === 'drop' && typeof line.x === 'number') return { x: line.x, y: line.y };
   const events = Array.isArray(line.events) ? line.events : [];
   for (let i = events.length - 1; i >= 0; i -= 1) {
     const e = events[i];
@@ -29,6 +30,7 @@ export function stepPlace(line) {
 
 /** The last pointer event of a step's events: where it left the pointer and whether a button or finger was down. */
 function pointerOf(line) {
+  if (line.kind === 'drop' && typeof line.x === 'number') return { x: line.x, y: line.y, down: false };
   const events = Array.isArray(line.events) ? line.events : [];
   for (let i = events.length - 1; i >= 0; i -= 1) {
     const e = events[i];
@@ -154,6 +156,8 @@ export function describeStep(line) {
     })).map((t) => (t.at ? `${t.word} ${t.at}` : t.word)).join(', ');
   } else if (line.kind === 'navigate') {
     what = `navigate ${line.url || line.action}`;
+  } else if (line.kind === 'drop') {
+    what = `drop ${(line.files || []).join(', ')} at ${Math.round(line.x)},${Math.round(line.y)}`;
   } else if (line.kind === 'dialog-answer') {
     what = `dialog ${line.accept ? 'OK' : 'Cancel'}`;
   }
