@@ -5,6 +5,7 @@
 
 import { connect, mountFrame, mountTabUi, webCodecsAvailable } from './framestream.js';
 import { canDrive, decodeClaims, roleOf } from './lib/token.js';
+import { carriesFiles } from './lib/drops.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.hash.slice(1));
@@ -120,6 +121,13 @@ function setUpKeys() {
     if (e.key === 's') toggleAll();
     else if (e.key === '?') $('help').hidden = !$('help').hidden;
   });
+  // Files dropped beside a frame's canvas (its bar, the page's header) would open in place of this page, and every
+  // view with it: taken here and dropped nowhere. A canvas takes its own (web/lib/drops.js) before this sees them.
+  for (const type of ['dragover', 'drop']) {
+    document.addEventListener(type, (e) => {
+      if (!e.defaultPrevented && carriesFiles(e.dataTransfer)) e.preventDefault();
+    });
+  }
 }
 
 // A service run with --insecure-dev (a local demo: a public key, loopback only) hands the demo page fresh tokens at
