@@ -200,6 +200,12 @@ class Tabs:
             return None
         return self.page_dialogs.on(target)
 
+    def refuse_under_dialog(self) -> None:
+        """Raise `dialog-open` while the active page shows a dialog: input (a drop too) waits for its answer."""
+        if (dialog := self.open_dialog()) is not None:
+            raise ProtocolError("dialog-open", f"page {dialog.page_id} shows a {dialog.kind} dialog ({dialog.id}): "
+                                "answer it with dialog-answer first")
+
     async def dispatch(self, method: str, params: dict[str, Any], *, timeout: float = 5.0) -> None:
         """Apply one input event to the active page; returns early when the event opened a dialog, and raises
         `unresponsive` at once for a page whose script does not return (or as soon as the probe finds it so)."""

@@ -280,9 +280,7 @@ class Browsing:
             if action.id not in tabs.choosers:
                 raise ProtocolError("unknown-file-chooser", f"no open file chooser {action.id!r}")
         elif isinstance(action, AdmitDrop | DropFiles):
-            if (dialog := tabs.open_dialog()) is not None:
-                raise ProtocolError("dialog-open", f"page {dialog.page_id} shows a {dialog.kind} dialog "
-                                    f"({dialog.id}): answer it with dialog-answer first")
+            tabs.refuse_under_dialog()
             if isinstance(action, DropFiles):
                 await tabs.drop_files(action.x, action.y, action.paths)
         else:

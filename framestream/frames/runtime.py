@@ -27,7 +27,7 @@ from framestream.browser.tab_events import PageCrashed, PageNavigated, TabEvent,
 from framestream.browser.tabs import Tabs
 from framestream.browser.xinput import DisplayInput
 from framestream.browser.xvfb import XvfbDisplay
-from framestream.core.errors import BrowserError, CDPError, ProtocolError
+from framestream.core.errors import BrowserError, CDPError
 from framestream.core.keys import cdp_calls
 from framestream.core.refresh import RefreshPolicy
 from framestream.core.wire import InputEvent, MouseEvent, PasteEvent, WheelEvent
@@ -279,10 +279,7 @@ class FrameRuntime:
         if self._refresh is not None and events:
             self._refresh.note_input()  # beside the input, not before it: see frames/refresh.py
         for event in events:
-            dialog = tabs.open_dialog()
-            if dialog is not None:
-                raise ProtocolError("dialog-open", f"page {dialog.page_id} shows a {dialog.kind} dialog "
-                                    f"({dialog.id}): answer it with dialog-answer first")
+            tabs.refuse_under_dialog()
             if isinstance(event, PasteEvent):
                 await tabs.paste(event.text)
                 continue

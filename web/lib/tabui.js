@@ -12,6 +12,7 @@ import { attachDrops } from './drops.js';
 import { tabHttp } from './tabhttp.js';
 import { TabState, TAB_MESSAGES } from './tabstate.js';
 import { canDrive } from './token.js';
+import { frameCssSize } from './view.js';
 
 const STYLE_ID = 'fs-tab-style';
 const CSS = `
@@ -93,10 +94,7 @@ export function mountTabUi(client, view, { drive = canDrive(client.role) } = {})
   const canvas = view.canvas || stage?.querySelector('canvas');
   // A viewer that only watches takes the drop too, so its browser does not open the file in place of the view.
   const drops = canvas ? attachDrops(canvas, {
-    frameSize: () => {
-      const cfg = client.info(frameId)?.config;
-      return cfg ? { width: cfg.css_width, height: cfg.css_height } : null;
-    },
+    frameSize: () => frameCssSize(client, frameId),
     drop: async (x, y, files) => (drive ? http.dropFiles(frameId, x, y, files)
       : { ok: false, message: 'only the driver can drop files on the page' }),
     toast,

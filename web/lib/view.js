@@ -10,6 +10,12 @@ import { formatLink, formatStats } from './stats.js';
 import { canDrive } from './token.js';
 import { followPageCursor } from './pagecursor.js';
 
+/** The frame's CSS size from its `video-config` (what input and drops map to), or null before the first one. */
+export function frameCssSize(client, frameId) {
+  const cfg = client.info(frameId)?.config;
+  return cfg ? { width: cfg.css_width, height: cfg.css_height } : null;
+}
+
 const STYLE_ID = 'fs-view-style';
 const CSS = `
 .fs-frame{margin:0;display:inline-flex;flex-direction:column;gap:4px;max-width:100%;font:13px/1.4 system-ui,sans-serif}
@@ -253,10 +259,7 @@ export function mountFrame(client, frameId, container, opts = {}) {
   // --- input ---
   if (drive) {
     input = attachInput(canvas, {
-      frameSize: () => {
-        const cfg = client.info(frameId)?.config;
-        return cfg ? { width: cfg.css_width, height: cfg.css_height } : null;
-      },
+      frameSize: () => frameCssSize(client, frameId),
       // While control is lost, the agent drives or we handed it back, only discrete events go (a success shows we
       // drive again); moves would only bring a stream of `superseded` errors, or grab back a frame handed back.
       send: (events) => {
