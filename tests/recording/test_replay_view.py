@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import time
 import urllib.parse
 from typing import Any
 
@@ -34,11 +35,14 @@ async def test_the_replay_view_seeks_to_a_step_and_shows_its_picture(service: Se
     status, body = await asyncio.to_thread(service.request, "POST", f"/frames/{frame}/input",
                                            {"seq": 1, "events": click(100, 60)}, drive)
     assert status == 200, body
-    await asyncio.sleep(0.7)  # the picture 0.5 s after the step comes before the next step (the clock is awaited)
+    # The next step only once the click's picture and the page's cursor were told: the recording has them before it.
+    await viewer.wait_for_colour(frame, (60, 100), GREEN)
+    await cursor_told(viewer, frame, "pointer")
     status, body = await asyncio.to_thread(service.request, "POST", f"/frames/{frame}/navigate",
                                            {"seq": 2, "url": f"{service.pages}/replay.html?page=2"}, drive)
     assert status == 200, body
-    await asyncio.sleep(0.7)
+    await viewer.wait_for_colour(frame, (200, 320), YELLOW)
+    await cursor_told(viewer, frame, "default")
     await viewer.close()
     await service.wait_state_async(frame, "paused")
     await until("the ended recording", lambda: _ended(service, frame), 30.0)
@@ -60,14 +64,16 @@ async def test_the_replay_view_seeks_to_a_step_and_shows_its_picture(service: Se
                                " return [m.hidden, parseFloat(m.style.left) / v.clientWidth * 640,"
                                " parseFloat(m.style.top) / v.clientWidth * 640]; })()")
         assert mark[0] is False and abs(mark[1] - 100) < 2 and abs(mark[2] - 60) < 2, mark
-        after = await page.eval("framestreamReplay.seekToStep(0, 0.5).then(() => framestreamReplay.pixel(100, 60))")
+        # Just before the next step: the click's picture, and the pointer as the page then showed it.
+        after = await page.eval(f"{BEFORE_STEP_1}.then(() => framestreamReplay.pixel(100, 60))")
         assert colour_near(_np(after), GREEN, 40), after
-        # The pointer, as the screen shows it: over the button, the page's hand (white where the arrow is black),
-        # named after who moved it.
+        # The pointer, as the screen shows it once the page told its hand: over the button, the page's hand (white
+        # where the arrow is black), named after who moved it.
+        await page.eval(HAND_TOLD)
         hand = await shown_pointer(page)
         assert hand["shape"] == "hand" and hand["who"] == "agent", hand
         assert colour_near(_np(hand["inside"]), (255, 255, 255), 40), hand  # the button shows green there
-        later = await page.eval("framestreamReplay.seekToStep(1, 0.5).then(() => framestreamReplay.pixel(320, 200))")
+        later = await page.eval(f"{AT_THE_END}.then(() => framestreamReplay.pixel(320, 200))")
         assert colour_near(_np(later), YELLOW, 40), later
         # The new document has nothing under the pointer, which stayed where the click left it: the arrow.
         arrow = await shown_pointer(page)
@@ -83,6 +89,28 @@ async def test_the_replay_view_seeks_to_a_step_and_shows_its_picture(service: Se
         await page.eval("framestreamReplay.seek(0).then(() => framestreamReplay.showPointer())")
         assert await page.eval("document.getElementById('pointer').hidden") is True
         assert not page.exceptions, page.exceptions
+
+
+# Seeks in the replay view: to just before the second step (the first one's picture was seen before it was sent),
+# to when the page told its hand over the button, and to the recording's last picture (after both steps).
+BEFORE_STEP_1 = ("framestreamReplay.seekToStep(0).then(() => framestreamReplay.seek("
+                 "framestreamReplay.seconds(framestreamReplay.steps[1].t_us) - 0.001))")
+HAND_TOLD = ("framestreamReplay.seek(framestreamReplay.seconds(framestreamReplay.lines.find("
+             "(l) => l.type === 'cursor' && l.cursor === 'pointer').t_us))")
+AT_THE_END = "framestreamReplay.seekToStep(1).then(() => framestreamReplay.seek(framestreamReplay.video.duration))"
+
+
+async def cursor_told(viewer: StreamClient, frame: str, cursor: str, timeout: float = 15.0) -> None:
+    """Until the last `cursor` message `viewer` got for `frame` says `cursor`."""
+    deadline = time.monotonic() + timeout
+
+    def told() -> list[str]:
+        return [m["cursor"] for m in viewer.texts if m.get("type") == "cursor" and m.get("frame") == frame]
+
+    while told()[-1:] != [cursor]:
+        left = deadline - time.monotonic()
+        assert left > 0, f"the cursor never became {cursor!r}: {told()}"
+        await viewer.next_text("cursor", timeout=left)
 
 
 async def shown_pointer(page: Page) -> dict[str, Any]:

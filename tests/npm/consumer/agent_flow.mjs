@@ -58,7 +58,7 @@ await person.close();
 const tab = await agent.openFrame(`${cfg.pages}/tab.html`, { width: 640, height: 400, dpr: 1 });
 await agent.click(tab.id, 100, 270); // the page's CSV download link
 let listed = [];
-for (let i = 0; i < 200 && !(listed.length && listed.every((d) => d.state === 'done')); i += 1) {
+for (let i = 0; i < 600 && !(listed.length && listed.every((d) => d.state === 'done')); i += 1) {
   await new Promise((resolve) => { setTimeout(resolve, 50); });
   listed = await agent.downloads(tab.id);
 }
