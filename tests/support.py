@@ -453,7 +453,21 @@ class StreamClient:
         raise AssertionError(f"pixel {at} never showed any of {colours}; last {None if last is None else last[at]}")
 
     async def close(self) -> None:
-        await self.ws.close()
+        """The closing handshake, reading what the service still sends meanwhile: its close frame queues behind
+        pictures this client did not read, and websockets stops reading past `max_queue`, so a bare close waited
+        out its 10 s `close_timeout` (the service had seen the close at once)."""
+        async def drain() -> None:
+            with contextlib.suppress(websockets.ConnectionClosed, websockets.ConcurrencyError):
+                async for _ in self.ws:
+                    pass
+
+        reader = asyncio.create_task(drain())
+        try:
+            await self.ws.close()
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
 
 
 def colour_near(pixel: np.ndarray, rgb: tuple[int, int, int], tol: int = 12) -> bool:
