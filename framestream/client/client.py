@@ -78,11 +78,13 @@ class Client:
         """Connect to the service at `url` (its HTTP base).
 
         `token` (view, drive or control) says hello and reads over HTTP; `grants` drives: a drive token, or a
-        callable minting one per step. With `key` (the sandbox's secret), every token is minted as needed:
-        view for reading, control for frames, a one-step grant per step. `patches`: small changes come as
-        lossless patches, drawn on the picture before (`Picture.patched`); off, every change is H.264."""
+        callable minting one per step. With `key` (the sandbox's secret), every token is minted as needed: a
+        drive token for the connection and reading (it hears file choosers, the page's cursor and downloads,
+        told only to those who may drive, and drives nothing itself), control for frames, a one-step grant per
+        step. `patches`: small changes come as lossless patches, drawn on the picture before
+        (`Picture.patched`); off, every change is H.264."""
         if key is not None:
-            token = token or key.view
+            token = token or key.drive
             grants = grants or key.step
             control = control or key.control
         if token is None:

@@ -69,8 +69,8 @@ class ComputerTools:
         async with self._lock:
             if self._client is None:
                 try:
-                    # Hello as one who may drive: the frames' file choosers are told only to such connections.
-                    self._client = await Client.connect(self.url, key=self.key, token=self.key.drive)
+                    # A key's client says hello as one who may drive: file choosers are told only to such.
+                    self._client = await Client.connect(self.url, key=self.key)
                 except (OSError, ClientError) as exc:
                     raise ToolRefusal(f"cannot reach framestream at {self.url}: {exc}") from exc
             return self._client

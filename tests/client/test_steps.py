@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -135,5 +137,25 @@ async def test_an_agents_drag_moves_a_draggable_into_its_drop_zone(client: Clien
         dropped = await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(320, 360), (30, 180, 60)))
         assert near(dropped.pixel(360, 80), (220, 30, 30)), dropped.pixel(360, 80)  # the item, in the zone
         assert near(dropped.pixel(90, 70), (255, 255, 255)), dropped.pixel(90, 70)  # and gone from where it was
+    finally:
+        await client.delete_frame(info.id, purge=True)
+
+
+async def test_a_keys_client_hears_the_file_chooser_its_click_opened_and_answers_it(
+        client: Client, service: Service, tmp_path: Path) -> None:
+    """A client made with a key says hello as one who may drive, so it hears file choosers (told only to such
+    connections) without a token of its own: its click opens tests/pages/files.html's chooser, and the file it
+    picks reaches the page, whose marker shows its first bytes (one file, 200, 10)."""
+    picked = tmp_path / "picked.bin"
+    picked.write_bytes(bytes([200, 10, 0]))
+    info = await client.create_frame(f"{service.pages}/files.html", 640, 400, dpr=1)
+    try:
+        view = await client.watch(info.id)
+        await view.picture_after(0, where=lambda p: near(p.pixel(320, 360), (128, 128, 128)))  # painted
+        await client.click(info.id, 100, 30)  # the page's <input type=file>
+        await view.wait_for(lambda v: bool(v.file_choosers))
+        [chooser] = list(view.file_choosers)
+        assert await client.choose_files(info.id, chooser, [picked]) == ["picked.bin"]
+        await view.picture_after(0, where=lambda p: near(p.pixel(320, 360), (60, 200, 10)))
     finally:
         await client.delete_frame(info.id, purge=True)

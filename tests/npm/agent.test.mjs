@@ -66,10 +66,11 @@ async function connected(options = {}) {
   return { agent: await pending, ws, hello };
 }
 
-test('hello with a minted view token; each step under its own fresh one-step grant', async () => {
+test('hello with a minted drive token (not a step grant); each step under its own fresh one-step grant', async () => {
   const { agent, ws, hello } = await connected();
   assert.equal(ws.url, 'ws://127.0.0.1:1/ws');
-  assert.equal(verifyToken(key, hello.token).role, 'view');
+  const claims = verifyToken(key, hello.token);
+  assert.deepEqual([claims.role, claims.step, claims.frm], ['drive', false, '*']);
   const first = agent.click('f1', 10, 20);
   const msg1 = await ws.next('input');
   ws.reply({ type: 'input-ack', frame: 'f1', seq: msg1.seq });
@@ -167,7 +168,7 @@ test('pictureAfter waits for a picture captured after the time, then takes the s
   const got = await shot;
   assert.deepEqual([got.width, got.height, got.captureUs], [640, 400, 2000]);
   assert.equal(asked[0][0], 'http://127.0.0.1:1/frames/f1/screenshot');
-  assert.equal(verifyToken(key, asked[0][1].slice('Bearer '.length)).role, 'view');
+  assert.equal(verifyToken(key, asked[0][1].slice('Bearer '.length)).role, 'drive');  // the connection's
   await agent.close();
 });
 

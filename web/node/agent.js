@@ -71,8 +71,9 @@ class Watched {
 export class AgentClient {
   /**
    * Connect to the service at `url` (its HTTP base, `http://127.0.0.1:7682`) and say hello.
-   * With `key` (sandboxKey(secret, id)) every token is minted when needed: view for the connection and reads,
-   * control for making frames live, and a one-step drive grant per step. Or give `token` (view/drive/control, or
+   * With `key` (sandboxKey(secret, id)) every token is minted when needed: drive for the connection and reads
+   * (it hears file choosers, the page's cursor and downloads, told only to those who may drive, and drives
+   * nothing itself), control for making frames live, and a one-step drive grant per step. Or give `token` (view/drive/control, or
    * a function returning one), `grants` (a drive token, or `frame => token`) and `control`.
    */
   static async connect(url = 'http://127.0.0.1:7682', options = {}) {
@@ -85,7 +86,7 @@ export class AgentClient {
     helloTimeoutMs = 10_000 } = {}) {
     if (key !== undefined && !(key instanceof SandboxKey)) throw new TypeError('key must be a SandboxKey');
     if (key) {
-      token ??= () => mintToken(key, { role: 'view', sub: subject });
+      token ??= () => mintToken(key, { role: 'drive', sub: subject });
       grants ??= (frame) => mintToken(key, { role: 'drive', frame, sub: subject, step: true });
       control ??= () => mintToken(key, { role: 'control', sub: subject });
     }

@@ -126,7 +126,8 @@ export type FetchLike = (url: string, init: {
 }) => Promise<ResponseLike>;
 
 export interface AgentClientOptions {
-  /** Mint every token when needed: view (the connection, reads), control (frames), a one-step grant per step. */
+  /** Mint every token when needed: drive (the connection, which then hears file choosers, the page's cursor and
+   * downloads, and reads; it drives nothing itself), control (frames), a one-step grant per step. */
   key?: SandboxKey;
   /** The connection's token (view, drive or control) and the HTTP reads'. */
   token?: TokenSource;

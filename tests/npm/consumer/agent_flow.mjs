@@ -64,8 +64,8 @@ for (let i = 0; i < 600 && !(listed.length && listed.every((d) => d.state === 'd
 }
 const csv = await agent.download(tab.id, listed[0].id);
 out.downloaded = { name: listed[0]?.name, text: new TextDecoder().decode(csv) };
-const drive = () => mintToken(key, { role: 'drive', sub: 'agent' }); // hello as one who may drive: choosers
-const driving = await AgentClient.connect(cfg.base, { key, token: drive });
+// A key's client says hello as one who may drive: it hears the file chooser its own click opens.
+const driving = await AgentClient.connect(cfg.base, { key });
 const files = await driving.openFrame(`${cfg.pages}/files.html`, { width: 640, height: 400, dpr: 1 });
 const chooser = new Promise((resolve) => { const off = driving.on('file-chooser', (m) => { off(); resolve(m); }); });
 await driving.click(files.id, 100, 30); // the page's <input type=file>
