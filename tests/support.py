@@ -80,11 +80,11 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def page_server(directory: Path = PAGES, handler: Any = None) -> Iterator[str]:
-    """Serve `directory` (or answer with `handler`, a request handler class) on 127.0.0.1; yields the base URL (no
-    trailing slash)."""
+def page_server(directory: Path = PAGES, handler: Any = None, port: int = 0) -> Iterator[str]:
+    """Serve `directory` (or answer with `handler`, a request handler class) on 127.0.0.1 (at `port`, or any free
+    one); yields the base URL (no trailing slash)."""
     handler = handler or functools.partial(_QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

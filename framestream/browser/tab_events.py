@@ -82,8 +82,18 @@ class CursorChanged:
     cursor: str
 
 
+@dataclass(frozen=True, slots=True)
+class ServerAnswered:
+    """A page that showed Chrome's error page while its server refused connections loaded `url`: once the server
+    answered (browser/server_wait.py), or meanwhile by Chromium's own retry or someone's reload."""
+
+    page_id: str
+    url: str
+    active: bool
+
+
 TabEvent = (PagesChanged | PageNavigated | PageRefused | PageCrashed | DialogOpened | DialogClosed
-            | FileChooserOpened | FileChooserClosed | DownloadProgress | Copied | CursorChanged)
+            | FileChooserOpened | FileChooserClosed | DownloadProgress | Copied | CursorChanged | ServerAnswered)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,4 +114,4 @@ class TabSettings:
 
 __all__ = ["Copied", "CursorChanged", "DialogClosed", "DialogOpened", "DownloadProgress",
            "FileChooserClosed", "FileChooserOpened", "PageCrashed", "PageNavigated", "PageRefused", "PagesChanged",
-           "TabEvent", "TabSettings"]
+           "ServerAnswered", "TabEvent", "TabSettings"]

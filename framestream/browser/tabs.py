@@ -28,17 +28,20 @@ from framestream.browser.dialogs import Dialogs
 from framestream.browser.file_choosers import FileChoosers
 from framestream.browser.page_targets import PageTargets
 from framestream.browser.prints import PrintedPdfs
+from framestream.browser.server_wait import ServerWaits
 from framestream.browser.tab_events import (
     Copied,
     CursorChanged,
     DownloadProgress,
     PageCrashed,
     PagesChanged,
+    ServerAnswered,
     TabEvent,
     TabSettings,
 )
 from framestream.core.errors import BrowserError, CDPError, ProtocolError
 from framestream.core.pages import Dialog, FileChooser, Page, PageStack
+from framestream.core.urls import document_refusal
 from framestream.core.wire import CURSORS
 
 log = logging.getLogger(__name__)
@@ -68,6 +71,12 @@ class Tabs:
         # The browser's prints, each a PDF download (browser/prints.py).
         self._prints = (PrintedPdfs(settings.prints_dir, settings.downloads_dir, emit=on_event)
                         if settings.prints_dir is not None else None)
+        # Pages on Chrome's error page because their server refused the connection load again once it answers.
+        self._server_waits = ServerWaits(
+            load=lambda page, url: navigation.load(self.cdp, page.session_id, url),
+            answered=lambda page, url: self._emit(ServerAnswered(page.id, url, page is self.pages.active)),
+            asking=lambda: not self.paused,
+            refused=lambda url: document_refusal(url, settings.allowed_hosts, settings.own_port) is not None)
 
     # -- start and stop ----------------------------------------------------------------------------------
 
@@ -86,6 +95,7 @@ class Tabs:
             on("Browser.downloadProgress", self._on_download_progress),
             on("Runtime.bindingCalled", self._on_binding),
             on("Page.loadEventFired", self._targets.on_loaded),
+            on("Page.frameNavigated", self._on_frame_navigated),
             on("Page.windowOpen", self._targets.on_window_open),
             on("Fetch.requestPaused", self._on_document_request),
             on("Fetch.authRequired", self._on_sign_in),
@@ -114,6 +124,7 @@ class Tabs:
         self._unsubscribe = []
         self.page_dialogs.close()
         self._copies.close()
+        await self._server_waits.close()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -137,6 +148,13 @@ class Tabs:
 
     def _on_document_request(self, params: dict[str, Any]) -> None:
         self.spawn(url_guard.check(self.cdp, params, self.settings, self._emit), "url-guard")
+
+    def _on_frame_navigated(self, params: dict[str, Any]) -> None:
+        frame = params.get("frame")
+        page = self.pages.by_session(str(params.get("sessionId", "")))
+        if page is not None and isinstance(frame, dict) and not frame.get("parentId"):  # a page's main frame
+            unreachable = frame.get("unreachableUrl")
+            self._server_waits.committed(page, str(frame.get("url", "")), str(unreachable) if unreachable else None)
 
     def _on_sign_in(self, params: dict[str, Any]) -> None:
         self.spawn(url_guard.cancel_sign_in(self.cdp, params), "decline-sign-in")
@@ -163,6 +181,7 @@ class Tabs:
 
     def _page_closed(self, page: Page) -> None:
         self.page_dialogs.page_closed(page.id)
+        self._server_waits.page_closed(page.id)
         self.file_choosers.page_closed(page.id)
 
     def changed(self) -> None:

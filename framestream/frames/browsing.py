@@ -26,6 +26,7 @@ from framestream.browser.tab_events import (
     FileChooserOpened,
     PageRefused,
     PagesChanged,
+    ServerAnswered,
     TabEvent,
 )
 from framestream.browser.tabs import Tabs
@@ -111,7 +112,7 @@ class Browsing:
         self.cursor = PageCursor(frame_id, "default")  # at the driver's pointer, as the page last said
         self.tabs: Tabs | None = None  # the running browser's pages, set by the frame
         # What happened, for /metrics: ("dialogs", kind), ("dialog-timeouts", ""), ("file-choosers", ""),
-        # ("downloads", state), ("pages-refused", ""), ("pages-unresponsive", "").
+        # ("downloads", state), ("pages-refused", ""), ("pages-unresponsive", ""), ("pages-server-back", "").
         self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
         self._index_lock = asyncio.Lock()  # one write of the downloads' index at a time, each the newest
 
@@ -200,6 +201,9 @@ class Browsing:
             self._log("a page was refused: %s", event.reason, warning=True)
             self._emit(PageRefusedEvent(fid, f"a page tried to open {without_query(event.url)[:200]}: {event.reason}",
                                         event.code))
+        elif isinstance(event, ServerAnswered):
+            self.counts["pages-server-back", ""] += 1
+            self._log("page %s loaded %s again: its server answers", event.page_id, without_query(event.url)[:200])
         return False
 
     def _download(self, event: DownloadProgress) -> None:

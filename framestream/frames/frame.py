@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from framestream.browser.proctable import ProcessInfo
-from framestream.browser.tab_events import TabEvent
+from framestream.browser.tab_events import ServerAnswered, TabEvent
 from framestream.core.control import FrameControl
 from framestream.core.errors import BrowserError, CaptureError, FrameGone
 from framestream.core.handoff import HelpRequest
@@ -291,6 +291,9 @@ class Frame:
             self.set_state(FrameState.LIVE)
 
     def _on_tab_event(self, event: TabEvent) -> None:
+        if isinstance(event, ServerAnswered) and event.active and self.state is FrameState.ERROR \
+                and self._runtime is not None:
+            self.set_state(FrameState.LIVE)  # its page could not load at launch; its server answers now
         if self.browsing.on_tab_event(event):
             url = self.browsing.active_url()
             if url and url != self.url and self.browsing.recordable(url):

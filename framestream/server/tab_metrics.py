@@ -33,6 +33,8 @@ def tab_families(frames: Iterable[Frame], family: Family, line: Line) -> None:
     counted("framestream_downloads_total", "downloads", "Downloads ended, by state (done, failed).", "state")
     counted("framestream_pages_refused_total", "pages-refused", "Pages closed at once past the page limit.")
     counted("framestream_pages_unresponsive_total", "pages-unresponsive", "Times a page stopped answering.")
+    counted("framestream_pages_server_back_total", "pages-server-back",
+            "Pages on Chrome's error page, loaded again once their server answered.")
 
 
 __all__ = ["tab_families"]
