@@ -3,10 +3,9 @@ yet after a sandbox starts, or restarting), so the page is loaded again once the
 
 Chromium leaves such a page on its error page until someone reloads it, or retries it itself at growing
 intervals where it does (up to minutes apart), and the frame said `error` for good when its first load failed.
-Here the server is asked (a TCP
-connect, no request) at once when the error page commits, then after 0.25, 0.5 and 1 s and every 2 s after that
-for as long as the page shows the error: a loopback connect costs microseconds, and the page is back within 2 s
-of its server. A server that answers the first ask was up when the page failed for some other reason (an empty
+Here the server is asked (a TCP connect, no request) at once when the error page commits, then after 0.25, 0.5
+and 1 s and every 2 s after that for as long as the page shows the error: a loopback connect costs microseconds,
+and the page is back within 2 s of its server. A server that answers the first ask was up when the page failed for some other reason (an empty
 response, a bad certificate): that page is left as it is, so it never loads in a loop.
 """
 
