@@ -14,10 +14,11 @@ from framestream.core.server_wait import ask_after, load_again, server_of
 def test_the_server_of_a_pages_url() -> None:
     assert server_of("http://127.0.0.1:3000/app?x=1") == ("127.0.0.1", 3000)
     assert server_of("http://localhost/") == ("localhost", 80)
-    assert server_of("https://example.test/a") == ("example.test", 443)
+    assert server_of("https://127.0.0.2/a") == ("127.0.0.2", 443)
     assert server_of("http://[::1]:5173/") == ("::1", 5173)
+    assert server_of("http://app.localhost:1355/") == ("localhost", 1355)  # as the browser takes it
     for other in ("about:blank", "chrome-error://chromewebdata/", "file:///etc/passwd", "data:text/html,x",
-                  "http://127.0.0.1:99999/", "http:///nohost"):
+                  "http://127.0.0.1:99999/", "http:///nohost", "https://example.test/a", "http://10.0.0.5:3000/"):
         assert server_of(other) is None, other
 
 
