@@ -433,6 +433,19 @@ class StreamClient:
 
         Pictures of a page still loading (blank) are skipped, so a page's verdict is read only once it is painted.
         """
+        def shown(picture: np.ndarray) -> tuple[int, int, int] | None:
+            return next((rgb for rgb in colours if colour_near(picture[at], rgb)), None)
+
+        picture = await self.wait_for_picture(frame_id, f"pixel {at} showing any of {colours}",
+                                              lambda p: shown(p) is not None, at, timeout)
+        colour = shown(picture)
+        assert colour is not None
+        return picture, colour
+
+    async def wait_for_picture(self, frame_id: str, what: str, test: Callable[[np.ndarray], bool],
+                               at: tuple[int, int], timeout: float = 15.0) -> np.ndarray:
+        """Ask for a keyframe, then decode every picture until one passes `test`; fails saying `what` was awaited
+        and the last picture's pixel `at` (y, x)."""
         await self.send({"type": "keyframe", "frame": frame_id})
         deadline = time.monotonic() + timeout
         seen_key = False
@@ -447,10 +460,9 @@ class StreamClient:
             picture = self.decode(msg)
             if picture is not None:
                 last = picture
-                for rgb in colours:
-                    if colour_near(picture[at], rgb):
-                        return picture, rgb
-        raise AssertionError(f"pixel {at} never showed any of {colours}; last {None if last is None else last[at]}")
+                if test(picture):
+                    return picture
+        raise AssertionError(f"never saw {what}; the last picture's pixel {at}: {None if last is None else last[at]}")
 
     async def close(self) -> None:
         """The closing handshake, reading what the service still sends meanwhile: its close frame queues behind
