@@ -68,10 +68,19 @@ async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSet
         await asyncio.gather(*(cdp.call(method, params, session_id=session_id) for method, params in calls))
 
 
+def metrics(settings: TabSettings) -> tuple[str, dict[str, Any]]:
+    """Lay a page out at exactly the frame's CSS size and dpr: a popup's window would otherwise have its own size,
+    a window narrower than 500 CSS px is impossible in Chromium, and a frame resized in place keeps its window (the
+    display's size) while its pages take the new one, drawn from the window's top-left corner."""
+    css_width, css_height = settings.width // settings.dpr, settings.height // settings.dpr
+    return ("Emulation.setDeviceMetricsOverride", {
+        "width": css_width, "height": css_height, "deviceScaleFactor": settings.dpr, "mobile": False,
+        "screenWidth": css_width, "screenHeight": css_height})
+
+
 async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None:
     """The calls go out together, with the one that lets the page run last, as some of them (Page.enable on a new
     tab) answer only once the page runs."""
-    css_width, css_height = settings.width // settings.dpr, settings.height // settings.dpr
     hook = settings.copy_hook
     calls: list[tuple[str, dict[str, Any]]] = [
         ("Page.enable", {}),
@@ -85,11 +94,7 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
         _LINK_GUARD,
         _DROP_GUARD,
         *_cursor_hook(settings),
-        # Lay every page out at exactly the frame's CSS size: a popup's window would otherwise have its own size,
-        # and a window narrower than 500 CSS px is impossible in Chromium.
-        ("Emulation.setDeviceMetricsOverride", {
-            "width": css_width, "height": css_height, "deviceScaleFactor": settings.dpr, "mobile": False,
-            "screenWidth": css_width, "screenHeight": css_height}),
+        metrics(settings),
         # With an allow list, every document this page loads (its own navigations, redirects, links, scripts,
         # frames) is paused for `Tabs` to check its host first (core/urls.py).
         *_FETCH,
@@ -105,4 +110,4 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
                                                        "bounds": {"windowState": "fullscreen"}})
 
 
-__all__ = ["prepare"]
+__all__ = ["metrics", "prepare", "prepare_subframe"]

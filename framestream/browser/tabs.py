@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from framestream.browser import navigation, responsiveness, url_guard
+from framestream.browser import navigation, page_setup, responsiveness, url_guard
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.copy_hook import CopyRelay
 from framestream.browser.dialogs import Dialogs
@@ -167,6 +168,23 @@ class Tabs:
         if page is None:
             raise BrowserError("the browser has no page")
         return page
+
+    async def resize(self, width: int, height: int, dpr: int) -> None:
+        """Lay every page out at a new size (encoded pixels) and dpr, in place: each keeps its document, scripts
+        and scroll, as a browser window resized does; pages opened from now on take it too. A page that does not
+        answer in time (busy or hung) takes it when it next runs, as Chromium queues the call. Raises CDPError
+        only for the active page, the one the frame shows."""
+        self.settings = self._targets.settings = dataclasses.replace(self.settings, width=width, height=height,
+                                                                     dpr=dpr)
+        method, params = page_setup.metrics(self.settings)
+        pages = list(self.pages)
+        results = await asyncio.gather(*(self.call(method, params, page=page, timeout=5.0) for page in pages),
+                                       return_exceptions=True)
+        for page, result in zip(pages, results, strict=True):
+            if isinstance(result, CDPError) and page is self.pages.active:
+                raise result
+            if isinstance(result, BaseException) and not isinstance(result, CDPError):
+                raise result
 
     def page(self, page_id: str) -> Page:
         page = self.pages.get(page_id)

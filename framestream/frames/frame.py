@@ -319,6 +319,45 @@ class Frame:
             self._runtime.thaw()
         self.set_state(FrameState.LIVE)
 
+    async def resize(self, size: FrameSize) -> None:
+        """Give the frame a new CSS size and dpr. A running browser takes it in place when the new picture fits its
+        display and the dpr stays (its pages keep their state, as a window resized does); otherwise it relaunches
+        at the new size, at its URL, with its profile (Xvfb cannot grow its screen, nor a browser change its scale
+        factor), as does one whose page did not take the size.
+        A paused frame resumes for it (and pauses again when unwatched); a closed one opens at the new size. Its
+        viewers get a `video-config` of the new size before its first keyframe; a recording ends and the next
+        one starts at the new size."""
+        async with self.run_lock:
+            if self.deleted or self.manager.closing:
+                raise FrameGone(self.id)
+            if size == self.size:
+                return
+            log.info("resized to %dx%d at dpr %d", size.css_width, size.css_height, size.dpr,
+                     extra={"frame": self.id})
+            self.size = size
+            self.recorder.resized(size)
+            self.manager.save_soon()
+            runtime = self._runtime
+            if runtime is None:
+                self._emit(self.state_event())
+                return
+            if self.state is FrameState.PAUSED:
+                self._resume_locked()
+            self.pictures.launched(runtime)  # a new pipeline: nothing shows until the page has painted at the size
+            try:
+                in_place = await runtime.resize(size)
+            except BrowserError as exc:
+                log.warning("the page did not take the new size (%s): relaunching", exc, extra={"frame": self.id})
+                in_place = False
+            if in_place:
+                await runtime.painted()
+                self.pictures.show_fresh()
+                self._emit(self.state_event())
+                return
+            self.set_state(FrameState.LAUNCHING, "resized; reopening at the new size")
+            await self.teardown_locked()
+            await self.launch_locked()
+
     async def pause(self) -> None:
         async with self.run_lock:
             # Eligibility only, not the time: the timer may fire a hair before the deadline. Never under a step

@@ -71,6 +71,8 @@ class Runtime(Protocol):
 
     async def stop(self) -> None: ...
 
+    async def resize(self, size: FrameSize) -> bool: ...
+
     async def reload(self, url: str) -> str | None: ...
 
     async def freeze(self) -> None: ...
@@ -121,6 +123,7 @@ class FrameRuntime:
                  name: str, downloads_dir: Path | None = None) -> None:
         self._settings = settings
         self._size = size
+        self._launched_dpr = size.dpr  # the browser's scale factor, which a resize in place keeps
         self._profile_dir = profile_dir
         self._downloads_dir = downloads_dir or profile_dir.parent / f"{profile_dir.name}.downloads"
         self._x_input: DisplayInput | None = None
@@ -134,6 +137,7 @@ class FrameRuntime:
         self._watchdog: asyncio.Task[None] | None = None
         self._light_kbps: int | None = None  # the light stream's cap the feed last asked for
         self._refresh: DisplayRefresh | None = None  # the display's faster rate while input comes
+        self._encode_seconds_before = 0.0  # by pipelines of this runtime that a resize ended
 
     async def start(self, url: str) -> str | None:
         """Start the display, the browser and the pipeline, then load `url`. Returns None, or why the page did
@@ -157,13 +161,21 @@ class FrameRuntime:
         # The media stack (numpy, PyAV, libx264) loads with the first frame, so an idle service stays small;
         # in a thread, since importing it takes ~0.3 s that the event loop owes to everyone else.
         await asyncio.to_thread(importlib.import_module, "framestream.media.pipeline")
+        self._start_pipeline(self._display.name, size)
+        error = await self._browser.navigate(url)
+        if error is None:
+            await self._browser.tabs.forget_history()  # Back from the first page stays on it
+        self._watchdog = asyncio.create_task(self._watch(), name=f"monitor-{self._name}")
+        return error
+
+    def _start_pipeline(self, display: str, size: FrameSize) -> None:
         from framestream.media.encoder import EncoderSettings
         from framestream.media.pipeline import FramePipeline
 
-        loop, hooks = asyncio.get_running_loop(), self._hooks
+        loop, hooks, settings = asyncio.get_running_loop(), self._hooks, self._settings
         # Every picture names its pipeline: after a stop whose join timed out, the old worker may still post one.
         pipeline = FramePipeline(
-            self._display.name, size.width, size.height,
+            display, size.width, size.height,
             on_picture=lambda picture: _post(loop, hooks.on_picture, pipeline, picture),
             on_failure=lambda exc: _post(loop, hooks.on_fault, f"capture failed: {exc}"),
             settings=EncoderSettings(fps=settings.fps), name=self._name, patch_gate=hooks.patch_gate,
@@ -172,11 +184,32 @@ class FrameRuntime:
         pipeline.set_light(self._light_kbps)
         self.pipeline, self._stats = pipeline, pipeline.stats
         pipeline.start()
-        error = await self._browser.navigate(url)
-        if error is None:
-            await self._browser.tabs.forget_history()  # Back from the first page stays on it
-        self._watchdog = asyncio.create_task(self._watch(), name=f"monitor-{self._name}")
-        return error
+
+    async def resize(self, size: FrameSize) -> bool:
+        """Give the frame a new size in place when its picture fits the display and its dpr stays: the pipeline
+        stops, every page is laid out at the new size (its document, scripts and scroll kept) and a pipeline of
+        the new size starts. False, changing nothing, otherwise: Xvfb cannot grow its screen past the size it
+        started at, nor the browser change its scale factor (the frame relaunches at the new size instead).
+        Raises BrowserError (CDPError) when the active page did not take the size; the new pipeline runs anyway."""
+        display, browser = self._display, self._browser
+        if display is None or browser is None or size.width > display.width or size.height > display.height:
+            return False
+        if size.dpr != self._launched_dpr:
+            # The window's scale factor is the browser's own (--force-device-scale-factor): a page emulated at
+            # another one is drawn scaled by it (at dpr 1 in a dpr 2 window, its top-left quarter filled the picture).
+            return False
+        pipeline, self.pipeline = self.pipeline, None  # from here on the old pipeline's pictures are dropped
+        if pipeline is not None:
+            await asyncio.get_running_loop().run_in_executor(None, pipeline.stop)
+            self._encode_seconds_before += pipeline.stats.encode_seconds
+        self._size = size
+        if self._x_input is not None:
+            self._x_input.width, self._x_input.height = size.width, size.height
+        try:
+            await browser.tabs.resize(size.width, size.height, size.dpr)
+        finally:
+            self._start_pipeline(display.name, size)
+        return True
 
     async def stop(self) -> None:
         watchdog, self._watchdog = self._watchdog, None
@@ -208,7 +241,7 @@ class FrameRuntime:
     @property
     def encode_seconds(self) -> float:
         """Converting and encoding time of this runtime's pipeline (kept after it stopped)."""
-        return self._stats.encode_seconds if self._stats is not None else 0.0
+        return self._encode_seconds_before + (self._stats.encode_seconds if self._stats is not None else 0.0)
 
     async def _watch(self) -> None:
         """Until the browser or its display exits, or the browser stops answering: then report the fault.

@@ -157,6 +157,12 @@ class FrameRecorder:
         if not keep_live:
             self._live = False  # (a failed recording is not restarted within the same live stretch)
 
+    def resized(self, size: FrameSize) -> None:
+        """The frame has a new size: a recording is of one size, so the one under way ends and the next keyframe
+        starts another."""
+        self._end("resized")
+        self.size = size
+
     def close(self, reason: str = "shutdown") -> None:
         self._end(reason)
         self._live = False

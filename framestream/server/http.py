@@ -111,6 +111,27 @@ async def get_frame(request: web.Request) -> web.Response:
     return web.json_response(_described(frame, claims))
 
 
+async def resize_frame(request: web.Request) -> web.Response:
+    """`PATCH /frames/{id}`: a new CSS size (and dpr, 2 unless given, as `POST /frames` takes them), in place when
+    the browser's display holds it (frames/frame.py `Frame.resize`)."""
+    frame = _frame(request)
+    _require(request, "control", frame_id=frame.id)
+    body = await _json_body(request)
+    if not isinstance(body, dict):
+        raise ProtocolError("bad-message", "the body must be a JSON object")
+    if "width" not in body or "height" not in body:
+        raise ProtocolError("bad-message", "width and height are required")
+    try:
+        size = frame_size(body["width"], body["height"], body.get("dpr", DEFAULT_DPR))
+    except ConfigError as exc:
+        raise ProtocolError("bad-message", str(exc)) from exc
+    try:
+        await frame.resize(size)
+    except FRAME_ERRORS as exc:
+        raise protocol_error(exc, frame=frame.id) from exc
+    return web.json_response(frame.describe())
+
+
 async def delete_frame(request: web.Request) -> web.Response:
     frame = _frame(request)
     _require(request, "control", frame_id=frame.id)
@@ -173,6 +194,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     app.router.add_post("/frames", create_frame)
     app.router.add_get("/frames", list_frames)
     app.router.add_get("/frames/{id}", get_frame)
+    app.router.add_patch("/frames/{id}", resize_frame)
     app.router.add_delete("/frames/{id}", delete_frame)
     app.router.add_get("/frames/{id}/screenshot", screenshot)
     app.router.add_post("/frames/{id}/input", post_input)

@@ -27,8 +27,11 @@ class FakeRuntime:
     """One launch: `start` makes a fresh pipeline identity (as FrameRuntime makes a FramePipeline)."""
 
     def __init__(self, frame_id: str, hooks: RuntimeHooks, *, start_error: Exception | None = None,
-                 load_error: str | None = None) -> None:
+                 load_error: str | None = None, size: FrameSize = SIZE) -> None:
         self.frame_id = frame_id
+        self.launched_size = size
+        self.sizes: list[FrameSize] = []  # each size it took in place
+        self.resize_error: Exception | None = None
         self.hooks = hooks
         self.start_error = start_error
         self.load_error = load_error
@@ -61,6 +64,18 @@ class FakeRuntime:
 
     async def reload(self, url: str) -> str | None:
         return None
+
+    async def resize(self, size: FrameSize) -> bool:
+        """In place while the new picture fits the size this runtime was launched at, as Xvfb's screen allows, at
+        the dpr it was launched with."""
+        if size.width > self.launched_size.width or size.height > self.launched_size.height \
+                or size.dpr != self.launched_size.dpr:
+            return False
+        if self.resize_error is not None:
+            raise self.resize_error
+        self.pipeline = object()  # a pipeline of the new size
+        self.sizes.append(size)
+        return True
 
     async def freeze(self) -> None:
         if self.freeze_gate is not None:
@@ -112,7 +127,8 @@ class Launches:
         self.next_load_error: str | None = None
 
     def __call__(self, frame_id: str, size: FrameSize, hooks: RuntimeHooks) -> FakeRuntime:
-        runtime = FakeRuntime(frame_id, hooks, start_error=self.next_start_error, load_error=self.next_load_error)
+        runtime = FakeRuntime(frame_id, hooks, start_error=self.next_start_error, load_error=self.next_load_error,
+                              size=size)
         self.next_start_error, self.next_load_error = None, None
         self.runtimes.append(runtime)
         return runtime

@@ -1,0 +1,122 @@
+"""A frame resized: in place while its picture fits the display it launched with, else a relaunch at the new size;
+what its viewers hear, and which pictures reach them. Fake runtimes stand in for Xvfb, Chromium and the pipeline
+(tests/integration/test_resize.py proves the same by the decoded pictures of a real frame)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from framestream.core.errors import BrowserError, FrameGone
+from framestream.core.lifecycle import FrameState
+from framestream.fanout.feed import Outbox, Viewer
+from framestream.frames.events import FrameEvent, StateChanged
+from framestream.frames.frame import Frame
+from framestream.frames.manager import FrameManager
+from framestream.service.config import FrameSize
+from tests.frames.fakes import SIZE, URL, Launches, live_frame, picture, restored
+
+SMALLER = FrameSize(240, 160, 1)
+LARGER = FrameSize(400, 300, 1)
+
+
+class ConfiguredViewer:
+    """A viewer that notes the frame's size each time it is sent a video-config, and the frame's states."""
+
+    def __init__(self, frame: Frame) -> None:
+        self.configs: list[FrameSize] = []
+        self.events: asyncio.Queue[FrameEvent] = asyncio.Queue()
+        self.viewer = Viewer(frame.id, 2, Outbox(), send_config=lambda _: self.configs.append(frame.size),
+                             on_event=self.events.put_nowait)
+        frame.add_viewer(self.viewer)
+
+    def states(self) -> list[tuple[FrameState, str | None]]:
+        out = []
+        while not self.events.empty():
+            event = self.events.get_nowait()
+            if isinstance(event, StateChanged):
+                out.append((event.state, event.message))
+        return out
+
+
+async def test_a_smaller_size_is_taken_in_place_and_only_the_new_pipelines_pictures_reach_viewers(
+        frames: FrameManager, launches: Launches) -> None:
+    frame, _ = await live_frame(frames)
+    runtime = launches.last
+    viewer = ConfiguredViewer(frame)
+    runtime.post(picture())
+    assert viewer.configs == [SIZE]
+    old_pipeline = runtime.pipeline
+    await frame.resize(SMALLER)
+    assert len(launches.runtimes) == 1 and runtime.sizes == [SMALLER], "the same browser took the size"
+    assert runtime.pipeline is not old_pipeline
+    assert frame.size == SMALLER and frame.state is FrameState.LIVE
+    assert (frame.describe()["width"], frame.describe()["height"]) == (240, 160)
+    published = frame.feed.pictures
+    runtime.hooks.on_picture(old_pipeline, picture())  # the old worker, late: not the page at its new size
+    assert frame.feed.pictures == published
+    runtime.post(picture(keyframe=False))
+    assert viewer.viewer.waiting_keyframe, "a viewer starts the new stream at its keyframe"
+    runtime.post(picture())
+    assert viewer.configs == [SIZE, SMALLER], "a video-config of the new size before it"
+    assert runtime.fresh_keyframe_requests == 2, "one at the launch, one once the page painted at the new size"
+
+
+async def test_a_size_past_the_display_relaunches_the_browser_at_it(frames: FrameManager,
+                                                                      launches: Launches) -> None:
+    frame, _ = await live_frame(frames)
+    viewer = ConfiguredViewer(frame)
+    first = launches.last
+    viewer.states()
+    await frame.resize(LARGER)
+    assert len(launches.runtimes) == 2 and first.stopped and first.sizes == []
+    assert launches.last.launched_size == LARGER and frame.state is FrameState.LIVE
+    assert viewer.states() == [(FrameState.LAUNCHING, "resized; reopening at the new size"),
+                               (FrameState.LIVE, None)]
+    launches.last.post(picture())
+    assert viewer.configs == [LARGER]
+    # Back within the new display: in place again.
+    await frame.resize(SIZE)
+    assert len(launches.runtimes) == 2 and launches.last.sizes == [SIZE]
+
+
+async def test_a_page_that_does_not_take_the_size_relaunches_the_frame(frames: FrameManager,
+                                                                        launches: Launches) -> None:
+    frame, _ = await live_frame(frames)
+    launches.last.resize_error = BrowserError("Emulation.setDeviceMetricsOverride timed out")
+    await frame.resize(SMALLER)
+    assert len(launches.runtimes) == 2 and launches.last.launched_size == SMALLER
+    assert frame.state is FrameState.LIVE
+
+
+async def test_a_paused_frame_resumes_to_take_the_size(frames: FrameManager, launches: Launches) -> None:
+    frame, watcher = await live_frame(frames)
+    frame.remove_viewer(watcher.viewer)
+    await frame.pause()
+    assert frame.state is FrameState.PAUSED
+    await frame.resize(SMALLER)
+    assert frame.state is FrameState.LIVE and not launches.last.frozen and launches.last.sizes == [SMALLER]
+
+
+async def test_a_closed_frame_keeps_the_size_for_its_next_launch(frames: FrameManager, launches: Launches) -> None:
+    (frame,) = restored(frames, URL)
+    await frame.resize(LARGER)
+    assert launches.runtimes == [] and frame.state is FrameState.CLOSED
+    await frames.registry.save_in_background()
+    saved = json.loads(frames.registry.path.read_text())["frames"][0]
+    assert (saved["width"], saved["height"], saved["dpr"]) == (400, 300, 1)
+    await frame.ensure_running()
+    assert launches.last.launched_size == LARGER
+
+
+async def test_the_same_size_changes_nothing_and_a_deleted_frame_is_gone(frames: FrameManager,
+                                                                        launches: Launches) -> None:
+    frame, _ = await live_frame(frames)
+    runtime, pipeline = launches.last, launches.last.pipeline
+    await frame.resize(SIZE)
+    assert runtime.sizes == [] and runtime.pipeline is pipeline
+    await frames.delete(frame.id)
+    with pytest.raises(FrameGone):
+        await frame.resize(SMALLER)
