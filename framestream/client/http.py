@@ -126,6 +126,12 @@ class FramesApi:
             body["dpr"] = dpr
         return FrameInfo.from_json(await self._json("POST", "/frames", self._control_token(), body))
 
+    async def resize_frame(self, frame: str, width: int, height: int, dpr: int | None = None) -> FrameInfo:
+        body: dict[str, Any] = {"width": width, "height": height}
+        if dpr is not None:
+            body["dpr"] = dpr
+        return FrameInfo.from_json(await self._json("PATCH", f"/frames/{frame}", self._control_token(), body))
+
     async def delete_frame(self, frame: str, *, purge: bool = False) -> None:
         resp = await self._call("DELETE", f"/frames/{frame}" + ("?purge=1" if purge else ""),
                                 self._control_token())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,6 +181,23 @@ class ComputerTools:
     async def open_frame(self, url: str, width: int, height: int, dpr: int | None) -> str:
         info = await self._call(lambda c: c.create_frame(url, width, height, dpr))
         return json.dumps(_describe(info))
+
+    async def resize_frame(self, frame: str | None, width: int, height: int, dpr: int | None, picture: bool,
+                           ) -> StepOutcome:
+        """Give the frame a new CSS size: the picture once the page settled at it."""
+        frame_id = await self.resolve(frame)
+        asked_us = time.time_ns() // 1000
+        info = await self._call(lambda c: c.resize_frame(frame_id, width, height, dpr), frame_id)
+        said = f"frame {frame_id} is {info.width}x{info.height} CSS pixels at dpr {info.dpr}"
+        if not picture:
+            return StepOutcome(said, None)
+        view = await self._call(lambda c: c.watch(frame_id), frame_id)
+        size = (info.width * info.dpr, info.height * info.dpr)
+        # The first picture of the new size (its video-config came before it): a settled picture from before
+        # the change would show the page at its old size.
+        await self._call(lambda _: view.picture_after(asked_us, lambda p: (p.width, p.height) == size, 30.0),
+                         frame_id)
+        return StepOutcome(said, await self._settled_png(frame_id, 300, 10.0))
 
     async def close_frame(self, frame: str) -> str:
         await self._call(lambda c: c.delete_frame(frame), frame)

@@ -100,6 +100,27 @@ async def test_the_screenshot_at_css_size_of_a_dpr_2_frame(client: Client, servi
         await client.delete_frame(info.id, purge=True)
 
 
+async def test_a_resized_frames_view_decodes_the_new_size_and_the_page_keeps_its_state(client: Client,
+                                                                                         service: Service) -> None:
+    """tests/pages/resizable.html: corners of the viewport in four colours, a button a click turns green."""
+    info = await client.create_frame(f"{service.pages}/resizable.html", 640, 400, dpr=1)
+    green = (30, 180, 60)
+    try:
+        view = await client.watch(info.id)
+        await view.picture_after(0, where=lambda p: near(p.pixel(634, 6), green))  # painted
+        step = await client.click(info.id, 100, 80)
+        await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(100, 80), green))
+        resized = await client.resize_frame(info.id, 480, 300, dpr=1)
+        assert (resized.width, resized.height, resized.dpr) == (480, 300, 1)
+        picture = await view.picture_after(step.sent_us, where=lambda p: (p.width, p.height) == (480, 300))
+        assert view.config is not None and (view.config.css_width, view.config.css_height) == (480, 300)
+        assert near(picture.pixel(474, 6), green) and near(picture.pixel(474, 294), (240, 200, 0))
+        assert near(picture.pixel(100, 80), green), "in place: the click's green stays"
+        assert (await client.frame_info(info.id)).width == 480
+    finally:
+        await client.delete_frame(info.id, purge=True)
+
+
 async def test_an_agents_click_opens_a_date_fields_calendar_and_picks_a_day(client: Client, service: Service) -> None:
     """The calendar button of a date field acts only once hovered: the client's click moves there first, as a
     person's hand does (a bare press opened nothing)."""

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 service = service_fixture("agent.html@640x400")
 
 TOOLS = {"list_frames", "screenshot", "click", "double_click", "move", "drag", "scroll", "type_text", "press",
-         "navigate", "wait_for_settle", "ask_human", "open_frame", "close_frame", "recorded_steps",
+         "navigate", "wait_for_settle", "ask_human", "open_frame", "resize_frame", "close_frame", "recorded_steps",
          "recorded_picture", "list_downloads", "read_download", "choose_files", "drop_files"}
 
 
@@ -69,6 +69,30 @@ async def test_click_and_see_the_result(service: Service) -> None:
         assert near(rgb[BUTTON[1], BUTTON[0]], RED), rgb[BUTTON[1], BUTTON[0]]
         no_picture = await session.call_tool("move", {"x": 5, "y": 5, "screenshot": False})
         assert not no_picture.is_error and pngs(no_picture) == []
+
+
+async def test_an_agent_resizes_a_frame_and_sees_the_page_laid_out_at_the_new_size(service: Service) -> None:
+    """tests/pages/resizable.html: a colour in each corner of the viewport, a button a click turns green."""
+    corners = {(6, 6): (200, 40, 40), (-6, 6): (30, 180, 60), (6, -6): (30, 60, 220), (-6, -6): (240, 200, 0)}
+    async with mcp_session(service) as session:
+        opened = await session.call_tool("open_frame", {"url": f"{service.pages}/resizable.html", "width": 640,
+                                                        "height": 400, "dpr": 1})
+        assert not opened.is_error, texts(opened)
+        frame = json.loads(texts(opened)[0])["frame"]
+        clicked = await session.call_tool("click", {"x": 100, "y": 80, "frame": frame})
+        assert not clicked.is_error and near(png_to_rgb(pngs(clicked)[0])[80, 100], (30, 180, 60)), texts(clicked)
+        result = await session.call_tool("resize_frame", {"width": 390, "height": 300, "dpr": 1, "frame": frame})
+        assert not result.is_error, texts(result)
+        assert texts(result)[0] == f"frame {frame} is 390x300 CSS pixels at dpr 1"
+        rgb = png_to_rgb(pngs(result)[0])
+        assert rgb.shape == (300, 390, 3)
+        for (x, y), colour in corners.items():
+            assert near(rgb[y % 300, x % 390], colour), (x, y, rgb[y % 300, x % 390])
+        assert near(rgb[80, 100], (30, 180, 60)), "in place: the page kept the state the click left"
+        refused = await session.call_tool("resize_frame", {"width": 10, "height": 300, "frame": frame})
+        assert refused.is_error and "out of range" in texts(refused)[0], texts(refused)
+        closed = await session.call_tool("close_frame", {"frame": frame})
+        assert not closed.is_error, texts(closed)
 
 
 async def test_an_unknown_frame_answers_an_error_not_a_crash(service: Service) -> None:

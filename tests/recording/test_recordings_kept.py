@@ -149,3 +149,28 @@ async def test_a_state_dir_that_takes_no_recording_stops_recording_never_streami
     finally:
         svc.stop()
         svc.kill_leftovers()
+
+
+async def test_a_resize_ends_the_recording_and_the_next_one_is_of_the_new_size(service: Service,
+                                                                               tmp_path: Path) -> None:
+    frame_id = await asyncio.to_thread(service.create_frame, f"{service.pages}/resizable.html", width=640,
+                                       height=400, dpr=1)
+    await service.wait_state_async(frame_id, "live")
+    viewer = await StreamClient.connect(service)
+    await viewer.watch(frame_id)
+    first = await until("a recording", lambda: _active(service, frame_id), 30.0)
+    status, body = await asyncio.to_thread(service.request, "PATCH", f"/frames/{frame_id}",
+                                           {"width": 480, "height": 300, "dpr": 1})
+    assert status == 200, body
+
+    async def of_the_new_size() -> dict[str, Any] | None:
+        active = await _active(service, frame_id)
+        return active if active is not None and active["width"] == 480 else None
+
+    second = await until("a recording of the new size", of_the_new_size, 30.0)
+    ended = next(r for r in await asyncio.to_thread(recordings, service, frame_id) if r["id"] == first["id"])
+    assert (ended["active"], ended["reason"], ended["width"], ended["height"]) == (False, "resized", 640, 400), ended
+    assert (second["height"], second["css_width"], second["css_height"]) == (300, 480, 300), second
+    await viewer.close()
+    sizes = {picture.shape[:2] for _, picture in decoded(await asyncio.to_thread(download, service, ended, tmp_path))}
+    assert sizes == {(400, 640)}, sizes
