@@ -6,6 +6,9 @@
   `watch` to receiving the first keyframe;
 - a paused frame: PSS (sum of Pss from /proc/<pid>/smaps_rollup) of its Chromium and Xvfb processes, and
   their CPU (and the service's) over a window, beside the same frame's PSS while live;
+- resize: the watched frame given a new size (`PATCH /frames/{id}`): time from sending it to the first keyframe
+  after the `video-config` of the new size, in place (1280x800 <-> 1024x640 at dpr 2, within its 2560x1600
+  display) and by a relaunch (1280x800 at dpr 1 and back at dpr 2: another dpr, then past the display);
 - reopen: with a second frame made live, the first is closed (the cap is one browser); watching the first
   reopens it (closing the second): time from `watch` to the first keyframe.
 """
@@ -28,11 +31,13 @@ from benchmarks.common import (
     stop_service,
 )
 from benchmarks.procstat import CpuWindow, exe_name, pss_kb, rss_kb, uss_kb
-from benchmarks.viewer import Viewer
+from benchmarks.viewer import Viewer, settle
 from framestream.browser.proctable import list_processes
-from tests.support import Service
+from tests.support import Service, VideoMessage
 
 CSS = (1280, 800, 2)  # the product's default size: 2560x1600 encoded
+RESIZES_IN_PLACE = ((1024, 640, 2), CSS)  # within the display the frame launched with, the same dpr
+RESIZES_RELAUNCHED = ((1280, 800, 1), CSS)  # another dpr, then past the 1281x801 display that relaunch made
 
 
 def process_kind(pid: int) -> str:
@@ -78,6 +83,30 @@ async def watch_to_keyframe(viewer: Viewer, frame_id: str, timeout: float = 30.0
                     return round((time.perf_counter() - t0) * 1000, 1)
         await asyncio.sleep(0.002)
     raise RuntimeError(f"no keyframe from {frame_id} within {timeout} s")
+
+
+async def resize_to_keyframe(service: Service, viewer: Viewer, frame_id: str, css: tuple[int, int, int],
+                             timeout: float = 30.0) -> float:
+    """Milliseconds from sending `PATCH /frames/{id}` to the first keyframe after the `video-config` of the new
+    size (the viewer's pump stopped: messages are read here, in order)."""
+    width, height, dpr = css
+    t0 = time.perf_counter()
+    patch = asyncio.ensure_future(asyncio.to_thread(service.request, "PATCH", f"/frames/{frame_id}",
+                                                    {"width": width, "height": height, "dpr": dpr}))
+    configured, took = False, None
+    try:
+        while took is None and time.perf_counter() - t0 < timeout:
+            msg = await viewer.receive(0.5)
+            if isinstance(msg, dict) and msg.get("type") == "video-config" and msg.get("frame") == frame_id:
+                configured = (msg["width"], msg["height"]) == (width * dpr, height * dpr)
+            elif configured and isinstance(msg, VideoMessage) and msg.keyframe:
+                took = round((time.perf_counter() - t0) * 1000, 1)
+        status, body = await patch
+    finally:
+        await settle(patch, cancel=False, timeout=timeout)
+    if status != 200 or took is None:
+        raise RuntimeError(f"resizing {frame_id} to {css}: {status} {body}, keyframe after {took} ms")
+    return took
 
 
 def frame_pss_mb(service: Service) -> dict[str, Any]:
@@ -148,6 +177,21 @@ async def run(bench: Bench) -> dict[str, Any]:
             await asyncio.sleep(0.5)
         out["resume_ms"] = {"each": resumes, "median": statistics.median(resumes), "max": max(resumes)}
         out["unwatch_to_paused_s"] = pause_waits
+
+        bench.say("lifecycle: resize in place and by a relaunch")
+        await viewer.stop_pump()  # resize_to_keyframe reads the messages itself, in order
+        in_place, relaunched = [], []
+        for _ in range(bench.timing.reopen_cycles):
+            for size in RESIZES_IN_PLACE:
+                in_place.append(await resize_to_keyframe(service, viewer, a, size))
+                await asyncio.sleep(0.3)
+        for size in RESIZES_RELAUNCHED:
+            relaunched.append(await resize_to_keyframe(service, viewer, a, size))
+            await asyncio.sleep(0.3)
+        viewer.start_pump()
+        out["resize_in_place_ms"] = {"each": in_place, "median": statistics.median(in_place), "max": max(in_place)}
+        out["resize_relaunch_ms"] = {"each": relaunched, "median": statistics.median(relaunched),
+                                     "max": max(relaunched)}
 
         bench.say("lifecycle: reopen of a closed frame")
         await viewer.send({"type": "unwatch", "frame": a})

@@ -174,6 +174,10 @@ def lifecycle_table(life: dict[str, Any]) -> str:
     if "reopen_ms" in life:
         rows.append(["reopen -> first keyframe", f"median {life['reopen_ms']['median']} ms, each "
                      f"{life['reopen_ms']['each']}"])
+    for key, label in (("resize_in_place_ms", "resize in place -> first keyframe"),
+                       ("resize_relaunch_ms", "resize by a relaunch -> first keyframe")):
+        if key in life:
+            rows.append([label, f"median {life[key]['median']} ms, each {life[key]['each']}"])
     return table(["lifecycle", "figure"], rows)
 
 

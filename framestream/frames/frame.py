@@ -90,6 +90,7 @@ class Frame:
         self.recovery = FrameRecovery(self, self.run_lock, spawn=manager.spawn, note_restart=manager.note_restart)
         self._encode_seconds_before = 0.0  # by runtimes that have ended
         self._launches = 0  # runtimes launched so far: a fault names the launch whose runtime failed
+        self._resize_to: FrameSize | None = None  # the newest size asked for (older queued resizes step aside)
         settings = manager.settings
         self.files = FrameFiles(manager.files_dir(frame_id), max_download_bytes=settings.download_max_bytes,
                                 max_downloads=settings.download_max_count, limits=FileLimits.of(settings))
@@ -326,11 +327,13 @@ class Frame:
         factor), as does one whose page did not take the size.
         A paused frame resumes for it (and pauses again when unwatched); a closed one opens at the new size. Its
         viewers get a `video-config` of the new size before its first keyframe; a recording ends and the next
-        one starts at the new size."""
+        one starts at the new size. Resizes that queue behind one under way (a canvas's frame being dragged) are
+        coalesced: only the newest is applied, and the others return at once."""
+        self._resize_to = size
         async with self.run_lock:
             if self.deleted or self.manager.closing:
                 raise FrameGone(self.id)
-            if size == self.size:
+            if size == self.size or self._resize_to is not size:
                 return
             log.info("resized to %dx%d at dpr %d", size.css_width, size.css_height, size.dpr,
                      extra={"frame": self.id})

@@ -32,6 +32,7 @@ class FakeRuntime:
         self.launched_size = size
         self.sizes: list[FrameSize] = []  # each size it took in place
         self.resize_error: Exception | None = None
+        self.resize_gate: asyncio.Event | None = None  # when set, resize waits for it (a resize under way)
         self.hooks = hooks
         self.start_error = start_error
         self.load_error = load_error
@@ -71,6 +72,8 @@ class FakeRuntime:
         if size.width > self.launched_size.width or size.height > self.launched_size.height \
                 or size.dpr != self.launched_size.dpr:
             return False
+        if self.resize_gate is not None:
+            await self.resize_gate.wait()
         if self.resize_error is not None:
             raise self.resize_error
         self.pipeline = object()  # a pipeline of the new size

@@ -120,3 +120,18 @@ async def test_the_same_size_changes_nothing_and_a_deleted_frame_is_gone(frames:
     await frames.delete(frame.id)
     with pytest.raises(FrameGone):
         await frame.resize(SMALLER)
+
+
+async def test_resizes_queued_behind_one_under_way_are_coalesced_to_the_newest(frames: FrameManager,
+                                                                             launches: Launches) -> None:
+    frame, _ = await live_frame(frames)
+    runtime = launches.last
+    runtime.resize_gate = asyncio.Event()
+    sizes = [FrameSize(300, 190, 1), FrameSize(280, 180, 1), FrameSize(260, 170, 1), SMALLER]
+    first = asyncio.create_task(frame.resize(sizes[0]))
+    await asyncio.sleep(0)  # the first holds the frame's lock, waiting in the runtime
+    queued = [asyncio.create_task(frame.resize(size)) for size in sizes[1:]]
+    await asyncio.sleep(0)
+    runtime.resize_gate.set()
+    await asyncio.gather(first, *queued)
+    assert runtime.sizes == [sizes[0], SMALLER] and frame.size == SMALLER
