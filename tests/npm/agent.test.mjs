@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   AgentClient, sandboxKey, verifyToken, Superseded, TakenOver, ServiceError, ConnectionLost, Unauthorized, UnknownFrame,
+  BadMessage,
 } from '../../web/node/index.js';
 
 const key = sandboxKey('unit-secret', 'unit');
@@ -169,6 +170,93 @@ test('pictureAfter waits for a picture captured after the time, then takes the s
   assert.deepEqual([got.width, got.height, got.captureUs], [640, 400, 2000]);
   assert.equal(asked[0][0], 'http://127.0.0.1:1/frames/f1/screenshot');
   assert.equal(verifyToken(key, asked[0][1].slice('Bearer '.length)).role, 'drive');  // the connection's
+  await agent.close();
+});
+
+test('resizeFrame: PATCH /frames/<id> under a control token with the size (dpr only when given); the frame mapped',
+  async () => {
+    const asked = [];
+    const answers = [
+      { status: 200, body: { id: 'f 1', url: 'http://127.0.0.1:3000/', state: 'live', width: 240, height: 160,
+        dpr: 1, encoded_width: 240, encoded_height: 160, viewers: 2, driver: 'agent', message: '' } },
+      { status: 200, body: { id: 'f 1', url: 'http://127.0.0.1:3000/', state: 'launching', width: 400, height: 250,
+        dpr: 2, encoded_width: 800, encoded_height: 500, viewers: 2, driver: null, message: 'resized' } },
+      { status: 400, body: { error: 'bad-message', message: 'width: 20 is out of range' } },
+    ];
+    const fetch = async (url, init) => {
+      asked.push({ url, method: init.method, headers: init.headers, body: JSON.parse(init.body) });
+      const { status, body } = answers.shift();
+      return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+    };
+    const { agent } = await connected({ fetch });
+    const inPlace = await agent.resizeFrame('f 1', { width: 240, height: 160, dpr: 1 });
+    assert.deepEqual(inPlace, { id: 'f 1', url: 'http://127.0.0.1:3000/', state: 'live', width: 240, height: 160,
+      dpr: 1, viewers: 2, driver: 'agent' });
+    const relaunched = await agent.resizeFrame('f 1', { width: 400, height: 250 });
+    assert.deepEqual([relaunched.state, relaunched.width, relaunched.height, relaunched.dpr, relaunched.driver],
+      ['launching', 400, 250, 2, null]);
+    await assert.rejects(agent.resizeFrame('f 1', { width: 20, height: 160 }),
+      (e) => e instanceof BadMessage && e.status === 400 && e.frame === 'f 1');
+    assert.equal(asked.length, 3);
+    for (const a of asked) {
+      assert.equal(a.url, 'http://127.0.0.1:1/frames/f%201');
+      assert.equal(a.method, 'PATCH');
+      assert.equal(a.headers['Content-Type'], 'application/json');
+      const claims = verifyToken(key, a.headers.Authorization.slice('Bearer '.length));
+      assert.deepEqual([claims.role, claims.sub], ['control', 'agent']);
+    }
+    assert.deepEqual(asked.map((a) => a.body), [{ width: 240, height: 160, dpr: 1 }, { width: 400, height: 250 },
+      { width: 20, height: 160 }]);
+    await agent.close();
+  });
+
+test('resizeFrame needs a control token: a client without one is refused before anything is sent', async () => {
+  let fetched = 0;
+  const fetch = async () => { fetched += 1; return new Response('{}'); };
+  const agent = AgentClient.connect('http://127.0.0.1:1', { token: 'view.token', WebSocket: ScriptedSocket, fetch });
+  await new Promise((r) => setImmediate(r));
+  await ScriptedSocket.last.next('hello');
+  ScriptedSocket.last.reply({ type: 'welcome', protocol: 1, sandbox: 'unit', shared_frames: true });
+  const client = await agent;
+  await assert.rejects(client.resizeFrame('f1', { width: 240, height: 160 }), (e) => e.code === 'forbidden');
+  assert.equal(fetched, 0);
+  await client.close();
+});
+
+test('a second video-config of another size for a watched frame is followed: its pictures count under it', async () => {
+  const png = Buffer.alloc(24);
+  png.writeUInt32BE(0x89504e47, 0);
+  png.writeUInt32BE(240, 16);
+  png.writeUInt32BE(160, 20);
+  const shots = [];
+  const fetch = async (url) => {
+    shots.push(url);
+    return new Response(png, { status: 200, headers: { 'X-Capture-Time-Us': '5000' } });
+  };
+  const { agent, ws } = await connected({ fetch });
+  const watching = agent.watch('f1');
+  await ws.next('watch');
+  ws.reply({ type: 'video-config', frame: 'f1', slot: 4, codec: 'avc1.42C01F', width: 320, height: 200, css_width: 320, css_height: 200 });
+  assert.equal((await watching).width, 320);
+  ws.picture(4, 1000, 1);
+  const seen = [];
+  agent.on('video-config', (c) => seen.push([c.width, c.height, agent.info('f1').pictures]));
+  ws.reply({ type: 'video-config', frame: 'f1', slot: 4, codec: 'avc1.42C01F', width: 240, height: 160, css_width: 240, css_height: 160 });
+  assert.deepEqual(seen, [[240, 160, 1]]);
+  const config = agent.info('f1').config;
+  assert.deepEqual([config.width, config.height, config.css_width, config.css_height], [240, 160, 240, 160]);
+  assert.equal(await agent.watch('f1'), config, 'watching again answers the config of the new size');
+  const shot = agent.pictureAfter('f1', 1001);
+  ws.picture(4, 5000, 1);  // the first picture of the new size: still counted under the slot
+  const got = await shot;
+  assert.deepEqual([got.width, got.height, got.captureUs], [240, 160, 5000]);
+  assert.deepEqual([agent.info('f1').pictures, agent.info('f1').lastCaptureUs, shots.length], [2, 5000, 1]);
+  // A config under another slot (a watch begun anew) moves the frame's pictures to it; the old slot is dropped.
+  ws.reply({ type: 'video-config', frame: 'f1', slot: 5, codec: 'avc1.42C01F', width: 480, height: 300, css_width: 480, css_height: 300 });
+  ws.picture(4, 6000);
+  ws.picture(5, 7000);
+  assert.deepEqual([agent.info('f1').config.width, agent.info('f1').pictures, agent.info('f1').lastCaptureUs],
+    [480, 3, 7000]);
   await agent.close();
 });
 

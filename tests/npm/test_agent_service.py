@@ -1,7 +1,8 @@
 """framestream/node from the packed tarball against the real service: Node code mints the grants, opens a frame,
 clicks its button and reads a screenshot whose pixels show the click; its tokens verify in Python and the Python
 client's tokens work in it; a handoff (request-help, a person's take-over, release with a note) end to end; a
-download read back, a file chooser answered and files dropped, by the pages' pixels."""
+download read back, a file chooser answered and files dropped, by the pages' pixels; the frame resized in place
+(`resizeFrame`), its page's state kept."""
 
 from __future__ import annotations
 
@@ -75,3 +76,19 @@ def test_node_agent_from_the_tarball_drives_the_real_service(service: Service, s
     assert np.abs(colour_at(tmp_path / "chosen.png", 320, 360) - np.array([60, 200, 10])).max() < 30
     assert out["dropped"] == ["hello.txt", "blue.png"]
     assert np.abs(colour_at(tmp_path / "dropped.png", 320, 360) - GREEN).max() < 30
+
+    # Resized in place (240x160 at dpr 1 in the 320x200 display it launched with): the answer is the frame at the
+    # new size, the watched frame's video-config and the next screenshot are of it, and the button the click
+    # before turned green is green still (a reloaded page would show it red). Read at (60, 60): inside the button
+    # (CSS 40..240 x 40..160) at both sizes, and off its label (white text around its centre).
+    assert np.abs(colour_at(tmp_path / "before_resize.png", 60, 60) - GREEN).max() < 30
+    resized = out["resized"]
+    assert (resized["id"], resized["width"], resized["height"], resized["dpr"], resized["state"]) == (
+        out["frame"]["id"], 240, 160, 1, "live"), resized
+    shot = out["resizedShot"]
+    assert shot["config"] == [240, 160, 240, 160] and shot["watched"] == [240, 160], shot
+    assert (shot["width"], shot["height"]) == (240, 160), shot
+    picture = png_to_rgb((tmp_path / "resized.png").read_bytes())
+    assert picture.shape[:2] == (160, 240)
+    assert np.abs(np.array(shot["button"]) - GREEN).max() < 30, shot["button"]
+    assert np.abs(picture[60, 60].astype(int) - GREEN).max() < 30, picture[60, 60]

@@ -350,6 +350,19 @@ export class AgentClient {
     return this.frame(info.id);
   }
 
+  /**
+   * Give a frame a new CSS size (`PATCH /frames/{id}`, control token; `dpr` 2 unless given, as openFrame): in
+   * place when its picture fits the display it launched with and the dpr stays (the page keeps its state), else
+   * its browser relaunches at the new size (the page loads again). Resolves with the frame as the service answers;
+   * its watchers get a `video-config` of the new size (`info(id).config`) before its first picture.
+   */
+  async resizeFrame(frameId, { width, height, dpr } = {}) {
+    const body = { width, height, ...(dpr === undefined ? {} : { dpr }) };
+    const resp = await this._http('PATCH', `/frames/${encodeURIComponent(frameId)}`, await this._controlToken(),
+      body);
+    return frameInfo(await resp.json());
+  }
+
   /** `DELETE /frames/{id}` (control token); `purge` removes its profile too. */
   async deleteFrame(frameId, { purge = false } = {}) {
     this._watched.delete(frameId);

@@ -1,10 +1,64 @@
 // Run in the scratch app against the real service (tests/npm/test_agent_service.py): the installed package's
 // Node code mints grants, opens a frame, clicks, reads pictures, takes the Python client's tokens, goes
 // through a handoff, and reads a download, answers a file chooser and drops files. Prints what the Python test
-// checks as JSON; PNGs go to files.
+// checks as JSON; PNGs go to files. Last, the clicker frame resized in place: its page keeps its state.
 import { writeFileSync } from 'node:fs';
+import { inflateSync } from 'node:zlib';
 import WS from 'ws';
 import { AgentClient, sandboxKey, mintToken, verifyToken, TakenOver } from 'framestream/node';
+
+/** The [r, g, b] at (x, y) of an 8-bit RGB or RGBA PNG, not interlaced (the service's screenshots). */
+function pixelAt(png, x, y) {
+  const buf = Buffer.from(png.buffer, png.byteOffset, png.byteLength);
+  const idat = [];
+  let header = null;
+  for (let at = 8; at < buf.length;) {
+    const length = buf.readUInt32BE(at);
+    const kind = buf.toString('latin1', at + 4, at + 8);
+    const data = buf.subarray(at + 8, at + 8 + length);
+    if (kind === 'IHDR') header = { width: data.readUInt32BE(0), depth: data[8], type: data[9], interlace: data[12] };
+    else if (kind === 'IDAT') idat.push(data);
+    else if (kind === 'IEND') break;
+    at += 12 + length;
+  }
+  if (!header || header.depth !== 8 || ![2, 6].includes(header.type) || header.interlace !== 0) {
+    throw new Error(`not a PNG this reads: ${JSON.stringify(header)}`);
+  }
+  const bpp = header.type === 2 ? 3 : 4;
+  const stride = header.width * bpp;
+  const raw = inflateSync(Buffer.concat(idat));
+  let prev = Buffer.alloc(stride);
+  let row = prev;
+  for (let r = 0; r <= y; r += 1) {
+    const filter = raw[r * (stride + 1)];
+    const line = raw.subarray(r * (stride + 1) + 1, (r + 1) * (stride + 1));
+    row = Buffer.alloc(stride);
+    for (let i = 0; i < stride; i += 1) {
+      const a = i >= bpp ? row[i - bpp] : 0;
+      const b = prev[i];
+      const c = i >= bpp ? prev[i - bpp] : 0;
+      const p = a + b - c;
+      const paeth = Math.abs(p - a) <= Math.abs(p - b) && Math.abs(p - a) <= Math.abs(p - c) ? a
+        : Math.abs(p - b) <= Math.abs(p - c) ? b : c;
+      row[i] = (line[i] + [0, a, b, (a + b) >> 1, paeth][filter]) & 255;
+    }
+    prev = row;
+  }
+  return [...row.subarray(x * bpp, x * bpp + 3)];
+}
+
+/** `promise`, or a rejection naming `what` after `ms`. */
+async function within(promise, ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 const cfg = JSON.parse(process.argv[2]);
 const out = {};
@@ -81,6 +135,31 @@ out.dropped = await driving.dropFiles(drop.id, 400, 140, [
 writeFileSync(`${cfg.dir}/dropped.png`, (await driving.settle(drop.id)).png);
 for (const id of [tab.id, files.id, drop.id]) await agent.deleteFrame(id, { purge: true });
 await driving.close();
+
+// Resized in place (smaller, the same dpr: the display it launched with holds it): the page keeps its state. A
+// click first turns the button green (a page loaded again would be red), then PATCH /frames/{id}; the watched
+// frame's video-config of 240x160 (it may come before the answer: listened for from before), then a picture
+// newer than every picture before it, and the screenshot of the new size, its button's colour off its label.
+const green = await agent.click(frame.id, 140, 100);
+await agent.pictureAfter(frame.id, green.sentUs);
+writeFileSync(`${cfg.dir}/before_resize.png`, (await agent.settle(frame.id)).png);
+const configured = new Promise((resolve) => {
+  const off = agent.on('video-config', (c) => {
+    if (c.frame !== frame.id || c.width !== 240 || c.height !== 160) return;
+    off();
+    resolve({ config: c, lastUs: agent.info(frame.id).lastCaptureUs }); // (the old size's newest picture)
+  });
+});
+out.resized = await agent.resizeFrame(frame.id, { width: 240, height: 160, dpr: 1 });
+const { config, lastUs } = await within(configured, 30_000, 'a video-config of 240x160');
+const resizedShot = await agent.pictureAfter(frame.id, lastUs + 1, { timeoutS: 30 });
+writeFileSync(`${cfg.dir}/resized.png`, resizedShot.png);
+const watchedConfig = agent.info(frame.id).config;
+out.resizedShot = {
+  width: resizedShot.width, height: resizedShot.height, button: pixelAt(resizedShot.png, 60, 60),
+  config: [config.width, config.height, config.css_width, config.css_height],
+  watched: [watchedConfig.width, watchedConfig.height],
+};
 await agent.deleteFrame(frame.id, { purge: true });
 await agent.close();
 out.closed = !agent.connected;

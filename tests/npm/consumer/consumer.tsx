@@ -83,6 +83,12 @@ async function server(): Promise<void> {
   const agent: AgentClient = await AgentClient.connect('http://127.0.0.1:7682', opts);
   const frames: FrameObject[] = await agent.frames();
   const opened: FrameObject = await agent.openFrame('http://127.0.0.1:3000/', { width: 1280, height: 800 });
+  const resized: FrameObject = await agent.resizeFrame(opened.id, { width: 960, height: 600, dpr: 1 });
+  await agent.resizeFrame(opened.id, { width: resized.width, height: resized.height });
+  // @ts-expect-error: a dpr is 1 or 2
+  await agent.resizeFrame(opened.id, { width: 960, height: 600, dpr: 3 });
+  // @ts-expect-error: the height is required
+  await agent.resizeFrame(opened.id, { width: 960 });
   const clicked: Step = await agent.click(opened.id, 10, 20, { button: 'left' });
   await agent.type(opened.id, 'hello');
   await agent.press(opened.id, 'Control+A');
