@@ -7,8 +7,8 @@
 - a paused frame: PSS (sum of Pss from /proc/<pid>/smaps_rollup) of its Chromium and Xvfb processes, and
   their CPU (and the service's) over a window, beside the same frame's PSS while live;
 - resize: the watched frame given a new size (`PATCH /frames/{id}`): time from sending it to the first keyframe
-  after the `video-config` of the new size, in place (1280x800 <-> 1024x640 at dpr 2, within its 2560x1600
-  display) and by a relaunch (1280x800 at dpr 1 and back at dpr 2: another dpr, then past the display);
+  after the `video-config` of the new size, in place (1280x800 <-> 1024x640 at dpr 2) and by a relaunch
+  (1280x800 at dpr 1 and back at dpr 2: another dpr each time);
 - reopen: with a second frame made live, the first is closed (the cap is one browser); watching the first
   reopens it (closing the second): time from `watch` to the first keyframe.
 """
@@ -36,8 +36,8 @@ from framestream.browser.proctable import list_processes
 from tests.support import Service, VideoMessage
 
 CSS = (1280, 800, 2)  # the product's default size: 2560x1600 encoded
-RESIZES_IN_PLACE = ((1024, 640, 2), CSS)  # within the display the frame launched with, the same dpr
-RESIZES_RELAUNCHED = ((1280, 800, 1), CSS)  # another dpr, then past the 1281x801 display that relaunch made
+RESIZES_IN_PLACE = ((1024, 640, 2), CSS)  # the same dpr
+RESIZES_RELAUNCHED = ((1280, 800, 1), CSS)  # another dpr each time
 
 
 def process_kind(pid: int) -> str:

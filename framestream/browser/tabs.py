@@ -178,6 +178,7 @@ class Tabs:
                                                                      dpr=dpr)
         method, params = page_setup.metrics(self.settings)
         pages = list(self.pages)
+        await self._resize_windows(pages, width // dpr, height // dpr)
         results = await asyncio.gather(*(self.call(method, params, page=page, timeout=5.0) for page in pages),
                                        return_exceptions=True)
         for page, result in zip(pages, results, strict=True):
@@ -185,6 +186,19 @@ class Tabs:
                 raise result
             if isinstance(result, BaseException) and not isinstance(result, CDPError):
                 raise result
+
+    async def _resize_windows(self, pages: list[Page], css_width: int, css_height: int) -> None:
+        """The pages' windows at the new size (CSS pixels, from the screen's top-left): without a window manager a
+        fullscreen window keeps the size it had, so a page laid out larger than it would show black beyond it."""
+        windows: set[int] = set()
+        for page in pages:
+            with contextlib.suppress(CDPError):
+                found = await self.cdp.call("Browser.getWindowForTarget", {"targetId": page.target_id}, timeout=5.0)
+                windows.add(int(found["windowId"]))
+        for window in windows:
+            for bounds in ({"windowState": "normal"}, {"left": 0, "top": 0, "width": css_width, "height": css_height},
+                           {"windowState": "fullscreen"}):
+                await self.cdp.call("Browser.setWindowBounds", {"windowId": window, "bounds": bounds}, timeout=5.0)
 
     def page(self, page_id: str) -> Page:
         page = self.pages.get(page_id)

@@ -1,4 +1,5 @@
-"""One Xvfb display per frame, sized to the frame's encoded picture."""
+"""One Xvfb display per frame, as large as any frame's encoded picture (frames/runtime.py: a frame resized within it
+keeps its page); the capture reads the frame's picture from its top-left corner."""
 
 from __future__ import annotations
 

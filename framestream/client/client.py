@@ -129,9 +129,9 @@ class Client:
         return await self.api.create_frame(url, width, height, dpr)
 
     async def resize_frame(self, frame: str, width: int, height: int, dpr: int | None = None) -> FrameInfo:
-        """Give a frame a new CSS size (and dpr, 2 unless given; control token): in place while it fits the
-        display the browser launched with and the dpr stays, else its browser relaunches at the new size. Its
-        view, when watched, decodes the new size from the `video-config` that comes before its first keyframe."""
+        """Give a frame a new CSS size (and dpr, 2 unless given; control token): in place while the dpr stays (the
+        page keeps its state), else its browser relaunches at the new size. Its view, when watched, decodes the new
+        size from the `video-config` that comes before its first keyframe."""
         return await self.api.resize_frame(frame, width, height, dpr)
 
     async def delete_frame(self, frame: str, *, purge: bool = False) -> None:

@@ -321,10 +321,9 @@ class Frame:
         self.set_state(FrameState.LIVE)
 
     async def resize(self, size: FrameSize) -> None:
-        """Give the frame a new CSS size and dpr. A running browser takes it in place when the new picture fits its
-        display and the dpr stays (its pages keep their state, as a window resized does); otherwise it relaunches
-        at the new size, at its URL, with its profile (Xvfb cannot grow its screen, nor a browser change its scale
-        factor), as does one whose page did not take the size.
+        """Give the frame a new CSS size and dpr. A running browser takes it in place when the dpr stays (its pages
+        keep their state, as a window resized does); otherwise it relaunches at the new size, at its URL, with its
+        profile (a browser cannot change its scale factor), as does one whose page did not take the size.
         A paused frame resumes for it (and pauses again when unwatched); a closed one opens at the new size. Its
         viewers get a `video-config` of the new size before its first keyframe; a recording ends and the next
         one starts at the new size. Resizes that queue behind one under way (a canvas's frame being dragged) are

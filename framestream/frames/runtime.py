@@ -33,7 +33,7 @@ from framestream.core.refresh import RefreshPolicy
 from framestream.core.wire import InputEvent, MouseEvent, PasteEvent, WheelEvent
 from framestream.frames.refresh import DisplayRefresh
 from framestream.media.picture import PatchGate, Picture
-from framestream.service.config import FrameSize, Settings
+from framestream.service.config import MAX_ENCODED_HEIGHT, MAX_ENCODED_WIDTH, FrameSize, Settings
 
 if TYPE_CHECKING:
     from framestream.media.pipeline import FramePipeline, PipelineStats
@@ -144,8 +144,11 @@ class FrameRuntime:
         not load (the browser then shows Chrome's error page). Raises BrowserError, CaptureError or OSError;
         `stop()` ends whatever had started. Once it returns, the watchdog runs until `stop()`."""
         settings, size = self._settings, self._size
-        self._display = await XvfbDisplay.start(size.width, size.height, xvfb_path=settings.xvfb_path,
-                                                refresh_hz=settings.fps)
+        # The display is the largest picture a frame may have, whatever its size: Xvfb cannot grow its screen, and
+        # a frame resized within it keeps its page. It costs a small frame the framebuffer (640x400 at dpr 1: 16 MB
+        # more USS, Xvfb and Chromium; CPU the same), a frame of the default 2560x1600 nothing.
+        self._display = await XvfbDisplay.start(MAX_ENCODED_WIDTH, MAX_ENCODED_HEIGHT,
+                                                xvfb_path=settings.xvfb_path, refresh_hz=settings.fps)
         tab_settings = TabSettings(size.width, size.height, size.dpr, self._downloads_dir,
                                    grant_permissions=settings.permissions,
                                    dialog_timeout_s=settings.dialog_timeout_s,
@@ -186,11 +189,11 @@ class FrameRuntime:
         pipeline.start()
 
     async def resize(self, size: FrameSize) -> bool:
-        """Give the frame a new size in place when its picture fits the display and its dpr stays: the pipeline
-        stops, every page is laid out at the new size (its document, scripts and scroll kept) and a pipeline of
-        the new size starts. False, changing nothing, otherwise: Xvfb cannot grow its screen past the size it
-        started at, nor the browser change its scale factor (the frame relaunches at the new size instead).
-        Raises BrowserError (CDPError) when the active page did not take the size; the new pipeline runs anyway."""
+        """Give the frame a new size in place when its dpr stays: the pipeline stops, every page is laid out at
+        the new size (its document, scripts and scroll kept) and a pipeline of the new size starts. False, changing
+        nothing, for another dpr: the browser cannot change its scale factor (the frame relaunches at the new size
+        instead). The display holds any frame's picture (`start`). Raises BrowserError (CDPError) when the active
+        page did not take the size; the new pipeline runs anyway."""
         display, browser = self._display, self._browser
         if display is None or browser is None or size.width > display.width or size.height > display.height:
             return False

@@ -204,8 +204,8 @@ def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: 
         async def resize_frame(width: int, height: int, dpr: int | None = None, frame: str | None = None,
                                screenshot: bool = True) -> Content:
             """Give the frame a new size in CSS pixels (a phone's 390x844, a tablet's 820x1180) to see its layout
-            there; dpr 1 or 2 (2 unless given). The page keeps its state when the new size fits the one the frame
-            opened at and the dpr stays; otherwise it loads again at its URL."""
+            there; dpr 1 or 2 (2 unless given). The page keeps its state unless the dpr changes (then it loads again
+            at its URL)."""
             return _content(await _run(tools.resize_frame(frame, width, height, dpr, screenshot)))
 
         @server.tool(structured_output=False)

@@ -1,4 +1,4 @@
-"""A frame resized: in place while its picture fits the display it launched with, else a relaunch at the new size;
+"""A frame resized: in place while its dpr stays, else a relaunch at the new size;
 what its viewers hear, and which pictures reach them. Fake runtimes stand in for Xvfb, Chromium and the pipeline
 (tests/integration/test_resize.py proves the same by the decoded pictures of a real frame)."""
 
@@ -20,6 +20,7 @@ from tests.frames.fakes import SIZE, URL, Launches, live_frame, picture, restore
 
 SMALLER = FrameSize(240, 160, 1)
 LARGER = FrameSize(400, 300, 1)
+SHARPER = FrameSize(400, 300, 2)  # another dpr
 
 
 class ConfiguredViewer:
@@ -64,22 +65,24 @@ async def test_a_smaller_size_is_taken_in_place_and_only_the_new_pipelines_pictu
     assert runtime.fresh_keyframe_requests == 2, "one at the launch, one once the page painted at the new size"
 
 
-async def test_a_size_past_the_display_relaunches_the_browser_at_it(frames: FrameManager,
-                                                                      launches: Launches) -> None:
+async def test_a_larger_size_is_in_place_too_and_another_dpr_relaunches_the_browser_at_it(
+        frames: FrameManager, launches: Launches) -> None:
     frame, _ = await live_frame(frames)
     viewer = ConfiguredViewer(frame)
     first = launches.last
-    viewer.states()
     await frame.resize(LARGER)
-    assert len(launches.runtimes) == 2 and first.stopped and first.sizes == []
-    assert launches.last.launched_size == LARGER and frame.state is FrameState.LIVE
+    assert len(launches.runtimes) == 1 and first.sizes == [LARGER]
+    viewer.states()
+    await frame.resize(SHARPER)
+    assert len(launches.runtimes) == 2 and first.stopped and first.sizes == [LARGER]
+    assert launches.last.launched_size == SHARPER and frame.state is FrameState.LIVE
     assert viewer.states() == [(FrameState.LAUNCHING, "resized; reopening at the new size"),
                                (FrameState.LIVE, None)]
     launches.last.post(picture())
-    assert viewer.configs == [LARGER]
-    # Back within the new display: in place again.
-    await frame.resize(SIZE)
-    assert len(launches.runtimes) == 2 and launches.last.sizes == [SIZE]
+    assert viewer.configs[-1] == SHARPER
+    # At the new dpr: in place again.
+    await frame.resize(FrameSize(320, 200, 2))
+    assert len(launches.runtimes) == 2 and launches.last.sizes == [FrameSize(320, 200, 2)]
 
 
 async def test_a_page_that_does_not_take_the_size_relaunches_the_frame(frames: FrameManager,
@@ -102,13 +105,13 @@ async def test_a_paused_frame_resumes_to_take_the_size(frames: FrameManager, lau
 
 async def test_a_closed_frame_keeps_the_size_for_its_next_launch(frames: FrameManager, launches: Launches) -> None:
     (frame,) = restored(frames, URL)
-    await frame.resize(LARGER)
+    await frame.resize(SHARPER)
     assert launches.runtimes == [] and frame.state is FrameState.CLOSED
     await frames.registry.save_in_background()
     saved = json.loads(frames.registry.path.read_text())["frames"][0]
-    assert (saved["width"], saved["height"], saved["dpr"]) == (400, 300, 1)
+    assert (saved["width"], saved["height"], saved["dpr"]) == (400, 300, 2)
     await frame.ensure_running()
-    assert launches.last.launched_size == LARGER
+    assert launches.last.launched_size == SHARPER
 
 
 async def test_the_same_size_changes_nothing_and_a_deleted_frame_is_gone(frames: FrameManager,

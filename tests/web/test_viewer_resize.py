@@ -1,8 +1,8 @@
 """The viewer (web/) through a frame resized (`PATCH /frames/{id}`), in headless Chromium and in Firefox ESR: its
 WebCodecs decoder takes the stream of the new size after the new `video-config`, the canvas takes the new size, and
 the page shows laid out at it (a colour in each corner of its viewport), with no decoder error. The frame launches at
-640x400 CSS and dpr 2 (a 1280x800 display): 480x300 at dpr 2 is taken in place, 800x500 at dpr 1 relaunches the
-browser (another dpr), and 640x400 at dpr 1 is in place again."""
+640x400 CSS and dpr 2: 480x300 at dpr 2 is taken in place, 800x500 at dpr 1 relaunches the browser (another dpr),
+and 640x400 at dpr 1 is in place again."""
 
 from __future__ import annotations
 

@@ -352,8 +352,8 @@ export class AgentClient {
 
   /**
    * Give a frame a new CSS size (`PATCH /frames/{id}`, control token; `dpr` 2 unless given, as openFrame): in
-   * place when its picture fits the display it launched with and the dpr stays (the page keeps its state), else
-   * its browser relaunches at the new size (the page loads again). Resolves with the frame as the service answers;
+   * place while the dpr stays (the page keeps its state), else its browser relaunches at the new size (the page
+   * loads again). Resolves with the frame as the service answers;
    * its watchers get a `video-config` of the new size (`info(id).config`) before its first picture.
    */
   async resizeFrame(frameId, { width, height, dpr } = {}) {

@@ -208,9 +208,8 @@ export class AgentClient {
   /** Make a frame live (control token) and, unless `watch` is false, watch it until its first picture. */
   openFrame(url: string, options?: { width?: number; height?: number; dpr?: number; watch?: boolean;
     timeoutS?: number }): Promise<FrameObject>;
-  /** A new CSS size (control token; `dpr` as openFrame takes it, 2 unless given): in place when the picture fits
-   * the display the frame launched with and the dpr stays (the page keeps its state), else a relaunch at the new
-   * size (the page loads again). Its watchers get a `video-config` of the new size before its first picture. */
+  /** A new CSS size (control token; `dpr` as openFrame takes it, 2 unless given): in place while the dpr stays
+   * (the page keeps its state), else a relaunch at the new size (the page loads again). Its watchers get a `video-config` of the new size before its first picture. */
   resizeFrame(frameId: string, size: { width: number; height: number; dpr?: 1 | 2 }): Promise<FrameObject>;
   deleteFrame(frameId: string, options?: { purge?: boolean }): Promise<void>;
   /** The frame's newest picture as PNG. */
