@@ -69,9 +69,9 @@ async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSet
 
 
 def metrics(settings: TabSettings) -> tuple[str, dict[str, Any]]:
-    """Lay a page out at exactly the frame's CSS size and dpr: a popup's window would otherwise have its own size,
-    a window narrower than 500 CSS px is impossible in Chromium, and a frame resized in place keeps its window (the
-    display's size) while its pages take the new one, drawn from the window's top-left corner."""
+    """Lay a page out at exactly the frame's CSS size and dpr (at every launch, and again at a resize in place,
+    browser/tabs.py): a popup's window would otherwise have its own size, and a window narrower than 500 CSS px is
+    impossible in Chromium."""
     css_width, css_height = settings.width // settings.dpr, settings.height // settings.dpr
     return ("Emulation.setDeviceMetricsOverride", {
         "width": css_width, "height": css_height, "deviceScaleFactor": settings.dpr, "mobile": False,

@@ -145,8 +145,8 @@ class FrameRuntime:
         `stop()` ends whatever had started. Once it returns, the watchdog runs until `stop()`."""
         settings, size = self._settings, self._size
         # The display is the largest picture a frame may have, whatever its size: Xvfb cannot grow its screen, and
-        # a frame resized within it keeps its page. It costs a small frame the framebuffer (640x400 at dpr 1: 16 MB
-        # more USS, Xvfb and Chromium; CPU the same), a frame of the default 2560x1600 nothing.
+        # a frame resized within it keeps its page. It costs a small frame the framebuffer (640x400 at dpr 1: 12-15
+        # MB more USS, Xvfb and Chromium; CPU the same, docs/performance.md), a frame of the default 2560x1600 nothing.
         self._display = await XvfbDisplay.start(MAX_ENCODED_WIDTH, MAX_ENCODED_HEIGHT,
                                                 xvfb_path=settings.xvfb_path, refresh_hz=settings.fps)
         tab_settings = TabSettings(size.width, size.height, size.dpr, self._downloads_dir,
