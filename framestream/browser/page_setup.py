@@ -11,6 +11,7 @@ from typing import Any
 
 from framestream.browser import drop_guard, external_apps, key_guard
 from framestream.browser.cdp import CDPConnection
+from framestream.browser.page_size import metrics
 from framestream.browser.tab_events import TabSettings
 from framestream.core.errors import CDPError
 from framestream.core.pages import Page
@@ -68,16 +69,6 @@ async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSet
         await asyncio.gather(*(cdp.call(method, params, session_id=session_id) for method, params in calls))
 
 
-def metrics(settings: TabSettings) -> tuple[str, dict[str, Any]]:
-    """Lay a page out at exactly the frame's CSS size and dpr (at every launch, and again at a resize in place,
-    browser/tabs.py): a popup's window would otherwise have its own size, and a window narrower than 500 CSS px is
-    impossible in Chromium."""
-    css_width, css_height = settings.width // settings.dpr, settings.height // settings.dpr
-    return ("Emulation.setDeviceMetricsOverride", {
-        "width": css_width, "height": css_height, "deviceScaleFactor": settings.dpr, "mobile": False,
-        "screenWidth": css_width, "screenHeight": css_height})
-
-
 async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None:
     """The calls go out together, with the one that lets the page run last, as some of them (Page.enable on a new
     tab) answer only once the page runs."""
@@ -110,4 +101,4 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
                                                        "bounds": {"windowState": "fullscreen"}})
 
 
-__all__ = ["metrics", "prepare", "prepare_subframe"]
+__all__ = ["prepare", "prepare_subframe"]

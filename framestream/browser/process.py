@@ -16,9 +16,10 @@ import contextlib
 import os
 import signal
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Final
 
-from framestream.browser.proctable import in_group
+from framestream.browser.proctable import in_group, mentioning
 
 # What a child may inherit from the service's environment: locale, time zone, where its files go, fonts,
 # certificates and proxies (not XAUTHORITY: the service's holds every display's cookie; a child is given its own
@@ -100,3 +101,16 @@ async def terminate_group(proc: asyncio.subprocess.Process, *, grace: float = 5.
         os.killpg(pgid, signal.SIGKILL)
     if proc.returncode is None:
         await proc.wait()
+
+
+def end_leftover_browsers(profiles_dir: Path) -> list[int]:
+    """SIGKILL processes still using one of our profiles (a previous run killed with SIGKILL can leave
+    Chromium helpers behind). Matched by our own profile path in their command line, ended by pid."""
+    ended = []
+    for info in mentioning(f"--user-data-dir={profiles_dir}/".encode()):
+        if info.pid == os.getpid():
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(info.pid, signal.SIGKILL)
+            ended.append(info.pid)
+    return ended

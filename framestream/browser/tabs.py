@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from framestream.browser import navigation, page_setup, responsiveness, url_guard
+from framestream.browser import navigation, page_size, responsiveness, url_guard
 from framestream.browser.cdp import CDPConnection
 from framestream.browser.copy_hook import CopyRelay
 from framestream.browser.dialogs import Dialogs
@@ -170,35 +170,11 @@ class Tabs:
         return page
 
     async def resize(self, width: int, height: int, dpr: int) -> None:
-        """Lay every page out at a new size (encoded pixels) and dpr, in place: each keeps its document, scripts
-        and scroll, as a browser window resized does; pages opened from now on take it too. A page that does not
-        answer in time (busy or hung) takes it when it next runs, as Chromium queues the call. Raises CDPError
-        only for the active page, the one the frame shows."""
+        """Every page and its window at a new size (encoded pixels) and dpr, in place, and pages opened from now
+        on too (browser/page_size.py). Raises CDPError when the windows or the active page did not take it."""
         self.settings = self._targets.settings = dataclasses.replace(self.settings, width=width, height=height,
                                                                      dpr=dpr)
-        method, params = page_setup.metrics(self.settings)
-        pages = list(self.pages)
-        await self._resize_windows(pages, width // dpr, height // dpr)
-        results = await asyncio.gather(*(self.call(method, params, page=page, timeout=5.0) for page in pages),
-                                       return_exceptions=True)
-        for page, result in zip(pages, results, strict=True):
-            if isinstance(result, CDPError) and page is self.pages.active:
-                raise result
-            if isinstance(result, BaseException) and not isinstance(result, CDPError):
-                raise result
-
-    async def _resize_windows(self, pages: list[Page], css_width: int, css_height: int) -> None:
-        """The pages' windows at the new size (CSS pixels, from the screen's top-left): without a window manager a
-        fullscreen window keeps the size it had, so a page laid out larger than it would show black beyond it."""
-        windows: set[int] = set()
-        for page in pages:
-            with contextlib.suppress(CDPError):
-                found = await self.cdp.call("Browser.getWindowForTarget", {"targetId": page.target_id}, timeout=5.0)
-                windows.add(int(found["windowId"]))
-        for window in windows:
-            for bounds in ({"windowState": "normal"}, {"left": 0, "top": 0, "width": css_width, "height": css_height},
-                           {"windowState": "fullscreen"}):
-                await self.cdp.call("Browser.setWindowBounds", {"windowId": window, "bounds": bounds}, timeout=5.0)
+        await page_size.resize(self.cdp, list(self.pages), self.pages.active, self.settings)
 
     def page(self, page_id: str) -> Page:
         page = self.pages.get(page_id)

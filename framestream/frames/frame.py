@@ -5,8 +5,7 @@ outlives them, so sequence numbers and viewers survive a reopen. Every change of
 `run_lock` (an input holds it while it goes in; no pause starts while a step is applied): concurrent watches, input
 and deletes never start two browsers for one frame. What viewers must hear leaves as events (frames/events.py).
 Helpers it owns: which pictures viewers get (frames/pictures.py), what a step does (frames/steps.py), relaunch and
-reload after a failure (frames/recovery.py).
-"""
+reload after a failure (frames/recovery.py), a new size (frames/resizing.py)."""
 
 from __future__ import annotations
 
@@ -32,6 +31,7 @@ from framestream.frames.events import ControlChanged, FrameEvent, StateChanged
 from framestream.frames.files import FileLimits, FrameFiles
 from framestream.frames.pictures import FramePictures
 from framestream.frames.recovery import FrameRecovery
+from framestream.frames.resizing import FrameResizing
 from framestream.frames.runtime import Runtime, RuntimeHooks
 from framestream.frames.steps import FrameSteps
 from framestream.recording import recorder as recording  # (a module: recording/ imports frames.events)
@@ -88,9 +88,9 @@ class Frame:
         self._runtime: Runtime | None = None
         self._pause_timer: asyncio.TimerHandle | None = None
         self.recovery = FrameRecovery(self, self.run_lock, spawn=manager.spawn, note_restart=manager.note_restart)
+        self.resizing = FrameResizing(self, self.run_lock)  # `resize` (frames/resizing.py)
         self._encode_seconds_before = 0.0  # by runtimes that have ended
         self._launches = 0  # runtimes launched so far: a fault names the launch whose runtime failed
-        self._resize_to: FrameSize | None = None  # the newest size asked for (older queued resizes step aside)
         settings = manager.settings
         self.files = FrameFiles(manager.files_dir(frame_id), max_download_bytes=settings.download_max_bytes,
                                 max_downloads=settings.download_max_count, limits=FileLimits.of(settings))
@@ -242,7 +242,7 @@ class Frame:
             if self.deleted or self.manager.closing:
                 raise FrameGone(self.id)
             if self.state is FrameState.PAUSED:
-                self._resume_locked()
+                self.resume_locked()
                 return
             if self._runtime is not None:
                 return
@@ -314,51 +314,16 @@ class Frame:
             self._emit(self.state_event())
         self.manager.save_soon()
 
-    def _resume_locked(self) -> None:
+    def resume_locked(self) -> None:
         self.pictures.resumed()  # joiners wait for a keyframe of the screen as it is now
         if self._runtime is not None:
             self._runtime.thaw()
         self.set_state(FrameState.LIVE)
 
-    async def resize(self, size: FrameSize) -> None:
-        """Give the frame a new CSS size and dpr. A running browser takes it in place when the dpr stays (its pages
-        keep their state, as a window resized does); otherwise it relaunches at the new size, at its URL, with its
-        profile (a browser cannot change its scale factor), as does one whose page did not take the size.
-        A paused frame resumes for it (and pauses again when unwatched); a closed one opens at the new size. Its
-        viewers get a `video-config` of the new size before its first keyframe; a recording ends and the next
-        one starts at the new size. Resizes that queue behind one under way (a canvas's frame being dragged) are
-        coalesced: only the newest is applied, and the others return at once."""
-        self._resize_to = size
-        async with self.run_lock:
-            if self.deleted or self.manager.closing:
-                raise FrameGone(self.id)
-            if size == self.size or self._resize_to is not size:
-                return
-            log.info("resized to %dx%d at dpr %d", size.css_width, size.css_height, size.dpr,
-                     extra={"frame": self.id})
-            self.size = size
-            self.recorder.resized(size)
-            self.manager.save_soon()
-            runtime = self._runtime
-            if runtime is None:
-                self._emit(self.state_event())
-                return
-            if self.state is FrameState.PAUSED:
-                self._resume_locked()
-            self.pictures.launched(runtime)  # a new pipeline: nothing shows until the page has painted at the size
-            try:
-                in_place = await runtime.resize(size)
-            except BrowserError as exc:
-                log.warning("the page did not take the new size (%s): relaunching", exc, extra={"frame": self.id})
-                in_place = False
-            if in_place:
-                await runtime.painted()
-                self.pictures.show_fresh()
-                self._emit(self.state_event())
-                return
-            self.set_state(FrameState.LAUNCHING, "resized; reopening at the new size")
-            await self.teardown_locked()
-            await self.launch_locked()
+    def sized(self) -> None:
+        """The frame has a new size (frames/resizing.py): a recording is of one size, and the registry keeps it."""
+        self.recorder.resized(self.size)
+        self.manager.save_soon()
 
     async def pause(self) -> None:
         async with self.run_lock:
@@ -423,18 +388,13 @@ class Frame:
 
     def _schedule_pause(self) -> None:
         self._cancel_pause_timer()
-        deadline = self._pause_deadline()
-        if deadline is None:
-            return
-        delay = max(0.0, deadline - time.monotonic())
-        self._pause_timer = asyncio.get_running_loop().call_later(
-            delay, lambda: self.manager.spawn(self.pause(), f"pause-{self.id}")
-        )
+        if (deadline := self._pause_deadline()) is not None:
+            self._pause_timer = asyncio.get_running_loop().call_later(
+                max(0.0, deadline - time.monotonic()), lambda: self.manager.spawn(self.pause(), f"pause-{self.id}"))
 
     def _cancel_pause_timer(self) -> None:
         if self._pause_timer is not None:
-            self._pause_timer.cancel()
-            self._pause_timer = None
+            self._pause_timer.cancel()  # (idempotent: a handle already fired or cancelled may stay)
 
 
 __all__ = ["Frame"]

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from framestream.browser.process import end_leftover_browsers
 from framestream.core.lifecycle import choose_browser_to_close
 from framestream.frames.frame import Frame
 from framestream.frames.registry import Registry, SavedFrame
-from framestream.frames.runtime import FrameRuntime, Runtime, RuntimeFactory, RuntimeHooks, end_leftover_browsers
+from framestream.frames.runtime import FrameRuntime, Runtime, RuntimeFactory, RuntimeHooks
 from framestream.frames.urls import check_url
 from framestream.recording.store import RecordingStore
 from framestream.service.config import FrameSize, Settings

@@ -17,9 +17,24 @@ from typing import Any, Protocol
 from framestream.core.control import FrameControl
 from framestream.core.errors import CDPError
 from framestream.core.lifecycle import FrameState
-from framestream.frames.runtime import RestartBudget, Runtime
+from framestream.frames.runtime import Runtime
 
 log = logging.getLogger("framestream.frames")  # the frame's logger: one logger for a frame's whole story
+
+RESTARTS_PER_MINUTE = 3
+
+
+class RestartBudget:
+    """At most `per_minute` relaunches after faults in any minute; past that the frame stays in `error`."""
+
+    def __init__(self, per_minute: int = RESTARTS_PER_MINUTE) -> None:
+        self.per_minute = per_minute
+        self._times: list[float] = []
+
+    def spend(self, now: float) -> bool:
+        """Count a relaunch at `now` (monotonic seconds); False when it is one too many."""
+        self._times = [t for t in self._times if now - t < 60] + [now]
+        return len(self._times) <= self.per_minute
 
 
 class Recoverable(Protocol):
@@ -115,4 +130,4 @@ class FrameRecovery:
                 frame.set_state(FrameState.LIVE)
 
 
-__all__ = ["FrameRecovery", "Recoverable"]
+__all__ = ["RESTARTS_PER_MINUTE", "FrameRecovery", "Recoverable", "RestartBudget"]

@@ -5,7 +5,7 @@ in order (display, browser, pipeline) and loads the page; `stop()` ends whatever
 them reaches the frame on the event loop through `RuntimeHooks`: each picture tagged with the pipeline that made
 it (so one posted by a pipeline stopped since is known and dropped), a failed pipeline, a navigation, a crashed
 renderer, and a fault: the pipeline failed, or its watchdog found the browser or the display dead or hung. The
-frame decides whether to relaunch (`RestartBudget`).
+frame decides whether to relaunch (frames/recovery.py `RestartBudget`).
 """
 
 from __future__ import annotations
@@ -14,15 +14,13 @@ import asyncio
 import contextlib
 import importlib
 import logging
-import os
-import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from framestream.browser.chrome import ChromeBrowser
-from framestream.browser.proctable import ProcessInfo, mentioning
+from framestream.browser.proctable import ProcessInfo
 from framestream.browser.tab_events import PageCrashed, PageNavigated, TabEvent, TabSettings
 from framestream.browser.tabs import Tabs
 from framestream.browser.xinput import DisplayInput
@@ -40,7 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("framestream.frames")  # one logger for a frame's whole story
 
-RESTARTS_PER_MINUTE = 3
 HEARTBEAT_INTERVAL_S = 5.0
 HEARTBEAT_TIMEOUT_S = 3.0
 
@@ -103,19 +100,6 @@ class Runtime(Protocol):
 
 
 RuntimeFactory = Callable[[str, FrameSize, RuntimeHooks], Runtime]  # (frame id, size, hooks)
-
-
-class RestartBudget:
-    """At most `per_minute` relaunches after faults in any minute; past that the frame stays in `error`."""
-
-    def __init__(self, per_minute: int = RESTARTS_PER_MINUTE) -> None:
-        self.per_minute = per_minute
-        self._times: list[float] = []
-
-    def spend(self, now: float) -> bool:
-        """Count a relaunch at `now` (monotonic seconds); False when it is one too many."""
-        self._times = [t for t in self._times if now - t < 60] + [now]
-        return len(self._times) <= self.per_minute
 
 
 class FrameRuntime:
@@ -408,17 +392,4 @@ def _post(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args:
         loop.call_soon_threadsafe(callback, *args)
 
 
-def end_leftover_browsers(profiles_dir: Path) -> list[int]:
-    """SIGKILL processes still using one of our profiles (a previous run killed with SIGKILL can leave
-    Chromium helpers behind). Matched by our own profile path in their command line, ended by pid."""
-    ended = []
-    for info in mentioning(f"--user-data-dir={profiles_dir}/".encode()):
-        if info.pid == os.getpid():
-            continue
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(info.pid, signal.SIGKILL)
-            ended.append(info.pid)
-    return ended
-
-
-__all__ = ["FrameRuntime", "RestartBudget", "Runtime", "RuntimeFactory", "RuntimeHooks", "end_leftover_browsers"]
+__all__ = ["FrameRuntime", "Runtime", "RuntimeFactory", "RuntimeHooks"]

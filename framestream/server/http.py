@@ -112,8 +112,8 @@ async def get_frame(request: web.Request) -> web.Response:
 
 
 async def resize_frame(request: web.Request) -> web.Response:
-    """`PATCH /frames/{id}`: a new CSS size (and dpr, 2 unless given, as `POST /frames` takes them), in place when
-    the browser's display holds it (frames/frame.py `Frame.resize`)."""
+    """`PATCH /frames/{id}`: a new CSS size (and dpr, 2 unless given, as `POST /frames` takes them), in place while
+    the dpr stays (frames/resizing.py)."""
     frame = _frame(request)
     _require(request, "control", frame_id=frame.id)
     body = await _json_body(request)
@@ -126,7 +126,7 @@ async def resize_frame(request: web.Request) -> web.Response:
     except ConfigError as exc:
         raise ProtocolError("bad-message", str(exc)) from exc
     try:
-        await frame.resize(size)
+        await frame.resizing.resize(size)
     except FRAME_ERRORS as exc:
         raise protocol_error(exc, frame=frame.id) from exc
     return web.json_response(frame.describe())

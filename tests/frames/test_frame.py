@@ -11,7 +11,7 @@ from framestream.core.errors import BrowserError, CapacityError, FrameGone
 from framestream.core.lifecycle import FrameState
 from framestream.frames.events import StateChanged
 from framestream.frames.manager import FrameManager
-from framestream.frames.runtime import RESTARTS_PER_MINUTE, RestartBudget
+from framestream.frames.recovery import RESTARTS_PER_MINUTE, RestartBudget
 from tests.frames.fakes import SIZE, URL, Launches, Watcher, live_frame, manager, picture
 
 LAUNCHING, LIVE, PAUSED, CLOSED, ERROR = (FrameState.LAUNCHING, FrameState.LIVE, FrameState.PAUSED,

@@ -50,7 +50,7 @@ async def test_a_smaller_size_is_taken_in_place_and_only_the_new_pipelines_pictu
     runtime.post(picture())
     assert viewer.configs == [SIZE]
     old_pipeline = runtime.pipeline
-    await frame.resize(SMALLER)
+    await frame.resizing.resize(SMALLER)
     assert len(launches.runtimes) == 1 and runtime.sizes == [SMALLER], "the same browser took the size"
     assert runtime.pipeline is not old_pipeline
     assert frame.size == SMALLER and frame.state is FrameState.LIVE
@@ -70,10 +70,10 @@ async def test_a_larger_size_is_in_place_too_and_another_dpr_relaunches_the_brow
     frame, _ = await live_frame(frames)
     viewer = ConfiguredViewer(frame)
     first = launches.last
-    await frame.resize(LARGER)
+    await frame.resizing.resize(LARGER)
     assert len(launches.runtimes) == 1 and first.sizes == [LARGER]
     viewer.states()
-    await frame.resize(SHARPER)
+    await frame.resizing.resize(SHARPER)
     assert len(launches.runtimes) == 2 and first.stopped and first.sizes == [LARGER]
     assert launches.last.launched_size == SHARPER and frame.state is FrameState.LIVE
     assert viewer.states() == [(FrameState.LAUNCHING, "resized; reopening at the new size"),
@@ -81,7 +81,7 @@ async def test_a_larger_size_is_in_place_too_and_another_dpr_relaunches_the_brow
     launches.last.post(picture())
     assert viewer.configs[-1] == SHARPER
     # At the new dpr: in place again.
-    await frame.resize(FrameSize(320, 200, 2))
+    await frame.resizing.resize(FrameSize(320, 200, 2))
     assert len(launches.runtimes) == 2 and launches.last.sizes == [FrameSize(320, 200, 2)]
 
 
@@ -89,7 +89,7 @@ async def test_a_page_that_does_not_take_the_size_relaunches_the_frame(frames: F
                                                                         launches: Launches) -> None:
     frame, _ = await live_frame(frames)
     launches.last.resize_error = BrowserError("Emulation.setDeviceMetricsOverride timed out")
-    await frame.resize(SMALLER)
+    await frame.resizing.resize(SMALLER)
     assert len(launches.runtimes) == 2 and launches.last.launched_size == SMALLER
     assert frame.state is FrameState.LIVE
 
@@ -99,13 +99,13 @@ async def test_a_paused_frame_resumes_to_take_the_size(frames: FrameManager, lau
     frame.remove_viewer(watcher.viewer)
     await frame.pause()
     assert frame.state is FrameState.PAUSED
-    await frame.resize(SMALLER)
+    await frame.resizing.resize(SMALLER)
     assert frame.state is FrameState.LIVE and not launches.last.frozen and launches.last.sizes == [SMALLER]
 
 
 async def test_a_closed_frame_keeps_the_size_for_its_next_launch(frames: FrameManager, launches: Launches) -> None:
     (frame,) = restored(frames, URL)
-    await frame.resize(SHARPER)
+    await frame.resizing.resize(SHARPER)
     assert launches.runtimes == [] and frame.state is FrameState.CLOSED
     await frames.registry.save_in_background()
     saved = json.loads(frames.registry.path.read_text())["frames"][0]
@@ -118,11 +118,11 @@ async def test_the_same_size_changes_nothing_and_a_deleted_frame_is_gone(frames:
                                                                         launches: Launches) -> None:
     frame, _ = await live_frame(frames)
     runtime, pipeline = launches.last, launches.last.pipeline
-    await frame.resize(SIZE)
+    await frame.resizing.resize(SIZE)
     assert runtime.sizes == [] and runtime.pipeline is pipeline
     await frames.delete(frame.id)
     with pytest.raises(FrameGone):
-        await frame.resize(SMALLER)
+        await frame.resizing.resize(SMALLER)
 
 
 async def test_resizes_queued_behind_one_under_way_are_coalesced_to_the_newest(frames: FrameManager,
@@ -131,9 +131,9 @@ async def test_resizes_queued_behind_one_under_way_are_coalesced_to_the_newest(f
     runtime = launches.last
     runtime.resize_gate = asyncio.Event()
     sizes = [FrameSize(300, 190, 1), FrameSize(280, 180, 1), FrameSize(260, 170, 1), SMALLER]
-    first = asyncio.create_task(frame.resize(sizes[0]))
+    first = asyncio.create_task(frame.resizing.resize(sizes[0]))
     await asyncio.sleep(0)  # the first holds the frame's lock, waiting in the runtime
-    queued = [asyncio.create_task(frame.resize(size)) for size in sizes[1:]]
+    queued = [asyncio.create_task(frame.resizing.resize(size)) for size in sizes[1:]]
     await asyncio.sleep(0)
     runtime.resize_gate.set()
     await asyncio.gather(first, *queued)
