@@ -7,6 +7,7 @@ corners of the new viewport (never a picture of the page as it was)."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -111,3 +112,31 @@ async def test_a_bad_resize_is_refused_and_changes_nothing(service: Service) -> 
     status, answer = await patch(service, "nosuchframe", {"width": 480, "height": 300})
     assert (status, answer["error"]) == (404, "unknown-frame"), answer
     assert (await asyncio.to_thread(service.get, f"/frames/{frame_id}"))[1] == before
+
+
+async def test_a_paused_frame_resized_keeps_its_page_and_shows_it_at_the_new_size(pages: str, tmp_path: Path) -> None:
+    """Nobody watches the frame: it paused (its page's processes stopped), and is resized so; the next viewer's
+    first picture is of the new size, with the state the page had before the pause."""
+    svc = Service(tmp_path / "state", env_extra={"FRAME_IDLE_PAUSE_S": "0.5"}, pages=pages)
+    try:
+        svc.start()
+        frame_id = await asyncio.to_thread(svc.create_frame, f"{pages}/resizable.html", width=640, height=400,
+                                           dpr=1)
+        await svc.wait_state_async(frame_id, "live")
+        viewer = await StreamClient.connect(svc)
+        await viewer.watch(frame_id)
+        await click(svc, frame_id, 1)
+        await viewer.wait_for_picture(frame_id, "the button turned green", lambda p: laid_out(p, 1, GREEN), BUTTON)
+        await viewer.close()
+        await svc.wait_state_async(frame_id, "paused")
+        status, body = await patch(svc, frame_id, {"width": 480, "height": 300, "dpr": 1})
+        assert status == 200 and (body["width"], body["height"]) == (480, 300), body
+        viewer = await StreamClient.connect(svc)
+        config = await viewer.watch(frame_id)
+        assert (config["width"], config["height"]) == (480, 300), config
+        picture = await viewer.latest_picture()
+        assert picture.shape[:2] == (300, 480) and laid_out(picture, 1, GREEN), picture[BUTTON]
+        await viewer.close()
+    finally:
+        svc.stop()
+        svc.kill_leftovers()
