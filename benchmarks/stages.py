@@ -3,6 +3,7 @@ showing a page, each stage of every picture timed.
 
     .venv/bin/python -m benchmarks.stages                       # moving box and scroll, 1280x800 at dpr 2 and 1
     .venv/bin/python -m benchmarks.stages --pages move --dpr 2 --patches
+    .venv/bin/python -m benchmarks.stages --pages animated --dpr 1 --size 640x400
     .venv/bin/python -m benchmarks.stages --floor          # x264 alone: its fixed work per picture
 
 The stages, timed inside the worker thread by wrapping the functions the pipeline calls (the worker itself is
@@ -203,7 +204,8 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 where, page = PAGES[name]
                 url = f"{bench_base if where == 'bench' else tests_base}/{page}"
                 for patches in (False, True) if args.patches else (False,):
-                    row = await measure(url, (1280, 800), dpr, patches=patches, warmup=args.warmup,
+                    css = tuple(int(v) for v in args.size.split("x"))
+                    row = await measure(url, (css[0], css[1]), dpr, patches=patches, warmup=args.warmup,
                                         window=args.window, threads=args.threads)
                     rows.append({"page": name, **row})
                     print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
@@ -214,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", default="move,scroll", help=f"any of {', '.join(PAGES)}")
     parser.add_argument("--dpr", default="2,1", help="device pixel ratios, dpr 2 (the default) first")
+    parser.add_argument("--size", default="1280x800", help="the page's CSS size, WxH")
     parser.add_argument("--patches", action="store_true", help="also with the patch gate open")
     parser.add_argument("--warmup", type=float, default=1.5)
     parser.add_argument("--window", type=float, default=6.0)

@@ -13,8 +13,9 @@ from tests.web.browser import JS_HELPERS, Page
 LOOPBACK = ("--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns")
 
 
-async def open_webrtc_viewer(page: Page, service: Service, frame: str) -> None:
-    """The service's viewer for `frame` with `#transport=webrtc`, and the tests' pixel helpers in it."""
+async def open_webrtc_viewer(page: Page, service: Service, frame: str, *, connected: float | None = None) -> None:
+    """The service's viewer for `frame` with `#transport=webrtc`, and the tests' pixel helpers in it; with
+    `connected`, until its pictures come over WebRTC (within that many seconds)."""
     fragment = urllib.parse.urlencode([("token", service.token("view")), ("frame", frame), ("transport", "webrtc")])
     await page.navigate("about:blank")
     await page.wait_for("location.href === 'about:blank'")
@@ -23,6 +24,9 @@ async def open_webrtc_viewer(page: Page, service: Service, frame: str) -> None:
     await page.wait_for("window.framestream && window.framestream.client")
     assert await page.eval("window.framestream.client.videoTransport") == "webrtc"
     await page.eval(JS_HELPERS)
+    if connected is not None:
+        await page.wait_for(f"window.framestream.client.info({json.dumps(frame)})?.transport === 'webrtc'",
+                            within=connected)
 
 
 def rtc(frame: str) -> str:

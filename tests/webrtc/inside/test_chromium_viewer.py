@@ -27,8 +27,7 @@ async def test_chromium_shows_a_2560x1600_frame_over_webrtc(service: Service) ->
     frame = service.frame_ids()[0]
     async with Browser(extra_args=LOOPBACK) as browser:
         page = await browser.page()
-        await open_webrtc_viewer(page, service, frame)
-        await page.wait_for(f"window.framestream.client.info({json.dumps(frame)})?.transport === 'webrtc'")
+        await open_webrtc_viewer(page, service, frame, connected=20)
         await wait_pixel(page, frame, BOX, RED)
         await wait_pixel(page, frame, BLANK, WHITE)
         seen = await info(page, frame)

@@ -6,7 +6,6 @@ the size the peer connection was negotiated for (1280x800 at dpr 2: a higher lev
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
@@ -26,8 +25,7 @@ async def test_chromium_over_webrtc_shows_a_frame_resized_smaller_then_larger(se
     frame = service.frame_ids()[0]
     async with Browser(extra_args=LOOPBACK) as browser:
         page = await browser.page()
-        await open_webrtc_viewer(page, service, frame)
-        await page.wait_for(f"window.framestream.client.info({json.dumps(frame)})?.transport === 'webrtc'")
+        await open_webrtc_viewer(page, service, frame, connected=20)
         for css in ((640, 400), (480, 300), (1280, 800)):
             if css != (640, 400):
                 status, answer = await asyncio.to_thread(service.request, "PATCH", f"/frames/{frame}",

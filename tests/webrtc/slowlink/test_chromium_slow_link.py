@@ -11,7 +11,6 @@ there so a broken build fails instead of hanging, and are far from what a workin
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Awaitable, Callable
 
@@ -48,9 +47,7 @@ async def _slow_and_decoding(service: Service) -> None:
 
     async with Browser(extra_args=LOOPBACK) as browser:
         page: Page = await browser.page()
-        await open_webrtc_viewer(page, service, frame)
-        await page.wait_for(f"window.framestream.client.info({json.dumps(frame)})?.transport === 'webrtc'",
-                            within=60)
+        await open_webrtc_viewer(page, service, frame, connected=60)
         answer = await page.eval(f"{rtc(frame)}.pc.remoteDescription.sdp")
         assert "goog-remb" in answer and "transport-cc" not in answer, answer
 
