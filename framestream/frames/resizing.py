@@ -3,8 +3,8 @@ a relaunch at the new size; resizes queued behind one under way (a canvas's fram
 newest.
 
 The frame (frames/frame.py) owns one; it works under the frame's lock and asks the frame, through `Resizable`, to
-resume, tear down, launch and tell its viewers, as recovery does (frames/recovery.py). Its pictures
-(frames/pictures.py) show nothing of the new pipeline until the page has painted at the new size.
+resume, tear down and launch, as recovery does (frames/recovery.py). The frame's pictures (frames/pictures.py) show
+nothing of the new pipeline until the page has painted at the new size.
 """
 
 from __future__ import annotations
@@ -28,12 +28,11 @@ class Resizable(Protocol):
     id: str
     size: FrameSize
     state: FrameState
+    deleted: bool
     pictures: FramePictures
 
     @property
     def runtime(self) -> Runtime | None: ...
-
-    deleted: bool
 
     def sized(self) -> None: ...
 

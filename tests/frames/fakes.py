@@ -150,7 +150,9 @@ class Watcher:
 
     def __init__(self, frame: Frame, slot: int = 1) -> None:
         self.events: asyncio.Queue[FrameEvent] = asyncio.Queue()
-        self.viewer = Viewer(frame.id, slot, Outbox(), send_config=lambda _: None, on_event=self.events.put_nowait)
+        self.configs: list[FrameSize] = []  # the frame's size at each video-config it was sent
+        self.viewer = Viewer(frame.id, slot, Outbox(), send_config=lambda _: self.configs.append(frame.size),
+                             on_event=self.events.put_nowait)
 
     def drain(self) -> list[FrameEvent]:
         out = []
@@ -165,6 +167,11 @@ class Watcher:
                 event = await self.events.get()
                 if isinstance(event, StateChanged) and event.state is state:
                     return event
+
+
+def states(watcher: Watcher) -> list[tuple[FrameState, str | None]]:
+    """The states (and messages) `watcher` heard since it was last drained."""
+    return [(e.state, e.message) for e in watcher.drain() if isinstance(e, StateChanged)]
 
 
 def picture(keyframe: bool = True) -> Picture:
@@ -199,4 +206,4 @@ def restored(frames: FrameManager, *urls: str) -> list[Frame]:
 
 
 __all__ = ["SIZE", "URL", "FakeRuntime", "Launches", "Watcher", "live_frame", "manager", "picture",
-           "restored", "settings"]
+           "restored", "settings", "states"]

@@ -12,14 +12,10 @@ from framestream.core.lifecycle import FrameState
 from framestream.frames.events import StateChanged
 from framestream.frames.manager import FrameManager
 from framestream.frames.recovery import RESTARTS_PER_MINUTE, RestartBudget
-from tests.frames.fakes import SIZE, URL, Launches, Watcher, live_frame, manager, picture
+from tests.frames.fakes import SIZE, URL, Launches, Watcher, live_frame, manager, picture, states
 
 LAUNCHING, LIVE, PAUSED, CLOSED, ERROR = (FrameState.LAUNCHING, FrameState.LIVE, FrameState.PAUSED,
                                           FrameState.CLOSED, FrameState.ERROR)
-
-
-def states(watcher: Watcher) -> list[tuple[FrameState, str | None]]:
-    return [(e.state, e.message) for e in watcher.drain() if isinstance(e, StateChanged)]
 
 
 async def test_a_watched_frame_goes_live_and_its_viewers_hear_each_state(frames: FrameManager,

@@ -11,42 +11,28 @@ import pytest
 
 from framestream.core.errors import BrowserError, FrameGone
 from framestream.core.lifecycle import FrameState
-from framestream.fanout.feed import Outbox, Viewer
-from framestream.frames.events import FrameEvent, StateChanged
 from framestream.frames.frame import Frame
 from framestream.frames.manager import FrameManager
 from framestream.service.config import FrameSize
-from tests.frames.fakes import SIZE, URL, Launches, live_frame, picture, restored
+from tests.frames.fakes import SIZE, URL, Launches, Watcher, live_frame, picture, restored, states
 
 SMALLER = FrameSize(240, 160, 1)
 LARGER = FrameSize(400, 300, 1)
 SHARPER = FrameSize(400, 300, 2)  # another dpr
 
 
-class ConfiguredViewer:
-    """A viewer that notes the frame's size each time it is sent a video-config, and the frame's states."""
-
-    def __init__(self, frame: Frame) -> None:
-        self.configs: list[FrameSize] = []
-        self.events: asyncio.Queue[FrameEvent] = asyncio.Queue()
-        self.viewer = Viewer(frame.id, 2, Outbox(), send_config=lambda _: self.configs.append(frame.size),
-                             on_event=self.events.put_nowait)
-        frame.add_viewer(self.viewer)
-
-    def states(self) -> list[tuple[FrameState, str | None]]:
-        out = []
-        while not self.events.empty():
-            event = self.events.get_nowait()
-            if isinstance(event, StateChanged):
-                out.append((event.state, event.message))
-        return out
+def watching(frame: Frame) -> Watcher:
+    """A second viewer of `frame`, added now."""
+    watcher = Watcher(frame, slot=2)
+    frame.add_viewer(watcher.viewer)
+    return watcher
 
 
 async def test_a_smaller_size_is_taken_in_place_and_only_the_new_pipelines_pictures_reach_viewers(
         frames: FrameManager, launches: Launches) -> None:
     frame, _ = await live_frame(frames)
     runtime = launches.last
-    viewer = ConfiguredViewer(frame)
+    viewer = watching(frame)
     runtime.post(picture())
     assert viewer.configs == [SIZE]
     old_pipeline = runtime.pipeline
@@ -68,15 +54,15 @@ async def test_a_smaller_size_is_taken_in_place_and_only_the_new_pipelines_pictu
 async def test_a_larger_size_is_in_place_too_and_another_dpr_relaunches_the_browser_at_it(
         frames: FrameManager, launches: Launches) -> None:
     frame, _ = await live_frame(frames)
-    viewer = ConfiguredViewer(frame)
+    viewer = watching(frame)
     first = launches.last
     await frame.resizing.resize(LARGER)
     assert len(launches.runtimes) == 1 and first.sizes == [LARGER]
-    viewer.states()
+    states(viewer)
     await frame.resizing.resize(SHARPER)
     assert len(launches.runtimes) == 2 and first.stopped and first.sizes == [LARGER]
     assert launches.last.launched_size == SHARPER and frame.state is FrameState.LIVE
-    assert viewer.states() == [(FrameState.LAUNCHING, "resized; reopening at the new size"),
+    assert states(viewer) == [(FrameState.LAUNCHING, "resized; reopening at the new size"),
                                (FrameState.LIVE, None)]
     launches.last.post(picture())
     assert viewer.configs[-1] == SHARPER
