@@ -314,8 +314,13 @@ export interface FrameObject {
   width: number;
   height: number;
   dpr: number;
+  /** The picture's size in pixels: the CSS size at the dpr, within 2560x1600. */
+  encoded_width: number;
+  encoded_height: number;
   viewers: number;
   driver: string | null;
+  /** Why the frame is in its state (a launch's reason, a crash's), or null. */
+  message: string | null;
 }
 
 /** The 16-byte header of a binary message (`>BBHIQ`). */

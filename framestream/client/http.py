@@ -36,12 +36,18 @@ class FrameInfo:
     dpr: int
     viewers: int
     driver: str | None
+    # The picture's size: the CSS size at the dpr, within 2560x1600.
+    encoded_width: int = 0
+    encoded_height: int = 0
+    message: str | None = None  # why the frame is in its state (a launch's reason, a crash's)
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> FrameInfo:
-        return cls(str(obj["id"]), str(obj.get("url", "")), str(obj.get("state", "")), int(obj["width"]),
-                   int(obj["height"]), int(obj.get("dpr", 1)), int(obj.get("viewers", 0)),
-                   None if obj.get("driver") is None else str(obj["driver"]))
+        width, height, dpr = int(obj["width"]), int(obj["height"]), int(obj.get("dpr", 1))
+        return cls(str(obj["id"]), str(obj.get("url", "")), str(obj.get("state", "")), width, height, dpr,
+                   int(obj.get("viewers", 0)), None if obj.get("driver") is None else str(obj["driver"]),
+                   int(obj.get("encoded_width", width * dpr)), int(obj.get("encoded_height", height * dpr)),
+                   None if obj.get("message") is None else str(obj["message"]))
 
 
 @dataclass(frozen=True)

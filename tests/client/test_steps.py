@@ -90,6 +90,8 @@ async def test_the_screenshot_at_css_size_of_a_dpr_2_frame(client: Client, servi
         (x, y), blue = next(iter(MARKS.items()))
         picture = await view.picture_after(0, where=lambda p: near(p.pixel(x, y, dpr=2), blue))  # painted
         assert (picture.width, picture.height) == (1280, 800)
+        listed = (await client.frame_info(info.id))
+        assert (listed.encoded_width, listed.encoded_height, listed.message) == (1280, 800, None), listed
         await view.settle(quiet=0.3)
         shot = await client.screenshot(info.id, css=True)
         assert (shot.width, shot.height) == (640, 400)
@@ -112,6 +114,7 @@ async def test_a_resized_frames_view_decodes_the_new_size_and_the_page_keeps_its
         await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(100, 80), green))
         resized = await client.resize_frame(info.id, 480, 300, dpr=1)
         assert (resized.width, resized.height, resized.dpr) == (480, 300, 1)
+        assert (resized.encoded_width, resized.encoded_height) == (480, 300)
         picture = await view.picture_after(step.sent_us, where=lambda p: (p.width, p.height) == (480, 300))
         assert view.config is not None and (view.config.css_width, view.config.css_height) == (480, 300)
         assert near(picture.pixel(474, 6), green) and near(picture.pixel(474, 294), (240, 200, 0))

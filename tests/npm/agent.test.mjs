@@ -191,10 +191,11 @@ test('resizeFrame: PATCH /frames/<id> under a control token with the size (dpr o
     const { agent } = await connected({ fetch });
     const inPlace = await agent.resizeFrame('f 1', { width: 240, height: 160, dpr: 1 });
     assert.deepEqual(inPlace, { id: 'f 1', url: 'http://127.0.0.1:3000/', state: 'live', width: 240, height: 160,
-      dpr: 1, viewers: 2, driver: 'agent' });
+      dpr: 1, encoded_width: 240, encoded_height: 160, viewers: 2, driver: 'agent', message: '' });
     const relaunched = await agent.resizeFrame('f 1', { width: 400, height: 250 });
-    assert.deepEqual([relaunched.state, relaunched.width, relaunched.height, relaunched.dpr, relaunched.driver],
-      ['launching', 400, 250, 2, null]);
+    assert.deepEqual([relaunched.state, relaunched.width, relaunched.height, relaunched.dpr, relaunched.driver,
+      relaunched.encoded_width, relaunched.encoded_height, relaunched.message],
+    ['launching', 400, 250, 2, null, 800, 500, 'resized']);
     await assert.rejects(agent.resizeFrame('f 1', { width: 20, height: 160 }),
       (e) => e instanceof BadMessage && e.status === 400 && e.frame === 'f 1');
     assert.equal(asked.length, 3);

@@ -50,8 +50,11 @@ export function pngSize(png) {
 function frameInfo(obj) {
   return {
     id: String(obj.id), url: String(obj.url ?? ''), state: String(obj.state ?? ''), width: Number(obj.width),
-    height: Number(obj.height), dpr: Number(obj.dpr ?? 1), viewers: Number(obj.viewers ?? 0),
-    driver: obj.driver ?? null,
+    height: Number(obj.height), dpr: Number(obj.dpr ?? 1),
+    // The picture's size: the CSS size at the dpr, within 2560x1600 (a canvas sizes its backing store by it).
+    encoded_width: Number(obj.encoded_width ?? Number(obj.width) * Number(obj.dpr ?? 1)),
+    encoded_height: Number(obj.encoded_height ?? Number(obj.height) * Number(obj.dpr ?? 1)),
+    viewers: Number(obj.viewers ?? 0), driver: obj.driver ?? null, message: obj.message ?? null,
   };
 }
 
