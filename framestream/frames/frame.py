@@ -117,6 +117,11 @@ class Frame:
         return len(self.feed.viewers)
 
     @property
+    def gone(self) -> bool:
+        """Deleted, or the service is shutting down: nothing may launch its browser again."""
+        return self.deleted or self.manager.closing
+
+    @property
     def browser_running(self) -> bool:
         return self._runtime is not None or self.state is FrameState.LAUNCHING
 
@@ -239,7 +244,7 @@ class Frame:
     async def ensure_running(self) -> None:
         """Make the frame live: resume it when paused, reopen it (within the cap) when closed or failed."""
         async with self.run_lock:
-            if self.deleted or self.manager.closing:
+            if self.gone:
                 raise FrameGone(self.id)
             if self.state is FrameState.PAUSED:
                 self.resume_locked()
@@ -248,7 +253,7 @@ class Frame:
                 return
         await self.manager.make_room_for(self)
         async with self.run_lock:
-            if self.deleted or self.manager.closing:
+            if self.gone:
                 raise FrameGone(self.id)
             if self._runtime is None:
                 await self.launch_locked()

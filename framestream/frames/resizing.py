@@ -28,8 +28,10 @@ class Resizable(Protocol):
     id: str
     size: FrameSize
     state: FrameState
-    deleted: bool
     pictures: FramePictures
+
+    @property
+    def gone(self) -> bool: ...
 
     @property
     def runtime(self) -> Runtime | None: ...
@@ -60,7 +62,7 @@ class FrameResizing:
         frame = self._frame
         self._newest = size
         async with self._lock:
-            if frame.deleted:
+            if frame.gone:  # (a shutdown that got the lock first has torn it down: a relaunch would outlive it)
                 raise FrameGone(frame.id)
             if size == frame.size or self._newest is not size:
                 return

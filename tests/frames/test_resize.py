@@ -111,6 +111,23 @@ async def test_the_same_size_changes_nothing_and_a_deleted_frame_is_gone(frames:
         await frame.resizing.resize(SMALLER)
 
 
+async def test_a_resize_that_waited_for_a_shutdown_is_refused_and_launches_nothing(frames: FrameManager,
+                                                                                 launches: Launches) -> None:
+    frame, _ = await live_frame(frames)
+    runtime = launches.last
+    runtime.resize_gate = asyncio.Event()
+    under_way = asyncio.create_task(frame.resizing.resize(SMALLER))
+    await asyncio.sleep(0)  # it holds the frame's lock, waiting in the runtime
+    shutdown = asyncio.create_task(frames.shutdown())
+    await asyncio.sleep(0)
+    sharper = asyncio.create_task(frame.resizing.resize(SHARPER))  # another dpr: a relaunch, after the shutdown
+    runtime.resize_gate.set()
+    await asyncio.gather(under_way, shutdown)
+    with pytest.raises(FrameGone):
+        await sharper
+    assert len(launches.runtimes) == 1 and frame.runtime is None, "no browser launched under the shutdown"
+
+
 async def test_resizes_queued_behind_one_under_way_are_coalesced_to_the_newest(frames: FrameManager,
                                                                              launches: Launches) -> None:
     frame, _ = await live_frame(frames)
