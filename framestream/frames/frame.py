@@ -117,8 +117,7 @@ class Frame:
         return len(self.feed.viewers)
 
     @property
-    def gone(self) -> bool:
-        """Deleted, or the service is shutting down: nothing may launch its browser again."""
+    def gone(self) -> bool:  # deleted, or the service is shutting down: nothing may launch its browser again
         return self.deleted or self.manager.closing
 
     @property
@@ -131,9 +130,8 @@ class Frame:
     def describe(self) -> dict[str, Any]:
         size = self.size
         return {"id": self.id, "url": self.url, "state": self.state.value, "width": size.css_width,
-                "height": size.css_height, "dpr": size.dpr, "encoded_width": size.width,
-                "encoded_height": size.height, "viewers": self.viewers, "driver": self.control.driver,
-                "message": self.message}
+                "height": size.css_height, "dpr": size.dpr, "encoded_width": size.width, "encoded_height": size.height,
+                "viewers": self.viewers, "driver": self.control.driver, "message": self.message}
 
     def state_event(self) -> StateChanged:
         return StateChanged(self.id, self.state, self.url, self.viewers, self.control.driver, self.message,
@@ -168,8 +166,7 @@ class Frame:
 
     def process_ids(self, processes: Sequence[ProcessInfo]) -> list[int]:
         """The processes of the frame's display and browser among `processes` (none while it is closed)."""
-        runtime = self._runtime
-        return runtime.process_ids(processes) if runtime is not None else []
+        return self._runtime.process_ids(processes) if self._runtime is not None else []
 
     # -- viewers and what they hear ----------------------------------------------------------------------
 
@@ -360,14 +357,12 @@ class Frame:
 
     async def apply_step(self, claims: Claims, seq: int, events: Sequence[InputEvent], *,
                          presenter: int | None = None) -> int:
-        """Apply one step of input under verified `claims` (FrameSteps.apply_step); returns the wall clock (µs)
-        when its first event went to the browser."""
+        """One step of input under verified `claims` (FrameSteps.apply_step): the µs its first event went in."""
         return await self.steps.apply_step(claims, seq, events, presenter)
 
     async def apply_action(self, claims: Claims, seq: int, action: FrameAction, *,
                            presenter: int | None = None) -> int:
-        """Apply one driver action (navigate, page, dialog-answer, a file chooser's answer) under the same
-        arbitration as input."""
+        """One driver action (navigate, page, dialog-answer, a file chooser's answer), arbitrated as input."""
         return await self.steps.apply_action(claims, seq, action, presenter)
 
     async def take_over(self, claims: Claims, seq: int, *, presenter: int | None = None) -> int:
