@@ -75,9 +75,14 @@ class EncodePolicy:
     def keyframe_pending(self) -> bool:
         return self._keyframe_wanted
 
+    @property
+    def next_slot(self) -> float:
+        """The earliest time `decide` may return `Encode`, whatever is damaged or asked for until then."""
+        return self._last_encode_at + self.frame_interval
+
     def decide(self, now: float) -> Decision:
         waits: list[float] = []
-        slot_at = self._last_encode_at + self.frame_interval
+        slot_at = self.next_slot
         if self._keyframe_wanted:
             due = max(slot_at, self._last_keyframe_at + self.keyframe_interval)
             if now >= due:

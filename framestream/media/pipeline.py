@@ -226,8 +226,13 @@ class FramePipeline:
         flush_at: float | None = None  # when patches must be in the H.264 stream (recorded frames only)
         flushed_at = -PATCH_FLUSH_EVERY_S
         timeout = 0.0
+        # Damage is read from the policy's next slot on, not as it comes: nothing is encoded before the slot, and
+        # the DAMAGE extension sends no more events until it is read. A page painting at 60 Hz woke the worker
+        # 3.4 times a picture, each with a damage read (0.04-0.17 ms of CPU); now twice (docs/performance.md).
+        listening = True
         while True:
-            ready, _, _ = select.select([capture.fileno(), self._wake_r], [], [], timeout)
+            ready, _, _ = select.select([capture.fileno(), self._wake_r] if listening else [self._wake_r], [], [],
+                                        timeout)
             if self._wake_r in ready:
                 try:
                     os.read(self._wake_r, 4096)
@@ -241,7 +246,9 @@ class FramePipeline:
                 generation = self._requests.want_generation  # what a grab made from here on is fresh for
                 if self._requests.take(policy, paused):
                     full_grab_needed = True
-            new_damage = capture.pending_damage()
+            now = time.monotonic()
+            listening = paused or now >= policy.next_slot
+            new_damage = capture.pending_damage() if listening else []
             if paused:
                 # Kept a while, so a viewer who comes back soon resumes from the kept picture (only changed rows
                 # converted, a warm encoder); then given back.
@@ -260,7 +267,6 @@ class FramePipeline:
             if new_damage:
                 damage.extend(new_damage)
                 policy.note_damage()
-            now = time.monotonic()
             light.want(light_kbps, light_keyframe, now)
             decision = policy.decide(now)
             if flush_at is not None and now >= flush_at:
@@ -270,6 +276,8 @@ class FramePipeline:
                 if flush_at is not None:
                     decision = Wait(min(decision.seconds, flush_at - now))
                 timeout = min(decision.seconds, 3600.0, self._send_light(light, kept, now))
+                if not listening:
+                    timeout = min(timeout, max(0.0, policy.next_slot - now))
                 continue
             if decision.grab and damage and not (full_grab_needed or decision.keyframe or decision.refinement):
                 # A running animation's picture between its slots would only wait (PatchRule): grab it later, its

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 from framestream.core.pacing import BlockRule, Encode, EncodePolicy, Wait
 
@@ -35,6 +36,28 @@ def test_damage_is_capped_at_the_frame_rate() -> None:
     assert isinstance(decision, Wait)
     assert math.isclose(decision.seconds, 1 / 30 - 0.01, rel_tol=1e-6)
     assert policy.decide(1 / 30) == Encode(keyframe=False, refinement=False, grab=True)
+
+
+def test_nothing_is_encoded_before_the_next_slot_whatever_comes() -> None:
+    # The worker reads damage only from `next_slot` on (media/pipeline.py): that is safe only if no damage,
+    # keyframe request or refinement makes the policy encode earlier. Random runs of all of them, checked at once.
+    rng = random.Random(29)
+    for _ in range(200):
+        policy, now = EncodePolicy(fps=30), 0.0
+        for _ in range(60):
+            now += rng.choice((0.0, 0.001, 0.01, 0.02, 1 / 30, 0.2, 1.5))
+            event = rng.randrange(4)
+            if event == 0:
+                policy.note_damage()
+            elif event == 1:
+                policy.request_keyframe(at_once=rng.random() < 0.5)
+            slot = policy.next_slot
+            decision = policy.decide(now)
+            if isinstance(decision, Encode):
+                assert now >= slot, (now, slot, decision)
+                policy.note_encoded(now, decision, changed=rng.random() < 0.7, patched=rng.random() < 0.2)
+            elif now < slot:
+                assert now + decision.seconds >= slot  # its wait ends at the slot at the earliest
 
 
 def test_unchanged_grab_produces_nothing_and_does_not_use_the_slot() -> None:
