@@ -63,9 +63,9 @@ def grab_changes(capture: DisplayCapture, previous: npt.NDArray[np.uint8], damag
         # Boxes of the macroblocks that changed, for H.264 alone: the conversion, the search for moved content and
         # x264 then take only them. Chromium damages a box crossing the page and its counter as one rectangle up
         # to 2406x840, whose rows cost 1.1 ms to convert and 0.5 to compare after conversion, block by block.
-        # The bands are scanned from their ends for the changed rows, as below, and those rows compared by blocks
-        # in their full width (a paint that raced the grab is in them): 0.6 ms (docs/performance.md). Small damage
-        # too: pixel by pixel, the box's 1200x420 at dpr 1 cost 0.8 ms, and H.264 codes whole blocks anyway.
+        # Each band is checked by one memcmp and, if it differs, compared by blocks in its full width (a paint that
+        # raced the grab is in it): 0.6 ms for 2560x848 (docs/performance.md). Small damage too: pixel by pixel,
+        # the box's 1200x420 at dpr 1 cost 0.8 ms, and H.264 codes whole blocks anyway.
         boxes = changed_boxes(previous, picture, [DamageRect(0, y0, width, y1 - y0) for y0, y1 in bands],
                               tight_area=0, block=MACROBLOCK)
         share = None if small else \

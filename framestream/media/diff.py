@@ -88,6 +88,12 @@ def changed_boxes(
             found.extend(_tight_boxes(_unequal(prev[y0:y1, x0:x1], cur[y0:y1, x0:x1]), x0, y0))
             continue
         pa, pb = prev[y0:y1, x0:x1], cur[y0:y1, x0:x1]
+        if block and not tight_area:
+            # Blocks only (H.264 alone): one memcmp, which stops at the first difference, then the blocks of the
+            # whole rectangle; scanning for its first and last changed rows first cost more calls than it saved.
+            if not _same(pa, pb):
+                found.extend(_grid_boxes(prev, cur, (x0, y0, x1, y1), block))
+            continue
         wide = _wide_ok(pa) and _wide_ok(pb)  # both sides must use the same word size
         a, b = _words(pa, wide), _words(pb, wide)
         first = _first_changed(a, b)
