@@ -227,9 +227,9 @@ class FramePipeline:
         flushed_at = -PATCH_FLUSH_EVERY_S
         timeout = 0.0
         # Damage is read from the policy's next slot on, not as it comes: nothing is encoded before the slot, and
-        # the DAMAGE extension sends no more events until it is read. A page painting at 60 Hz woke the worker
-        # 3.4 times a picture, each with a damage read (0.04-0.17 ms of CPU); now once, at the slot
-        # (docs/performance.md).
+        # the DAMAGE extension sends no more events until it is read. An animated page woke the worker about twice a
+        # picture (its paint, then the slot) and read damage 3.4 times (0.04-0.19 ms of CPU each); now it sleeps
+        # until the slot and reads once (docs/performance.md).
         listening = True
         while True:
             ready, _, _ = select.select([capture.fileno(), self._wake_r] if listening else [self._wake_r], [], [],
