@@ -57,8 +57,9 @@ def changed_boxes(
     `tight_area` pixels (a column scan reads every pixel of them, so large changes keep the rectangle's
     width: they go to the video encoder anyway); such a rectangle gives one box per run of changed columns and,
     within it, of changed rows (gaps of more than 32 unchanged ones cut; media/patches.merge_boxes joins boxes
-    of different rectangles that touch). Larger changes are tightened to a grid of `block`-pixel squares instead,
-    when `block` is given: one box per run of changed squares' columns within each run of their rows, on the grid
+    of different rectangles that touch). With `block`, larger rectangles are compared by `block`-pixel squares
+    instead, whole (one memcmp first: it stops at the first difference; scanning for the changed rows first cost more
+    calls than it saved): one box per run of changed squares' columns within each run of their rows, on the grid
     (clipped to the picture). Pictures must have the same shape.
     """
     height, width = int(cur.shape[0]), int(cur.shape[1])
@@ -88,9 +89,7 @@ def changed_boxes(
             found.extend(_tight_boxes(_unequal(prev[y0:y1, x0:x1], cur[y0:y1, x0:x1]), x0, y0))
             continue
         pa, pb = prev[y0:y1, x0:x1], cur[y0:y1, x0:x1]
-        if block and not tight_area:
-            # Blocks only (H.264 alone): one memcmp, which stops at the first difference, then the blocks of the
-            # whole rectangle; scanning for its first and last changed rows first cost more calls than it saved.
+        if block:
             if not _same(pa, pb):
                 found.extend(_grid_boxes(prev, cur, (x0, y0, x1, y1), block))
             continue
@@ -103,8 +102,6 @@ def changed_boxes(
         top, bottom = y0 + first, y0 + last + 1
         if (bottom - top) * (x1 - x0) <= tight_area:
             found.extend(_tight_boxes(_unequal(pa[first : last + 1], pb[first : last + 1]), x0, top))
-        elif block:
-            found.extend(_grid_boxes(prev, cur, (x0, top, x1, bottom), block))
         else:
             found.append((x0, top, x1, bottom))
     return found

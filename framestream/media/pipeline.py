@@ -253,7 +253,6 @@ class FramePipeline:
             if paused:
                 # Kept a while, so a viewer who comes back soon resumes from the kept picture (only changed rows
                 # converted, a warm encoder); then given back.
-                now = time.monotonic()
                 release_at = release_at or now + self._release_after_s
                 light.stop()
                 if now >= release_at:
