@@ -37,8 +37,8 @@ import websockets
 from benchmarks.common import metric_delta, metrics, sample_cpu, service_pids
 from benchmarks.procstat import CpuWindow
 from benchmarks.viewer import percentiles
+from tests.netns import only_loopback
 from tests.support import Service, page_server
-from tests.webrtc.netns import only_loopback
 from tests.webrtc.rtc_client import RtcViewer
 
 PAGES = Path(__file__).resolve().parents[1] / "tests" / "pages"

@@ -37,10 +37,10 @@ from typing import Any
 from benchmarks.common import metrics
 from benchmarks.viewer import percentiles
 from benchmarks.webrtc_inside import MASK32, SocketViewer
+from tests.netns import only_loopback
 from tests.support import Service, page_server
 from tests.web.browser import Browser
 from tests.webrtc.chromium import LOOPBACK, inbound_video, open_webrtc_viewer, rtc
-from tests.webrtc.netns import only_loopback
 
 PAGES = Path(__file__).resolve().parent / "pages"
 PAGE = "scroll_fast.html"

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from framestream.client import Client, SandboxKey
+from tests.beside import Beside
 from tests.support import TEST_SECRET, Service, StreamClient, page_server
 
 
@@ -17,6 +18,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     # Never silently: integration tests need the real parts; `make test` installs them.
     raise pytest.UsageError(f"integration tests need {', '.join(missing)}: run `make test`, which installs them")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The long namespace runs of the tests collected start now, beside the rest (tests/beside.py)."""
+    if session.config.option.collectonly:
+        return
+    Beside.start({item.module.__name__ for item in session.items if isinstance(item, pytest.Function)})
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    Beside.stop()
 
 
 @pytest.fixture(autouse=True)

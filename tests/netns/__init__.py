@@ -1,23 +1,35 @@
-"""Run a helper in a network namespace of its own, with only `lo` and its traffic shaped by `tc`.
+"""Runs in network namespaces of their own, with only `lo` and, when shaped, its traffic limited by `tc`.
 
-`run(shape, module, args)` re-executes `python -m <module>` under `unshare -n` after bringing `lo` up at MTU 1500
-and applying `shape` (tc commands): the service, its browsers and the viewers all run inside, so nothing ever
-leaves loopback and nothing outside sees the limit. The helper prints one JSON object as its last line of output.
-Needs root (CI is) and iproute2 (`ip`, `tc`; in the Makefile's packages).
+`in_netns(argv)` runs a command under `unshare -n` (as root, CI; otherwise `unshare -rn`, a user namespace mapping
+us to root inside) after bringing `lo` up: so no packet ever leaves loopback (ICE libraries pick the machine's other
+addresses unless told not to) and nothing outside sees a limit. With a `shape` (tc commands: `tbf`, `port_limit`),
+`lo` gets MTU 1500 first: a token bucket's burst must hold a whole packet, and lo's own MTU is 64 KiB.
+`run(shape, module, args)` runs `python -m <module>` so, a helper that prints one JSON object as its last line.
+Needs iproute2 (`ip`, `tc`) and util-linux (`unshare`), in the Makefile's packages.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+INSIDE = "FRAMESTREAM_IN_NETNS"  # set for the command run inside
+LINK = "FRAMESTREAM_TEST_LINK"  # the rate lo is limited to inside, as tc reads it ("1mbit"); unset: unlimited
+
+_running: set[subprocess.Popen[str]] = set()
+_running_lock = threading.Lock()
 
 
 def missing() -> str | None:
@@ -45,15 +57,61 @@ def port_limit(rate: str, port: int) -> list[str]:
     ]
 
 
+def in_netns(argv: Sequence[str], *, env: dict[str, str] | None = None, timeout: float = 900.0,
+             shape: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """Run `argv` in a fresh namespace shaped by `shape`, from the repository's root; what it printed."""
+    unshare = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-rn"]
+    steps = ["ip link set lo mtu 1500", *shape] if shape else []
+    script = " && ".join([*steps, "ip link set lo up", "exec " + shlex.join(argv)])
+    # A session of its own: on a timeout (or pytest-timeout's interruption) the whole run inside, the inner pytest
+    # and the services it started, is ended by its group, not only the inner pytest (which orphaned its service).
+    proc = subprocess.Popen([*unshare, "sh", "-c", script], env={**os.environ, **(env or {}), INSIDE: "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            cwd=ROOT)
+    with _running_lock:
+        _running.add(proc)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        _end(proc)
+        proc.communicate()
+        raise
+    finally:
+        with _running_lock:
+            _running.discard(proc)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def end_all() -> None:
+    """End every run still going, by its group (the session's end, when a run beside the suite outlived it)."""
+    with _running_lock:
+        procs = list(_running)
+    for proc in procs:
+        _end(proc)
+
+
+def _end(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 def run(shape: list[str], module: str, args: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Run `python -m module '<args as JSON>'` in a fresh network namespace shaped by `shape`; its JSON result."""
-    steps = ["set -e", "ip link set lo mtu 1500", "ip link set lo up", *shape,
-             "exec " + shlex.join([sys.executable, "-m", module, json.dumps(args)])]
-    proc = subprocess.run(["unshare", "-n", "sh", "-c", "; ".join(steps)], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"{module} in a namespace exited {proc.returncode}:\n{proc.stdout[-3000:]}\n"
-                           f"{proc.stderr[-3000:]}")
+    done = in_netns([sys.executable, "-m", module, json.dumps(args)], shape=shape, timeout=timeout,
+                    env={"PYTHONPATH": str(ROOT)})
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{module} in a namespace exited {done.returncode}:\n{done.stdout[-3000:]}\n"
+                           f"{done.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(lines[-1])
     return result
+
+
+def only_loopback() -> bool:
+    """Whether this process's network namespace has no interface but `lo`."""
+    return interfaces() == ["lo"]
+
+
+def interfaces() -> list[str]:
+    """This network namespace's interfaces (/sys/class/net shows the namespace sysfs was mounted in)."""
+    return [name for _index, name in socket.if_nameindex()]

@@ -2,7 +2,7 @@
 pictures over RTP on loopback, decodes them and can send a PLI.
 
 Only 127.0.0.1 is offered as a host candidate, on both sides: run inside a network namespace that has only
-`lo` (tests/webrtc/netns.py), so no packet can leave the machine.
+`lo` (tests/netns), so no packet can leave the machine.
 """
 
 from __future__ import annotations

@@ -11,13 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.webrtc.netns import in_netns
+from tests.beside import Beside
+from tests.netns import in_netns
 
 INSIDE = Path(__file__).parent / "inside"
 
+# Started with the session, beside the rest of the suite (tests/beside.py).
+INNER = Beside(lambda: in_netns([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(INSIDE)]))
 
+
+@pytest.mark.timeout(600)
 def test_webrtc_inside_a_loopback_only_network_namespace() -> None:
-    done = in_netns([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(INSIDE)])
+    done = INNER.outcome()
     assert done.returncode == 0, f"inner pytest failed:\n{done.stdout[-20000:]}\n{done.stderr[-5000:]}"
     assert " passed" in done.stdout and "skipped" not in done.stdout, done.stdout[-3000:]
 

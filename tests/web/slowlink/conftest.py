@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from tests.webrtc.netns import INSIDE, LINK, interfaces, only_loopback
+from tests.netns import INSIDE, LINK, interfaces, only_loopback
 
 collect_ignore_glob = [] if os.environ.get(INSIDE) == "1" and os.environ.get(LINK) else ["test_*.py"]
 

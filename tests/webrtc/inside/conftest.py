@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tests.webrtc.netns import INSIDE, interfaces, only_loopback
+from tests.netns import INSIDE, interfaces, only_loopback
 
 collect_ignore_glob = [] if os.environ.get(INSIDE) == "1" else ["test_*.py"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.netns import INSIDE, LINK, interfaces, only_loopback
 from tests.support import page_server
-from tests.webrtc.netns import INSIDE, LINK, interfaces, only_loopback
 
 collect_ignore_glob = [] if os.environ.get(INSIDE) == "1" and os.environ.get(LINK) else ["test_*.py"]
 
