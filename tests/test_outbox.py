@@ -644,3 +644,27 @@ def test_a_slow_viewers_losses_cut_the_light_streams_share_once_a_second() -> No
     clock.t += 1.0
     choice.update(100_000.0, True, lossy=False)
     assert choice.share() == cut + LIGHT_REGROW_PER_S, "no loss: it grows back"
+
+
+async def test_a_joiner_that_moves_to_the_light_stream_while_joining_gets_one_on_a_still_page() -> None:
+    # Seen in CI (tests/web/test_viewer_scroll.py, a busy machine): a viewer's first sends read its loopback link as
+    # 57 kbit/s, the kept chain of a still page did not fit, and it moved to the light stream while joining. No light
+    # stream was made until the next picture, which a still page never sends: its canvas stayed empty for 30 s.
+    clock = Clock()
+    frame = Frame(clock)
+    frame.feed.publish(picture(key=True, size=30_000))
+    for _ in range(2):
+        frame.feed.publish(Picture(data=b"r" * 15_000, keyframe=False, refinement=True, capture_us=1, encoded_us=2,
+                                   codec="avc1.42C020", changed=False))  # sharpened: the page is still
+    box = Outbox(clock=clock)
+    measured(box, 7_000)  # 56 kbit/s
+    configs: list[bool] = []
+    joiner = Viewer("f", 1, box, send_config=lambda v: configs.append(v.light), on_event=lambda _: None,
+                    choice=StreamChoice(clock))
+    frame.feed.add(joiner)
+    assert joiner.light and frame.feed.slow_viewers == 1, "the chain did not fit its link: it takes the light stream"
+    assert frame.light_caps and frame.light_caps[-1] is not None, "so the light stream is made, with no new picture"
+    assert frame.light_asked, "and its keyframe asked for"
+    frame.feed.publish_light(picture(key=True, size=900, light=True))
+    got = [unpack_video_header(m) for m in await take(box) if isinstance(m, bytes)]
+    assert got[-1].keyframe and configs[-1] is True, "the light keyframe reaches it, after a light video-config"

@@ -213,6 +213,8 @@ class FrameFeed:
                     return  # its outbox is full: it waits for the keyframe the offer asked for
         finally:
             self.skips += viewer.skipped - skipped  # a joiner whose link cannot take the chain skips too
+            # It may have moved to the light stream: make that now, as a still page sends no picture that would.
+            self._update_gate()
 
     @property
     def slow_viewers(self) -> int:
