@@ -10,6 +10,7 @@ unauthenticated bodies that break the JSON parser (#14).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -285,19 +286,31 @@ async def test_a_viewer_that_does_not_read_is_closed_past_the_text_bound(state_d
         sent = 0
 
         async def flood(attacker: websockets.ClientConnection, closes: int) -> None:
-            """Send until the log says the service gave up on `closes` clients that do not read."""
+            """Send until the log says the service gave up on `closes` clients that do not read. The log is watched
+            beside the sends: once it gives up, the service reads no more, so a send blocks, and a flood that
+            looked at the log only between its sends waited there until the service dropped the connection (5 s),
+            and its close frame was never read."""
             nonlocal sent
-            try:
-                while svc.log().count("does not read") < closes:
-                    for _ in range(200):
+
+            async def send() -> None:
+                nonlocal sent
+                with contextlib.suppress(websockets.ConnectionClosed):  # dropped already
+                    while True:
                         await attacker.send(message)
                         sent += 1
-                    await asyncio.sleep(0)
-            except websockets.ConnectionClosed:
-                pass  # dropped already
+
+            async def gave_up() -> bool:
+                return svc.log().count("does not read") >= closes or sending.done()
+
+            sending = asyncio.create_task(send())
+            try:
+                await until(f"the service gave up on {closes} clients that do not read", gave_up, within=60)
+            finally:
+                sending.cancel()
+                await asyncio.gather(sending, return_exceptions=True)
 
         attacker = await not_reading(svc)
-        await asyncio.wait_for(flood(attacker, 1), 60)
+        await flood(attacker, 1)
         with pytest.raises(websockets.ConnectionClosed) as closed:
             while True:  # reading again: what was in the pipe, then the close
                 await asyncio.wait_for(attacker.recv(), 10)
@@ -307,7 +320,7 @@ async def test_a_viewer_that_does_not_read_is_closed_past_the_text_bound(state_d
         # One that never reads again is dropped all the same (it never takes the close frame: 5 s later).
         silent = await not_reading(svc)
         try:
-            await asyncio.wait_for(flood(silent, 2), 60)
+            await flood(silent, 2)
 
             async def dropped() -> bool:
                 return connections(svc) == 0
