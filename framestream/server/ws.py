@@ -66,6 +66,7 @@ class ViewerConnection:
         self._states = LatestEvery(STATE_INTERVAL_S)  # frame-states held to be sent at most this often
         self._states_timer: asyncio.TimerHandle | None = None
         self.transport: asyncio.BaseTransport | None = None  # the socket under `ws`, for the writer's drain waits
+        self.closing: asyncio.Task[None] | None = None  # a close with 4429 started from outside (`_close_soon`)
 
     async def run(self) -> None:
         writer = asyncio.create_task(self._write(), name="ws-writer")
@@ -82,6 +83,10 @@ class ViewerConnection:
             self.outbox.close()
             with contextlib.suppress(asyncio.CancelledError):
                 await writer
+            if self.closing is not None:
+                # Returning ends the connection: its close frame would be lost behind what the peer has not read
+                # yet, so the peer gets its CLOSE_WAIT_S to take it first.
+                await asyncio.wait({self.closing})
 
     async def close(self, code: int, message: str) -> None:
         self._stop_states()
@@ -292,6 +297,7 @@ def _close_soon(conn: ViewerConnection, reason: str) -> None:
     """Close `conn` with 4429 from outside its own tasks (which its end cancels)."""
     conn.session.phase = Phase.CLOSED  # nothing it sends now is taken
     task = asyncio.create_task(close_within(conn, CLOSE_TOO_MANY, reason), name="ws-close-4429")
+    conn.closing = task
     _closing.add(task)
     task.add_done_callback(_closing.discard)
 
