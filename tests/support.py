@@ -47,6 +47,19 @@ def forged(token: str) -> str:
     return f"{payload}.{'B' if signature[0] == 'A' else 'A'}{signature[1:]}"
 
 
+def open_sockets() -> set[int]:
+    """This process's file descriptors that are sockets. Not every descriptor: the runs beside the suite
+    (tests/beside.py) open and close their pipes in this process meanwhile."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+                found.add(int(fd))
+        except OSError:  # closed meanwhile (the listing's own descriptor among them)
+            continue
+    return found
+
+
 async def until(what: str, probe: Callable[[], Awaitable[T | None]], within: float = 90.0) -> T:
     """Poll `probe` every 0.2 s until it gives a truthy value (for what has no event to wait on: /metrics, a
     browser's getStats); fail saying `what` was awaited."""

@@ -4,7 +4,6 @@ no task and no socket behind."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 
 import pytest
@@ -12,15 +11,11 @@ import pytest
 from framestream.client import Client, ConnectionLost, SandboxKey
 from tests.client.agent_page import BUTTON, GREY, RED, near
 from tests.fixtures import service_fixture
-from tests.support import Service
+from tests.support import Service, open_sockets
 
 pytestmark = pytest.mark.integration
 
 service = service_fixture("agent.html@640x400")
-
-
-def open_fds() -> set[int]:
-    return {int(fd) for fd in os.listdir("/proc/self/fd")}
 
 
 async def test_reconnects_after_the_service_restarts_and_watches_again(service: Service, key: SandboxKey) -> None:
@@ -46,14 +41,14 @@ async def test_reconnects_after_the_service_restarts_and_watches_again(service: 
 async def test_closing_leaves_no_task_and_no_socket(service: Service, key: SandboxKey) -> None:
     [frame] = service.frame_ids()
     tasks_before = asyncio.all_tasks()
-    fds_before = open_fds()
+    sockets_before = open_sockets()
     client = await Client.connect(service.base, key=key)
     view = await client.watch(frame)
     step = await client.click(frame, *BUTTON)
     await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(*BUTTON, dpr=2), RED))
     await view.settle(quiet=0.2)
     await client.screenshot(frame, css=True)
-    assert len(open_fds()) > len(fds_before)  # the socket is open while the client is
+    assert len(open_sockets()) > len(sockets_before)  # the socket is open while the client is
     await client.close()
     assert asyncio.all_tasks() == tasks_before
-    assert open_fds() <= fds_before, sorted(open_fds() - fds_before)
+    assert open_sockets() <= sockets_before, sorted(open_sockets() - sockets_before)
