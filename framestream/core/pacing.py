@@ -37,6 +37,24 @@ class Wait:
 Decision = Encode | Wait
 
 
+# While the frame is recorded, what went out only as patches reaches its H.264 stream this soon after the first of
+# them (framestream/recording): the picture then shows what changed since.
+PATCH_FLUSH_S = 0.4
+PATCH_FLUSH_EVERY_S = 0.95
+PATCH_QUIET_S = 0.25  # a patch this long after the last flush follows a quiet spell (an animation's come sooner)
+
+
+def patch_flush_at(now: float, flushed_at: float) -> float:
+    """When the H.264 picture of what went out only as patches is made for the recording, the first of them having
+    come `now` and the last such picture `flushed_at`: `PATCH_FLUSH_S` after it; while patches keep coming (this
+    one within `PATCH_QUIET_S` of the last flush: an animation) at most one a `PATCH_FLUSH_EVERY_S`, so a running
+    animation costs one picture a second. A change after a quiet spell is not held to that: held so, letters an
+    agent typed 0.7 s after a click were not yet in the recording 0.5 s after their step (seen in CI)."""
+    if now - flushed_at >= PATCH_QUIET_S:
+        return now + PATCH_FLUSH_S
+    return max(now + PATCH_FLUSH_S, flushed_at + PATCH_FLUSH_EVERY_S)
+
+
 class EncodePolicy:
     def __init__(
         self,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from framestream.core.errors import CaptureError
-from framestream.core.pacing import Encode, EncodePolicy, PatchRule, Wait
+from framestream.core.pacing import PATCH_FLUSH_EVERY_S, Encode, EncodePolicy, PatchRule, Wait, patch_flush_at
 from framestream.media.capture import DisplayCapture
 from framestream.media.changes import grab_changes
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
@@ -37,12 +37,6 @@ log = logging.getLogger(__name__)
 # ever (a keyframe of the kept picture); after it the frame gives about 85 MB back at 2560x1600 and a resume
 # makes them again (capture, encoder, a full conversion: about 50 ms more CPU at 2560x1600: 70 ms against 20).
 RELEASE_AFTER_S = 10.0
-# While the frame is recorded, what went out only as patches reaches its H.264 stream this soon after the first of
-# them (framestream/recording): the picture then shows what changed since, so a change is in the recording at most
-# this long after it happened, however often the page changes.
-PATCH_FLUSH_S = 0.4
-PATCH_FLUSH_EVERY_S = 0.95
-
 PictureSink = Callable[[Picture], None]
 FailureSink = Callable[[Exception], None]
 
@@ -345,8 +339,7 @@ class FramePipeline:
             if not sender.pending:
                 flush_at = None
             elif flush_at is None and self._record_gate is not None and self._record_gate.open:
-                # At most one a PATCH_FLUSH_EVERY_S: a running animation sent as patches costs one picture a second.
-                flush_at = max(now + PATCH_FLUSH_S, flushed_at + PATCH_FLUSH_EVERY_S)
+                flush_at = patch_flush_at(now, flushed_at)
             if changed:
                 light.changed(now)
             self._send_light(light, kept, now)

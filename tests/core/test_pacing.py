@@ -5,7 +5,17 @@ from __future__ import annotations
 import math
 import random
 
-from framestream.core.pacing import BlockRule, Encode, EncodePolicy, Wait
+import pytest
+
+from framestream.core.pacing import (
+    PATCH_FLUSH_EVERY_S,
+    PATCH_FLUSH_S,
+    BlockRule,
+    Encode,
+    EncodePolicy,
+    Wait,
+    patch_flush_at,
+)
 
 
 def run(policy: EncodePolicy, now: float, *, changed: bool = True) -> Encode | Wait:
@@ -142,3 +152,32 @@ def test_block_comparison_goes_on_while_it_pays_and_looks_again_one_grab_in_retr
     assert [rule.wanted() for _ in range(4)] == [False, False, False, True]
     rule.note(0.2)  # the scroll stopped, the box goes on
     assert [rule.wanted() for _ in range(3)] == [True, True, True]
+
+
+def flushes(patches: list[float], until: float) -> list[tuple[float, float]]:
+    """(first patch waiting, flush) pairs as media/pipeline.py makes them, for patches at these times."""
+    made: list[tuple[float, float]] = []
+    flushed_at, flush_at, waiting_since = -PATCH_FLUSH_EVERY_S, None, None
+    times = sorted(set(patches) | {round(i / 100, 2) for i in range(int(until * 100))})
+    for now in times:
+        if flush_at is not None and now >= flush_at:
+            assert waiting_since is not None
+            made.append((waiting_since, now))
+            flushed_at, flush_at, waiting_since = now, None, None
+        if now in patches and flush_at is None:
+            flush_at, waiting_since = patch_flush_at(now, flushed_at), now
+    return made
+
+
+def test_a_step_after_a_quiet_spell_reaches_the_recording_its_delay_after_it() -> None:
+    # An agent's steps 0.7 s apart, each changing a little (patches): each flushed 0.4 s after it, before the next.
+    steps = [1.0, 1.7, 2.4, 3.1]
+    made = flushes(steps, 5.0)
+    assert [first for first, _ in made] == steps
+    assert all(flush - first == pytest.approx(PATCH_FLUSH_S, abs=0.011) for first, flush in made), made
+
+
+def test_a_running_animation_sent_as_patches_costs_one_flush_a_second_and_waits_at_most_one() -> None:
+    made = flushes([round(i / 15, 4) for i in range(150)], 10.0)  # a spinner's patches, 15 a second for 10 s
+    assert 9 <= len(made) <= 11, made
+    assert all(flush - first <= 1.0 for first, flush in made), made
