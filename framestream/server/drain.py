@@ -56,10 +56,10 @@ def in_network_allowance(rate: float | None, size: int) -> int:
 async def timed_send(transport: asyncio.BaseTransport | None, rate: float | None, size: int,
                      send: Awaitable[None]) -> tuple[int, float, bool]:
     """Await `send` (a message of `size` bytes), then until at most `in_network_allowance` of what was written
-    is left unacknowledged. Returns the bytes acknowledged meanwhile, the seconds it all took when the link held the
-    message back (it had to wait: the link, not the sender, set the pace; else 0.0: its busy time), and whether it
-    did.
-    Polls with a step from what is left at `rate`: one check on a fast link."""
+    is left unacknowledged. Returns the bytes acknowledged meanwhile, the link's busy time (the seconds it all took
+    when the link held the message back: it had to wait, so the link and not the sender set the pace; 0.0 when it
+    took the message at once) and whether it held it back. Polls with a step from what is left at `rate`: one check
+    on a fast link."""
     started = time.monotonic()
     before = queued_bytes(transport)
     await send

@@ -30,6 +30,7 @@ LINK = "FRAMESTREAM_TEST_LINK"  # the rate lo is limited to inside, as tc reads 
 
 _running: set[subprocess.Popen[str]] = set()
 _running_lock = threading.Lock()
+_ending = False  # the session ends (`end_all`): no new run starts
 
 
 def missing() -> str | None:
@@ -65,10 +66,12 @@ def in_netns(argv: Sequence[str], *, env: dict[str, str] | None = None, timeout:
     script = " && ".join([*steps, "ip link set lo up", "exec " + shlex.join(argv)])
     # A session of its own: on a timeout (or pytest-timeout's interruption) the whole run inside, the inner pytest
     # and the services it started, is ended by its group, not only the inner pytest (which orphaned its service).
-    proc = subprocess.Popen([*unshare, "sh", "-c", script], env={**os.environ, **(env or {}), INSIDE: "1"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            cwd=ROOT)
-    with _running_lock:
+    with _running_lock:  # started and registered at once, so `end_all` misses none
+        if _ending:
+            raise RuntimeError("the session is ending: no run in a namespace starts now")
+        proc = subprocess.Popen([*unshare, "sh", "-c", script], env={**os.environ, **(env or {}), INSIDE: "1"},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                cwd=ROOT)
         _running.add(proc)
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -83,8 +86,11 @@ def in_netns(argv: Sequence[str], *, env: dict[str, str] | None = None, timeout:
 
 
 def end_all() -> None:
-    """End every run still going, by its group (the session's end, when a run beside the suite outlived it)."""
+    """End every run still going, by its group, and start no other (the session's end, when a run beside the suite
+    outlived it)."""
+    global _ending
     with _running_lock:
+        _ending = True
         procs = list(_running)
     for proc in procs:
         _end(proc)
