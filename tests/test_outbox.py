@@ -13,6 +13,7 @@ from framestream.fanout.link import (
     LIGHT_BACKOFF,
     LIGHT_MIN_SHARE,
     LIGHT_REGROW_PER_S,
+    LINK_CHECK_S,
     LINK_WINDOW_S,
     LOSS_WINDOW_S,
     MAX_HOLD_S,
@@ -668,3 +669,48 @@ async def test_a_joiner_that_moves_to_the_light_stream_while_joining_gets_one_on
     frame.feed.publish_light(picture(key=True, size=900, light=True))
     got = [unpack_video_header(m) for m in await take(box) if isinstance(m, bytes)]
     assert got[-1].keyframe and configs[-1] is True, "the light keyframe reaches it, after a light video-config"
+
+
+async def test_a_light_viewer_of_a_page_that_went_still_goes_back_once_its_link_allows() -> None:
+    # A light viewer looked at its link only when a picture was offered: once the page went still it kept the
+    # light stream's CSS-size picture until the page changed again, however fast its link was by then. The frame
+    # now calls `follow_links` every LINK_CHECK_S while the light stream is made (frames/pictures.py).
+    clock = Clock()
+    frame = Frame(clock)
+    box = Outbox(clock=clock)
+    measured(box, 15_000)  # 15 kB/s against a stream of 30 kB/s
+    configs: list[bool] = []
+    viewer = Viewer("f", 1, box, send_config=lambda v: configs.append(v.light), on_event=lambda _: None,
+                    choice=StreamChoice(clock))
+    frame.feed.add(viewer)
+    frame.full_asked = True
+    credit = 0.0
+    for _ in range(60):
+        clock.t += 1 / 30
+        frame.tick()
+        credit = min(credit + 15_000 / 30, 15_000 / 30)
+        while len(box) and credit > 0:
+            item = await box.next()
+            assert item is not None
+            credit -= len(item)
+            box.sent(len(item), len(item) / 15_000, held=True)
+    assert viewer.light and configs[-1] is True, "the link could not carry the stream: it takes the light one"
+    await take(box)
+    # The page is still from here on (no picture), and the link recovered: its messages leave at once.
+    box.link.sent(1_000_000, 0.1)
+    went_back_at = None
+    for step in range(int(20 / LINK_CHECK_S)):
+        clock.t += LINK_CHECK_S
+        frame.feed.follow_links()
+        for item in await take(box):  # padding of a probe, if one runs: the recovered link delivers it
+            box.sent(len(item), 0.0)
+        if not viewer.light:
+            went_back_at = step * LINK_CHECK_S
+            break
+    assert went_back_at is not None, "it goes back to the full stream without a new picture"
+    assert went_back_at >= SLOW_HOLD_S - 2, "not before its hold (from its last skip, 2 s before the still page)"
+    assert frame.full_asked, "the full stream's keyframe is asked for it"
+    assert frame.light_caps[-1] is None, "and the light stream, taken by nobody now, is no longer made"
+    frame.tick()
+    got = [unpack_video_header(m) for m in await take(box) if isinstance(m, bytes)]
+    assert got and got[0].keyframe and configs[-1] is False, "a full video-config, then the full keyframe"

@@ -70,7 +70,7 @@ class Viewer:
                 self.choice.keyframe_bytes = len(picture.data)
             else:
                 self.choice.deltas.add(len(picture.data))
-        self._follow_choice(request_keyframe)
+        self.follow_link(request_keyframe)
         if picture.light != self.light:
             return True
         if self.waiting_keyframe and not picture.keyframe:
@@ -101,13 +101,14 @@ class Viewer:
         self.waiting_keyframe = True
         self.asked_keyframe = False
         self.outbox.skip_queued(self.slot)  # stale beside the keyframe it resumes at
-        if not self._follow_choice(request_keyframe):  # (a switch asks the light stream's keyframe itself)
+        if not self.follow_link(request_keyframe):  # (a switch asks the light stream's keyframe itself)
             self._ask_keyframe(request_keyframe)
         return False
 
-    def _follow_choice(self, request_keyframe: Callable[[bool], None]) -> bool:
+    def follow_link(self, request_keyframe: Callable[[bool], None]) -> bool:
         """Move to the light stream when the link became slow, back when it recovered; True on a move. The
-        viewer then waits for the other stream's keyframe, with its `video-config` in front."""
+        viewer then waits for the other stream's keyframe, with its `video-config` in front. Each offer calls it,
+        and `FrameFeed.follow_links` between pictures."""
         link = self.outbox.link
         rate = link.rate
         # Unmeasured, a stall says nothing of the link: resume at the full stream's keyframe as before.
@@ -215,6 +216,15 @@ class FrameFeed:
             self.skips += viewer.skipped - skipped  # a joiner whose link cannot take the chain skips too
             # It may have moved to the light stream: make that now, as a still page sends no picture that would.
             self._update_gate()
+
+    def follow_links(self) -> None:
+        """Let each light viewer look at its link again between pictures: a probe's padding keeps to its schedule
+        and a viewer whose hold ended goes back. Its owner calls this every `LINK_CHECK_S` while the light stream is
+        made (`set_light`): a still page offers no picture that would, and its viewers stayed on the light
+        stream, at the CSS size, until the page changed."""
+        for viewer in [v for v in self.viewers if v.light]:
+            viewer.follow_link(self._ask)
+        self._update_gate()
 
     @property
     def slow_viewers(self) -> int:

@@ -54,6 +54,9 @@ BELOW_FOR_S = 1.0  # a reported link below the stream's rate for this long, fall
 PROBE_WINDOW_S = 5.0  # slow again this soon after going back: the try failed, the next hold doubles
 PROBE_S = 1.0  # how long a probe pads the link (long beside a token bucket's burst, which it must not count)
 PROBE_LEAD_S = 0.1  # padding queued ahead of the probe's schedule, so the link never idles during it
+# How often a light viewer's choice is looked at between pictures (FrameFeed.follow_links): well within the lead, so
+# a probe on a still page keeps its link busy too.
+LINK_CHECK_S = PROBE_LEAD_S / 2
 PROBE_PASS = 0.9  # of the padding's schedule the link must have delivered
 PROBE_MIN_RATE = 16_000.0  # bytes/s: a full stream lighter than this for `LIGHT_FOR_S` is simply tried
 # A full stream light only for a moment is not a light one: a scroll through white (pictures of copies of 200 bytes,

@@ -8,11 +8,13 @@ tells it when its runtime starts, stops, resumes and has painted the page.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
 
 from framestream.fanout.feed import FrameFeed
+from framestream.fanout.link import LINK_CHECK_S
 from framestream.frames.runtime import Runtime
 from framestream.media.picture import Picture
 
@@ -31,6 +33,7 @@ class FramePictures:
         self.showing = False
         self._fresh_after_us = 0  # pictures captured before this (wall µs) are older than a fresh request
         self._light_kbps: int | None = None  # the light stream's cap while slow viewers watch
+        self._link_check: asyncio.TimerHandle | None = None  # the light viewers' links, looked at between pictures
 
     # -- what the frame tells it ---------------------------------------------------------------------------
 
@@ -75,6 +78,23 @@ class FramePictures:
         self._light_kbps = kbps
         if (runtime := self._runtime()) is not None:
             runtime.set_light(kbps)
+        if kbps is None and self._link_check is not None:
+            self._link_check.cancel()
+            self._link_check = None
+        elif kbps is not None:
+            self._schedule_link_check()
+
+    def _schedule_link_check(self) -> None:
+        if self._link_check is None:
+            self._link_check = asyncio.get_running_loop().call_later(LINK_CHECK_S, self._check_links)
+
+    def _check_links(self) -> None:
+        # While the light stream is made: a viewer on it goes back to the full stream once its link allows, whether
+        # or not the page changes (FrameFeed.follow_links). The feed's last light viewer gone ends it (set_light).
+        self._link_check = None
+        self._feed.follow_links()
+        if self._light_kbps is not None:
+            self._schedule_link_check()
 
     # -- pictures ------------------------------------------------------------------------------------------
 

@@ -30,16 +30,22 @@ pytestmark = pytest.mark.timeout(600)
 
 def in_namespace(shape: list[str], viewers: list[dict[str, Any]], size: list[int] = SIZE, page: str = PAGE,
                  warm: int = 4) -> dict[str, Any]:
+    return run(shape, "tests.netns.slowlink",
+               {"page": page, "size": size, "seconds": 10, "warm": warm, "viewers": viewers})
+
+
+def run(shape: list[str], module: str, args: dict[str, Any]) -> dict[str, Any]:
     reason = netns.missing()
     assert reason is None, f"the slow-link tests run in a network namespace: {reason}"
-    return netns.run(shape, "tests.netns.slowlink",
-                     {"page": page, "size": size, "seconds": 10, "warm": warm, "viewers": viewers}, timeout=300)
+    return netns.run(shape, module, args, timeout=300)
 
 
 SLOW_ALONE = Beside(lambda: in_namespace(netns.tbf("1mbit"), [{"name": "slow", "link_kbit": 1000}],
                                          size=[640, 400, 2]))
 SLOW_BESIDE_FAST = Beside(lambda: in_namespace(netns.port_limit("1mbit", SLOW_PORT), [
     {"name": "slow", "port": SLOW_PORT, "link_kbit": 1000}, {"name": "fast"}]))
+RECOVERY = Beside(lambda: run(netns.tbf("1mbit"), "tests.netns.link_recovery",
+                              {"for_ms": 10_000, "size": [640, 400, 2]}))
 PLAIN_SCROLL = Beside(lambda: in_namespace(netns.tbf("3mbit"), [{"name": "plain", "link_kbit": 3000, "decode": True}],
                                            size=[1280, 800, 2], page="scroll.html", warm=3))
 
@@ -69,6 +75,20 @@ def test_a_fast_viewer_beside_a_slow_one_gets_every_picture() -> None:
     sequences = fast["sequences"]
     assert fast["gaps"] == 0 and sequences == list(range(sequences[0], sequences[0] + len(sequences))), fast
     assert len(sequences) >= 0.9 * frame["pictures"], f"the fast one saw the frame's pictures: {fast} {frame}"
+
+
+def test_a_light_viewer_of_a_page_that_went_still_is_shown_the_full_picture_once_its_link_recovers() -> None:
+    """A light viewer looked at its link only when a picture was offered, so once the page went still it kept the
+    CSS-size picture, however fast its link became, until the page changed again. Here the page moves (heavier than
+    the 1 Mbit/s link), goes still on columns one device pixel wide, and then the link is lifted: the viewer must be
+    shown them, which only the full stream's 1280x800 can (tests/netns/link_recovery.py)."""
+    result = RECOVERY.outcome()
+    log = result.pop("service_log_tail", "")
+    assert result["configs"][:2] == [[1280, 800, "full"], [640, 400, "light"]], f"light while it moved: {result}"
+    assert result["lifted"] and result["stripes_on_light"] < 20, f"still; the light picture cannot show it: {result}"
+    assert result.get("back_after_s") is not None, f"never shown the full picture: {result}\n{log}"
+    assert result["configs"][-1] == [1280, 800, "full"] and result["last_picture"] == [800, 1280], result
+    assert result["stripes"] > 60, f"the columns one device pixel wide are shown: {result}"
 
 
 def test_a_plain_client_of_a_dpr_2_scroll_over_3_mbit_keeps_up() -> None:
