@@ -175,12 +175,21 @@ def clear_stale_locks(profile_dir: Path) -> list[str]:
 
 
 _PRESENTED_WAIT_MS = 500
-_PAINTED_JS = f"""new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => {{
-  if (performance.getEntriesByType('paint').length) return done();
-  const observer = new PerformanceObserver(() => {{ observer.disconnect(); done(); }});
-  observer.observe({{type: 'paint'}});
-  setTimeout(() => {{ observer.disconnect(); done(); }}, {_PRESENTED_WAIT_MS});
-}})))"""
+
+
+def _painted_js(frames: int) -> str:
+    """A promise resolved after `frames` animation frames, once the page's first paint was presented."""
+    return f"""new Promise(done => {{
+  let left = {frames};
+  const presented = () => {{
+    if (performance.getEntriesByType('paint').length) return done();
+    const observer = new PerformanceObserver(() => {{ observer.disconnect(); done(); }});
+    observer.observe({{type: 'paint'}});
+    setTimeout(() => {{ observer.disconnect(); done(); }}, {_PRESENTED_WAIT_MS});
+  }};
+  const frame = () => --left > 0 ? requestAnimationFrame(frame) : presented();
+  requestAnimationFrame(frame);
+}})"""
 
 
 class ChromeBrowser:
@@ -282,15 +291,17 @@ class ChromeBrowser:
             raise CDPError(f"evaluate failed: {result['exceptionDetails'].get('text')}")
         return result.get("result", {}).get("value")
 
-    async def painted(self, *, timeout: float) -> None:
-        """Until the active page has drawn a frame since the call and its first paint is on the screen: the
-        callback of a second requestAnimationFrame runs only after the frame of the first was produced, but a
-        busy machine can present it to X later still (a reopened page's first keyframe showed the blank window).
-        Chromium adds the `paint` timing entries once their frame is presented, so when there is none yet, wait
-        for one, at most `_PRESENTED_WAIT_MS` (a page that paints only the default white never gets one). Gives up
-        quietly after `timeout` (a page whose script is busy, a hidden page)."""
+    async def painted(self, *, timeout: float, frames: int = 2) -> None:
+        """Until the active page has drawn `frames` animation frames since the call and its first paint is on the
+        screen: the callback of a second requestAnimationFrame runs only after the frame of the first was produced,
+        but a busy machine can present it to X later still (a reopened page's first keyframe showed the blank
+        window). Chromium adds the `paint` timing entries once their frame is presented, so when there is none
+        yet, wait for one, at most `_PRESENTED_WAIT_MS` (a page that paints only the default white never gets one).
+        A page already painted has no such entry to wait for: `frames` then covers what lies between a frame's
+        animation callbacks and its presentation (`Runtime.painted`). Gives up quietly after `timeout` (a page
+        whose script is busy, a hidden page)."""
         with contextlib.suppress(CDPError, TimeoutError):
-            await self.evaluate(_PAINTED_JS, timeout=timeout)
+            await self.evaluate(_painted_js(frames), timeout=timeout)
 
     def child_pids(self, *types: bytes) -> list[int]:
         """This browser's child processes of the given `--type=` values, found in our own process group."""

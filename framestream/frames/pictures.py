@@ -3,7 +3,8 @@
 Only the running pipeline's pictures count (one posted by a pipeline stopped since is not the page as it is), and
 only once they show the page: not while the browser starts and loads it (a blank window), and none captured before
 a fresh keyframe was asked for (docs/architecture.md, "Fresh pictures"). The frame (frames/frame.py) owns one and
-tells it when its runtime starts, stops, resumes and has painted the page.
+tells it when its runtime starts, stops, resumes and has painted the page. While the light stream is made it also
+owns the timer that lets its viewers look at their links between pictures (`FrameFeed.follow_links`).
 """
 
 from __future__ import annotations

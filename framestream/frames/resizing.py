@@ -82,7 +82,7 @@ class FrameResizing:
                 log.warning("the page did not take the new size (%s): relaunching", exc, extra={"frame": frame.id})
                 in_place = False
             if in_place:
-                await runtime.painted()
+                await runtime.painted(relaid=True)
                 frame.pictures.show_fresh()
                 return
             frame.set_state(FrameState.LAUNCHING, "resized; reopening at the new size")

@@ -47,6 +47,7 @@ class FakeRuntime:
         self.frozen_at_dispatch: list[bool] = []  # whether the page was frozen as each dispatch reached it
         self.keyframe_requests: list[int] = []
         self.fresh_keyframe_requests = 0
+        self.painted_relaid: list[bool] = []  # each painted() wait: after a new layout (a resize) or not
         self.light_kbps: int | None = None
         self.light_keyframe_requests = 0
         self.released = False
@@ -102,8 +103,8 @@ class FakeRuntime:
     def request_fresh_keyframe(self) -> None:
         self.fresh_keyframe_requests += 1
 
-    async def painted(self) -> None:
-        pass
+    async def painted(self, *, relaid: bool = False) -> None:
+        self.painted_relaid.append(relaid)
 
     def set_light(self, kbps: int | None) -> None:
         self.light_kbps = kbps

@@ -49,6 +49,7 @@ async def test_a_smaller_size_is_taken_in_place_and_only_the_new_pipelines_pictu
     runtime.post(picture())
     assert viewer.configs == [SIZE, SMALLER], "a video-config of the new size before it"
     assert runtime.fresh_keyframe_requests == 2, "one at the launch, one once the page painted at the new size"
+    assert runtime.painted_relaid == [False, True], "the new layout's own wait: it is presented frames later"
 
 
 async def test_a_larger_size_is_in_place_too_and_another_dpr_relaunches_the_browser_at_it(
