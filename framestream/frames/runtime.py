@@ -185,6 +185,8 @@ class FrameRuntime:
             # The window's scale factor is the browser's own (--force-device-scale-factor): a page emulated at
             # another one is drawn scaled by it (at dpr 1 in a dpr 2 window, its top-left quarter filled the picture).
             return False
+        if self._refresh is not None:
+            self._refresh.note_input()  # at the faster rate, as input: its layout is shown four frames later
         pipeline, self.pipeline = self.pipeline, None  # from here on the old pipeline's pictures are dropped
         if pipeline is not None:
             await asyncio.get_running_loop().run_in_executor(None, pipeline.stop)
@@ -335,11 +337,9 @@ class FrameRuntime:
 
     async def painted(self, *, relaid: bool = False) -> None:
         """Until the active page has drawn a frame since now (two animation frames), or 2 s: what a keyframe
-        grabbed after it shows is the loaded page, not the blank window before its first paint. `relaid`: the
-        page, painted before, was just laid out again (a resize); its new layout is on the screen two frames later
-        still, as the compositor rasterizes and draws a frame behind the callbacks of the next (under load, 6 of
-        520 first pictures of a new size lacked their bottom or right part after two frames; none of 400 after
-        four)."""
+        grabbed after it shows is the loaded page, not the blank window before its first paint. `relaid` (a resize):
+        four, as the new layout reaches the screen two frames behind its own (under load two left 7 of 400 first
+        pictures of a new size without their bottom or right part; four none of 800)."""
         if self._browser is not None:
             await self._browser.painted(timeout=2.0, frames=4 if relaid else 2)
 

@@ -53,3 +53,19 @@ async def _keep_moving(client: Client, frame: str) -> None:
         x = (x + 7) % 300
         await client.move(frame, 10 + x, 180)
         await asyncio.sleep(0.1)
+
+
+async def test_a_resize_in_place_is_drawn_at_the_faster_rate_too(service: Service) -> None:
+    # The new layout reaches the screen four animation frames after it is made (frames/runtime.py `painted`): at the
+    # faster rate those cost what two did at the stream's.
+    frame = service.frame_ids()[0]
+    key = SandboxKey(TEST_SECRET, "test", subject="agent")
+    async with await Client.connect(service.base, key=key) as client:
+        view = await client.watch(frame)
+        await view.picture_after(0, where=lambda p: near(p.pixel(*BOX), BLUE), timeout=30)
+        info = await client.frame_info(frame)
+        resized = time.time_ns() // 1000
+        await client.resize_frame(frame, info.width - 20, info.height, dpr=info.dpr)
+        picture = await view.picture_after(resized, where=lambda p: near(p.pixel(*BOX), GREEN), timeout=30)
+        assert picture.width == (info.width - 20) * info.dpr, "in place, at the new size"
+        assert (await client.frame_info(frame)).state == "live"
