@@ -5,12 +5,14 @@ counts its own animation frames and paints a box blue at about 30 a second and g
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 import numpy as np
 import pytest
 
-from framestream.client import Client, SandboxKey
+from framestream.client import Client, FrameView, SandboxKey
 from tests.fixtures import service_fixture
 from tests.support import TEST_SECRET, Service, colour_near
 
@@ -27,13 +29,20 @@ def near(rgb: tuple[int, int, int], want: tuple[int, int, int]) -> bool:
     return colour_near(np.asarray(rgb), want, tol=30)
 
 
-async def test_chromium_draws_faster_while_input_comes_and_slower_after(service: Service) -> None:
+@contextlib.asynccontextmanager
+async def at_the_streams_rate(service: Service) -> AsyncIterator[tuple[Client, str, FrameView]]:
+    """A client watching the page once nobody has given input for the hold: Chromium draws at the stream's 30 a
+    second (the box blue)."""
     frame = service.frame_ids()[0]
     key = SandboxKey(TEST_SECRET, "test", subject="agent")
     async with await Client.connect(service.base, key=key) as client:
         view = await client.watch(frame)
-        # Nobody has given input: Chromium draws at the stream's 30 a second.
         await view.picture_after(0, where=lambda p: near(p.pixel(*BOX), BLUE), timeout=30)
+        yield client, frame, view
+
+
+async def test_chromium_draws_faster_while_input_comes_and_slower_after(service: Service) -> None:
+    async with at_the_streams_rate(service) as (client, frame, view):
         # Input every 0.1 s (a pointer moving over the page) keeps the faster rate, which the page shows.
         moving = asyncio.create_task(_keep_moving(client, frame))
         try:
@@ -58,11 +67,7 @@ async def _keep_moving(client: Client, frame: str) -> None:
 async def test_a_resize_in_place_is_drawn_at_the_faster_rate_too(service: Service) -> None:
     # The new layout reaches the screen four animation frames after it is made (frames/runtime.py `painted`): at the
     # faster rate those cost what two did at the stream's.
-    frame = service.frame_ids()[0]
-    key = SandboxKey(TEST_SECRET, "test", subject="agent")
-    async with await Client.connect(service.base, key=key) as client:
-        view = await client.watch(frame)
-        await view.picture_after(0, where=lambda p: near(p.pixel(*BOX), BLUE), timeout=30)
+    async with at_the_streams_rate(service) as (client, frame, view):
         info = await client.frame_info(frame)
         resized = time.time_ns() // 1000
         await client.resize_frame(frame, info.width - 20, info.height, dpr=info.dpr)
