@@ -15,50 +15,38 @@ import asyncio
 import json
 import random
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import websockets
 
 from framestream.core.wire import FLAG_REFINEMENT, unpack_video_header
-from tests.netns.slowlink import TEST_PAGES, percentiles
-from tests.support import Service, page_server
+from tests.netns.slowlink import percentiles, served_frame
+from tests.support import PAGES
 
 
 async def clicks(args: dict[str, Any]) -> dict[str, Any]:
     width, height, dpr = args["size"]
-    with page_server(TEST_PAGES) as base, tempfile.TemporaryDirectory(prefix="fs-netns-") as state:
-        service = Service(state_dir=Path(state))
-        await asyncio.to_thread(service.start, 30.0)
-        try:
-            status, body = await asyncio.to_thread(service.request, "POST", "/frames", {
-                "url": f"{base}/clicker.html", "width": width, "height": height, "dpr": dpr})
-            assert status == 201, body
-            frame_id = str(body["id"])
-            await service.wait_state_async(frame_id, "live", 60.0)
-            async with websockets.connect(service.ws_url, max_size=None) as ws:
-                await ws.send(json.dumps({"type": "hello", "token": service.token("view")}))
-                await ws.send(json.dumps({"type": "watch", "frame": frame_id}))
-                await read_for(ws, 3.0)  # the first keyframe, at the link's pace
-                grant = service.token("drive", ttl=600)
-                times, acks, missed = [], [], 0
-                for seq in range(int(args["clicks"])):
-                    sent_wall_us = time.time_ns() // 1000
-                    sent = time.perf_counter()
-                    await ws.send(json.dumps({"type": "input", "frame": frame_id, "grant": grant, "seq": seq,
-                                              "events": [{"kind": "mouse", "action": "down", "x": 60, "y": 60},
-                                                         {"kind": "mouse", "action": "up", "x": 60, "y": 60}]}))
-                    got = await first_picture_after(ws, sent_wall_us, sent, seq, acks, timeout=3.0)
-                    if got is None:
-                        missed += 1
-                    else:
-                        times.append(got)
-                    await read_for(ws, random.uniform(0.12, 0.25))
-        finally:
-            await asyncio.to_thread(service.stop)
-            service.kill_leftovers()
+    async with served_frame(PAGES, "clicker.html", args["size"]) as served:
+        service, frame_id = served.service, served.frame_id
+        async with websockets.connect(service.ws_url, max_size=None) as ws:
+            await ws.send(json.dumps({"type": "hello", "token": service.token("view")}))
+            await ws.send(json.dumps({"type": "watch", "frame": frame_id}))
+            await read_for(ws, 3.0)  # the first keyframe, at the link's pace
+            grant = service.token("drive", ttl=600)
+            times, acks, missed = [], [], 0
+            for seq in range(int(args["clicks"])):
+                sent_wall_us = time.time_ns() // 1000
+                sent = time.perf_counter()
+                await ws.send(json.dumps({"type": "input", "frame": frame_id, "grant": grant, "seq": seq,
+                                          "events": [{"kind": "mouse", "action": "down", "x": 60, "y": 60},
+                                                     {"kind": "mouse", "action": "up", "x": 60, "y": 60}]}))
+                got = await first_picture_after(ws, sent_wall_us, sent, seq, acks, timeout=3.0)
+                if got is None:
+                    missed += 1
+                else:
+                    times.append(got)
+                await read_for(ws, random.uniform(0.12, 0.25))
     return {"size": f"{width}x{height}@{dpr}x", "clicks": int(args["clicks"]), "missed": missed,
             "input_to_picture_ms": percentiles(times), "input_ack_ms": percentiles(acks)}
 

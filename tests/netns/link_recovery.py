@@ -14,15 +14,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from framestream.core.wire import KIND_PADDING
-from tests.support import Service, StreamClient, VideoMessage, page_server
+from tests.netns.slowlink import served_frame
+from tests.support import PAGES, StreamClient, VideoMessage
 
 STRIPES = (slice(200, 600), slice(200, 600))  # (rows, columns) in device pixels, as the page draws them
 
@@ -41,29 +40,17 @@ def stripes(picture: np.ndarray) -> float:
 
 
 async def scenario(args: dict[str, Any]) -> dict[str, Any]:
-    width, height, dpr = args.get("size", [640, 400, 2])
+    page = f"noise_then_stripes.html?for={args['for_ms']}"
     result: dict[str, Any] = {}
-    with page_server() as base, tempfile.TemporaryDirectory(prefix="fs-netns-") as state:
-        service = Service(state_dir=Path(state))
-        await asyncio.to_thread(service.start, 30.0)
-        client: Viewer | None = None
+    async with served_frame(PAGES, page, args.get("size", [640, 400, 2])) as served:
+        client = await Viewer.connect(served.service)
         try:
-            status, body = await asyncio.to_thread(service.request, "POST", "/frames", {
-                "url": f"{base}/noise_then_stripes.html?for={args['for_ms']}", "width": width, "height": height,
-                "dpr": dpr})
-            assert status == 201, body
-            frame_id = str(body["id"])
-            await service.wait_state_async(frame_id, "live", 60.0)
-            client = await Viewer.connect(service)
-            await client.send({"type": "watch", "frame": frame_id})
+            await client.send({"type": "watch", "frame": served.frame_id})
             result.update(await follow(client, float(args.get("timeout_s", 90.0))))
         finally:
-            if client is not None:
-                await client.close()
-            await asyncio.to_thread(service.stop)
-            service.kill_leftovers()
-            if not result.get("back_after_s"):
-                result["service_log_tail"] = service.log()[-6000:]
+            await client.close()
+    if not result.get("back_after_s"):
+        result["service_log_tail"] = served.log_tail
     return result
 
 

@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,9 @@ from typing import Any
 import websockets
 
 from framestream.core.wire import KIND_PATCH, KIND_VIDEO, unpack_video_header
-from tests.support import Service, page_server
+from tests.support import PAGES, Service, page_server
 
 BENCH_PAGES = Path(__file__).resolve().parents[2] / "benchmarks" / "pages"
-TEST_PAGES = Path(__file__).resolve().parents[1] / "pages"
 
 
 @dataclass
@@ -131,20 +131,42 @@ async def open_reader(service: Service, name: str, port: int | None) -> Reader:
     return Reader(name, ws)
 
 
-async def scenario(args: dict[str, Any]) -> dict[str, Any]:
-    width, height, dpr = args.get("size", [640, 400, 1])
-    page_dir = BENCH_PAGES if (BENCH_PAGES / args["page"]).exists() else TEST_PAGES
+@dataclass
+class ServedFrame:
+    service: Service
+    frame_id: str = ""
+    log_tail: str = ""  # the end of the service's log, once it stopped
+
+
+@contextlib.asynccontextmanager
+async def served_frame(page_dir: Path, page: str, size: list[int]) -> AsyncIterator[ServedFrame]:
+    """The service in a state directory of its own with one live frame of `page` (served from `page_dir`) at `size`
+    (CSS width, height, dpr); stopped on exit, the end of its log kept in `log_tail`."""
+    width, height, dpr = size
     with page_server(page_dir) as base, tempfile.TemporaryDirectory(prefix="fs-netns-") as state:
-        service = Service(state_dir=Path(state))
+        served = ServedFrame(Service(state_dir=Path(state)))
+        service = served.service
         await asyncio.to_thread(service.start, 30.0)
+        try:
+            status, body = await asyncio.to_thread(service.request, "POST", "/frames", {
+                "url": f"{base}/{page}", "width": width, "height": height, "dpr": dpr})
+            assert status == 201, body
+            served.frame_id = str(body["id"])
+            await service.wait_state_async(served.frame_id, "live", 60.0)
+            yield served
+        finally:
+            await asyncio.to_thread(service.stop)
+            service.kill_leftovers()
+            served.log_tail = service.log()[-6000:]
+
+
+async def scenario(args: dict[str, Any]) -> dict[str, Any]:
+    page_dir = BENCH_PAGES if (BENCH_PAGES / args["page"]).exists() else PAGES
+    async with served_frame(page_dir, args["page"], args.get("size", [640, 400, 1])) as served:
+        service, frame_id = served.service, served.frame_id
         readers: list[Reader] = []
         tasks: list[asyncio.Task[None]] = []
         try:
-            status, body = await asyncio.to_thread(service.request, "POST", "/frames", {
-                "url": f"{base}/{args['page']}", "width": width, "height": height, "dpr": dpr})
-            assert status == 201, body
-            frame_id = str(body["id"])
-            await service.wait_state_async(frame_id, "live", 60.0)
             for spec in args["viewers"]:
                 reader = await open_reader(service, spec["name"], spec.get("port"))
                 reader.decode = bool(spec.get("decode"))
@@ -165,9 +187,7 @@ async def scenario(args: dict[str, Any]) -> dict[str, Any]:
                     await asyncio.wait_for(reader.ws.close(), 5.0)
             for task in tasks:
                 task.cancel()
-            await asyncio.to_thread(service.stop)
-            service.kill_leftovers()
-            log_tail = service.log()[-6000:]
+    log_tail = served.log_tail
     links = {spec["name"]: spec.get("link_kbit") for spec in args["viewers"]}
     stalled = after.get("framestream_pictures_total", 0) == before.get("framestream_pictures_total", 0)
     return {
