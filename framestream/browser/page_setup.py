@@ -1,7 +1,8 @@
 """Setting a new page up before its first script runs: the frame's size and dpr, file choosers intercepted, the copy
-hook (browser/copy_hook.py: copied text, no File System Access pickers), the cursor hook (browser/cursor_hook.py),
-the browser's keys, links to other applications and dropped files guarded (browser/key_guard.py,
-browser/external_apps.py, browser/drop_guard.py), and its window fullscreen so it covers the frame's screen."""
+hook (browser/copy_hook.py: copied text, no File System Access pickers), the cursor and print hooks
+(browser/cursor_hook.py, browser/print_hook.py), the browser's keys, links to other applications and dropped files
+guarded (browser/key_guard.py, browser/external_apps.py, browser/drop_guard.py), and its window fullscreen so it
+covers the frame's screen."""
 
 from __future__ import annotations
 
@@ -49,10 +50,17 @@ def _cursor_hook(settings: TabSettings) -> tuple[tuple[str, dict[str, Any]], ...
     return _our_world(hook.binding, hook.world, hook.script())
 
 
+def _print_hook(settings: TabSettings) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """A print's start (browser/print_hook.py): the wrapper in the page's own world, and our world."""
+    hook = settings.print_hook
+    return (("Page.addScriptToEvaluateOnNewDocument", {"source": hook.page_world_script()}),
+            *_our_world(hook.binding, hook.world, hook.our_world_script()))
+
+
 async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSettings) -> None:
     """A cross-site iframe before its first script: its file choosers intercepted (browser/tabs.py hands them to
-    the page it belongs to), the browser's keys guarded, its cursor told, the allow list on its documents, its own
-    frames attached the same way."""
+    the page it belongs to), the browser's keys guarded, its cursor and its prints told, the allow list on its
+    documents, its own frames attached the same way."""
     calls: list[tuple[str, dict[str, Any]]] = [
         ("Page.enable", {}),
         ("Page.setInterceptFileChooserDialog", {"enabled": True}),
@@ -61,6 +69,7 @@ async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSet
         _DROP_GUARD,
         ("Runtime.enable", {}),  # without it, the iframe's binding calls never reached us (checked)
         *_cursor_hook(settings),
+        *_print_hook(settings),
         *_FETCH,
         *_SUBFRAMES,
         ("Runtime.runIfWaitingForDebugger", {}),
@@ -85,6 +94,7 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
         _LINK_GUARD,
         _DROP_GUARD,
         *_cursor_hook(settings),
+        *_print_hook(settings),
         metrics(settings),
         # With an allow list, every document this page loads (its own navigations, redirects, links, scripts,
         # frames) is paused for `Tabs` to check its host first (core/urls.py).

@@ -12,6 +12,7 @@ from typing import Any
 
 from framestream.browser.copy_hook import CopyHook
 from framestream.browser.cursor_hook import CursorHook
+from framestream.browser.print_hook import PrintHook
 from framestream.core.pages import DIALOG_TIMEOUT_S, MAX_PAGES, Dialog, FileChooser
 
 
@@ -109,6 +110,7 @@ class TabSettings:
     own_port: int | None = None  # the service's port: of it, pages may load only /web/ (core/urls.py)
     copy_hook: CopyHook = field(default_factory=CopyHook.new)  # new names at every launch (browser/copy_hook.py)
     cursor_hook: CursorHook = field(default_factory=CursorHook.new)  # the same (browser/cursor_hook.py)
+    print_hook: PrintHook = field(default_factory=PrintHook.new)  # the same (browser/print_hook.py)
     prints_dir: Path | None = None  # where the browser saves its prints, watched (browser/prints.py)
 
 

@@ -61,6 +61,7 @@ class Tabs:
         self.page_dialogs = Dialogs(cdp, on_event, self.spawn, settings.dialog_timeout_s)
         self.pages = PageStack()
         self._hung: dict[str, asyncio.Event] = {}  # per session: set while the page does not answer
+        self._printing: dict[str, asyncio.Event] = {}  # per session: set when the page starts to print
         self._tasks: set[asyncio.Task[Any]] = set()
         self._unsubscribe: list[Callable[[], None]] = []
         self.paused = False
@@ -234,16 +235,19 @@ class Tabs:
                                 "answer it with dialog-answer first")
 
     async def dispatch(self, method: str, params: dict[str, Any], *, timeout: float = 5.0) -> None:
-        """Apply one input event to the active page; returns early when the event opened a dialog, and raises
-        `unresponsive` at once for a page whose script does not return (or as soon as the probe finds it so)."""
+        """Apply one input event to the active page; returns early when the event opened a dialog or started a
+        print, and raises `unresponsive` at once for a page whose script does not return (or as soon as the probe
+        finds it so)."""
         page = self.active
         if not page.responsive:
             raise ProtocolError("unresponsive", f"page {page.id} is not answering (reload it with a page action)")
         opened = self.page_dialogs.opened_event(page.session_id)
         opened.clear()
+        printing = self._printing.setdefault(page.session_id, asyncio.Event())
+        printing.clear()
         hung = self._hung.setdefault(page.session_id, asyncio.Event())
         call = asyncio.ensure_future(self.call(method, params, page=page, timeout=timeout))
-        waiters = [asyncio.ensure_future(opened.wait()), asyncio.ensure_future(hung.wait())]
+        waiters = [asyncio.ensure_future(e.wait()) for e in (opened, printing, hung)]
         try:
             await asyncio.wait((call, *waiters), return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -260,7 +264,8 @@ class Tabs:
         if hung.is_set():
             call.cancel()
             raise ProtocolError("unresponsive", f"page {page.id} stopped answering while applying input")
-        # The page waits for its dialog now; the event's answer comes when the dialog closes. Owned until then.
+        # The page waits for its dialog now, or prints (browser/print_hook.py): the event's answer comes when the
+        # dialog closes or the PDF is made (its `internal` past `timeout` is only logged). Owned until then.
         self._tasks.add(call)
         call.add_done_callback(self._task_done)
 
@@ -381,6 +386,11 @@ class Tabs:
             page = self._targets.page_of(str(params.get("sessionId", "")))
             if page is not None and page is self.pages.active and cursor in CURSORS:
                 self._emit(CursorChanged(cursor))
+        elif name == self.settings.print_hook.binding:
+            # The page, or one of its iframes, started to print: the input it is given waits no longer.
+            page = self._targets.page_of(str(params.get("sessionId", "")))
+            if page is not None:
+                self._printing.setdefault(page.session_id, asyncio.Event()).set()
 
     def _on_crashed(self, params: dict[str, Any]) -> None:
         page = self.pages.by_session(params.get("sessionId"))
