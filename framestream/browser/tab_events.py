@@ -70,6 +70,19 @@ class DownloadProgress:
     total: int
     state: str  # "started", "progress", "completed", "canceled"
 
+    @classmethod
+    def began(cls, params: dict[str, Any]) -> DownloadProgress:
+        """From `Browser.downloadWillBegin`."""
+        return cls(str(params.get("guid", "")), str(params.get("suggestedFilename", "")), str(params.get("url", "")),
+                   0, 0, "started")
+
+    @classmethod
+    def progressed(cls, params: dict[str, Any]) -> DownloadProgress:
+        """From `Browser.downloadProgress`."""
+        state = str(params.get("state", "inProgress"))
+        return cls(str(params.get("guid", "")), "", "", int(params.get("receivedBytes", 0)),
+                   int(params.get("totalBytes", 0)), {"inProgress": "progress"}.get(state, state))
+
 
 @dataclass(frozen=True, slots=True)
 class Copied:

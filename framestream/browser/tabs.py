@@ -7,8 +7,9 @@ What a page asks of its driver (dialogs, file choosers) and what comes out of it
 (browser/prints.py), copied text) is reported as `TabEvent`s to one callback; the owner (a frame) turns them into
 messages for its viewers.
 
-Input goes to the active page. A dialog that opens while an input event is being applied ends that event's wait
-(the page is now waiting for the dialog, not for the input), so the step is acknowledged at once.
+Input goes to the active page. A dialog that opens or a print that starts while an input event is being applied
+ends that event's wait (the page is now waiting for the dialog or the PDF, not for the input), so the step is
+acknowledged at once.
 """
 
 from __future__ import annotations
@@ -93,8 +94,8 @@ class Tabs:
             on("Page.javascriptDialogOpening", self._on_dialog_opening),
             on("Page.javascriptDialogClosed", self._on_dialog_closed),
             on("Page.fileChooserOpened", self._on_file_chooser),
-            on("Browser.downloadWillBegin", self._on_download_begin),
-            on("Browser.downloadProgress", self._on_download_progress),
+            on("Browser.downloadWillBegin", lambda params: self._emit(DownloadProgress.began(params))),
+            on("Browser.downloadProgress", lambda params: self._emit(DownloadProgress.progressed(params))),
             on("Runtime.bindingCalled", self._on_binding),
             on("Page.loadEventFired", self._targets.on_loaded),
             on("Page.frameNavigated", self._on_frame_navigated),
@@ -246,13 +247,7 @@ class Tabs:
         printing = self._printing.setdefault(page.session_id, asyncio.Event())
         printing.clear()
         hung = self._hung.setdefault(page.session_id, asyncio.Event())
-        call = asyncio.ensure_future(self.call(method, params, page=page, timeout=timeout))
-        waiters = [asyncio.ensure_future(e.wait()) for e in (opened, printing, hung)]
-        try:
-            await asyncio.wait((call, *waiters), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
+        call = await self._until(self.call(method, params, page=page, timeout=timeout), opened, printing, hung)
         if call.done():
             try:
                 call.result()
@@ -265,9 +260,22 @@ class Tabs:
             call.cancel()
             raise ProtocolError("unresponsive", f"page {page.id} stopped answering while applying input")
         # The page waits for its dialog now, or prints (browser/print_hook.py): the event's answer comes when the
-        # dialog closes or the PDF is made (its `internal` past `timeout` is only logged). Owned until then.
-        self._tasks.add(call)
-        call.add_done_callback(self._task_done)
+        # dialog closes or the PDF is made (its `internal` past `timeout` is only logged).
+
+    async def _until(self, work: Awaitable[T], *events: asyncio.Event) -> asyncio.Future[T]:
+        """`work` run until it ends or one of `events` is set; then it is owned until it ends (an answer that waits
+        for a dialog's, or for a print)."""
+        task = asyncio.ensure_future(work)
+        waiters = [asyncio.ensure_future(event.wait()) for event in events]
+        try:
+            await asyncio.wait((task, *waiters), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+        if not task.done():
+            self._tasks.add(task)
+            task.add_done_callback(self._task_done)
+        return task
 
     async def paste(self, text: str) -> None:
         """A real paste: the frame's clipboard holds `text`, then the editing command runs (a `paste` event with
@@ -292,20 +300,11 @@ class Tabs:
         return await self._unless_dialog(navigation.load(self.cdp, self.active.session_id, url, timeout=timeout))
 
     async def _unless_dialog(self, work: Awaitable[T]) -> T | None:
-        page = self.active
-        opened = self.page_dialogs.opened_event(page.session_id)
+        """What `work` gives, or None when the active page opens a dialog first: `work` ends once it is answered."""
+        opened = self.page_dialogs.opened_event(self.active.session_id)
         opened.clear()
-        task = asyncio.ensure_future(work)
-        waiter = asyncio.ensure_future(opened.wait())
-        try:
-            await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-        if task.done():
-            return task.result()
-        self._tasks.add(task)  # ends when the dialog is answered; owned until then
-        task.add_done_callback(self._task_done)
-        return None
+        task = await self._until(work, opened)
+        return task.result() if task.done() else None
 
     async def go(self, step: int, *, timeout: float = 10.0) -> None:
         """Back (-1) or forward (+1) in the active page's history, once the entry has committed."""
@@ -361,16 +360,6 @@ class Tabs:
             await self.dispatch("Input.dispatchDragEvent", {"type": kind, "x": x, "y": y, "data": data})
 
     # -- downloads, clipboard, crashes --------------------------------------------------------------------
-
-    def _on_download_begin(self, params: dict[str, Any]) -> None:
-        self._emit(DownloadProgress(str(params.get("guid", "")), str(params.get("suggestedFilename", "")),
-                                    str(params.get("url", "")), 0, 0, "started"))
-
-    def _on_download_progress(self, params: dict[str, Any]) -> None:
-        state = str(params.get("state", "inProgress"))
-        self._emit(DownloadProgress(str(params.get("guid", "")), "", "", int(params.get("receivedBytes", 0)),
-                                    int(params.get("totalBytes", 0)),
-                                    {"inProgress": "progress"}.get(state, state)))
 
     async def cancel_download(self, guid: str) -> None:
         with contextlib.suppress(CDPError):
