@@ -19,7 +19,7 @@ import contextlib
 import dataclasses
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -217,7 +217,7 @@ class Tabs:
             with contextlib.suppress(CDPError):
                 await self.call("Runtime.terminateExecution", page=page, timeout=3.0)
         if page is self.pages.active:
-            await self._unless_dialog(self.call("Page.reload", page=page, timeout=10.0))
+            await self._unless_dialog(self.call("Page.reload", page=page, timeout=10.0), "reload")
         else:
             await self.call("Page.reload", page=page, timeout=10.0)
 
@@ -247,7 +247,7 @@ class Tabs:
         printing = self._printing.setdefault(page.session_id, asyncio.Event())
         printing.clear()
         hung = self._hung.setdefault(page.session_id, asyncio.Event())
-        call = await self._until(self.call(method, params, page=page, timeout=timeout), opened, printing, hung)
+        call = await self._until(self.call(method, params, page=page, timeout=timeout), method, opened, printing, hung)
         if call.done():
             try:
                 call.result()
@@ -262,10 +262,10 @@ class Tabs:
         # The page waits for its dialog now, or prints (browser/print_hook.py): the event's answer comes when the
         # dialog closes or the PDF is made (its `internal` past `timeout` is only logged).
 
-    async def _until(self, work: Awaitable[T], *events: asyncio.Event) -> asyncio.Future[T]:
+    async def _until(self, work: Coroutine[Any, Any, T], name: str, *events: asyncio.Event) -> asyncio.Task[T]:
         """`work` run until it ends or one of `events` is set; then it is owned until it ends (an answer that waits
-        for a dialog's, or for a print)."""
-        task = asyncio.ensure_future(work)
+        for a dialog's, or for a print), as the task `name`."""
+        task = asyncio.create_task(work, name=name)
         waiters = [asyncio.ensure_future(event.wait()) for event in events]
         try:
             await asyncio.wait((task, *waiters), return_when=asyncio.FIRST_COMPLETED)
@@ -297,13 +297,14 @@ class Tabs:
     async def navigate(self, url: str, *, timeout: float = 30.0) -> str | None:
         """Navigate the active page and wait for its load; returns Chrome's error text (net::ERR_...) or None.
         A dialog the page opens meanwhile (`beforeunload`) ends the wait: the navigation waits for its answer."""
-        return await self._unless_dialog(navigation.load(self.cdp, self.active.session_id, url, timeout=timeout))
+        return await self._unless_dialog(navigation.load(self.cdp, self.active.session_id, url, timeout=timeout),
+                                         "navigation")
 
-    async def _unless_dialog(self, work: Awaitable[T]) -> T | None:
+    async def _unless_dialog(self, work: Coroutine[Any, Any, T], name: str) -> T | None:
         """What `work` gives, or None when the active page opens a dialog first: `work` ends once it is answered."""
         opened = self.page_dialogs.opened_event(self.active.session_id)
         opened.clear()
-        task = await self._until(work, opened)
+        task = await self._until(work, name, opened)
         return task.result() if task.done() else None
 
     async def go(self, step: int, *, timeout: float = 10.0) -> None:
