@@ -91,7 +91,22 @@ async def test_a_pages_print_becomes_a_pdf_download_and_leaves_the_frame_as_it_w
     assert (unknown.value.code, unknown.value.status) == ("unknown-download", 404)
 
 
-class _HeldPrints(http.server.BaseHTTPRequestHandler):
+class _Answers(http.server.BaseHTTPRequestHandler):
+    """A test's own pages, answered quietly."""
+
+    def answer(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for name, value in {"Content-Type": content_type, **(headers or {})}.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class _HeldPrints(_Answers):
     """A page whose buttons print (itself; a receipt from a new iframe, written with document.write) and then hold
     the click's handler in a synchronous request to /hold, which is answered once the test releases `holds`."""
 
@@ -117,15 +132,10 @@ const receipt = () => {
         super().__init__(*args, **kwargs)
 
     def do_GET(self) -> None:
-        body = b"held" if self.path == "/hold" and self.holds.acquire(timeout=60) else self.PAGE
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html" if body is self.PAGE else "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        if self.path == "/hold" and self.holds.acquire(timeout=60):
+            self.answer(200, b"held", "text/plain")
+        else:
+            self.answer(200, self.PAGE, "text/html")
 
 
 async def test_the_input_that_starts_a_print_is_answered_when_the_print_starts(
@@ -211,20 +221,12 @@ async def test_a_login_leaves_no_offer_to_save_the_password_over_the_page(client
     await turns_red(client, view, login, (120, 50))
 
 
-class _SignIn(http.server.BaseHTTPRequestHandler):
+class _SignIn(_Answers):
     """Every document asks for HTTP authentication; what it sends with its 401 is a red page."""
 
     def do_GET(self) -> None:
-        body = b'<!doctype html><html style="background:rgb(200,30,30)"><body></body></html>'
-        self.send_response(401)
-        self.send_header("WWW-Authenticate", 'Basic realm="staging"')
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.answer(401, b'<!doctype html><html style="background:rgb(200,30,30)"><body></body></html>', "text/html",
+                    {"WWW-Authenticate": 'Basic realm="staging"'})
 
 
 async def test_a_request_to_sign_in_is_declined_and_the_page_shows_what_came_with_it(
