@@ -12,7 +12,9 @@ from typing import Any
 
 from framestream.browser import drop_guard, external_apps, key_guard
 from framestream.browser.cdp import CDPConnection
+from framestream.browser.copy_hook import CopyHook
 from framestream.browser.page_size import metrics
+from framestream.browser.print_hook import PrintHook
 from framestream.browser.tab_events import TabSettings
 from framestream.core.errors import CDPError
 from framestream.core.pages import Page
@@ -50,9 +52,8 @@ def _cursor_hook(settings: TabSettings) -> tuple[tuple[str, dict[str, Any]], ...
     return _our_world(hook.binding, hook.world, hook.script())
 
 
-def _print_hook(settings: TabSettings) -> tuple[tuple[str, dict[str, Any]], ...]:
-    """A print's start (browser/print_hook.py): the wrapper in the page's own world, and our world."""
-    hook = settings.print_hook
+def _both_worlds(hook: CopyHook | PrintHook) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """A hook with a script in the page's own world (before its scripts), which hands over to our world's."""
     return (("Page.addScriptToEvaluateOnNewDocument", {"source": hook.page_world_script()}),
             *_our_world(hook.binding, hook.world, hook.our_world_script()))
 
@@ -69,7 +70,7 @@ async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSet
         _DROP_GUARD,
         ("Runtime.enable", {}),  # without it, the iframe's binding calls never reached us (checked)
         *_cursor_hook(settings),
-        *_print_hook(settings),
+        *_both_worlds(settings.print_hook),  # a print's start (browser/print_hook.py)
         *_FETCH,
         *_SUBFRAMES,
         ("Runtime.runIfWaitingForDebugger", {}),
@@ -81,20 +82,18 @@ async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSet
 async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None:
     """The calls go out together, with the one that lets the page run last, as some of them (Page.enable on a new
     tab) answer only once the page runs."""
-    hook = settings.copy_hook
     calls: list[tuple[str, dict[str, Any]]] = [
         ("Page.enable", {}),
         ("Runtime.enable", {}),
         ("Inspector.enable", {}),  # Inspector.targetCrashed: a renderer crash
         ("Page.setInterceptFileChooserDialog", {"enabled": True}),
         # Copied text (browser/copy_hook.py): the clipboard API's wrapper in the page's world, and our world.
-        ("Page.addScriptToEvaluateOnNewDocument", {"source": hook.page_world_script()}),
-        *_our_world(hook.binding, hook.world, hook.our_world_script()),
+        *_both_worlds(settings.copy_hook),
         _KEY_GUARD,
         _LINK_GUARD,
         _DROP_GUARD,
         *_cursor_hook(settings),
-        *_print_hook(settings),
+        *_both_worlds(settings.print_hook),  # a print's start (browser/print_hook.py)
         metrics(settings),
         # With an allow list, every document this page loads (its own navigations, redirects, links, scripts,
         # frames) is paused for `Tabs` to check its host first (core/urls.py).
