@@ -24,7 +24,7 @@ export type ErrorCode =
   | 'bad-message' | 'unknown-frame' | 'unauthorized' | 'expired' | 'forbidden' | 'replayed' | 'superseded'
   | 'capacity' | 'shared-frames-off' | 'bad-input' | 'rate-limited' | 'internal' | 'page-limit'
   | 'url-not-allowed' | 'unknown-page' | 'unknown-dialog' | 'unknown-file-chooser' | 'dialog-open'
-  | 'unresponsive' | 'navigation-failed' | 'unknown-download' | 'taken-over';
+  | 'unresponsive' | 'printing' | 'navigation-failed' | 'unknown-download' | 'taken-over';
 
 /** CDP modifier mask: Alt 1, Ctrl 2, Meta 4, Shift 8. */
 export type Modifiers = number;

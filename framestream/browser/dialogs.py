@@ -34,8 +34,13 @@ class Dialogs:
     def on(self, page: Page) -> Dialog | None:
         return next((d for d in self.open.values() if d.page_id == page.id), None)
 
-    def opened_event(self, session_id: str) -> asyncio.Event:
-        """Set when a dialog opens on the page of `session_id` (cleared by the waiter before it waits)."""
+    def next_opening(self, session_id: str) -> asyncio.Event:
+        """An event set when a dialog opens on the page of `session_id` from now on."""
+        opened = self._opened_event(session_id)
+        opened.clear()
+        return opened
+
+    def _opened_event(self, session_id: str) -> asyncio.Event:
         return self._opened.setdefault(session_id, asyncio.Event())
 
     def opening(self, page: Page, params: dict[str, Any]) -> None:
@@ -47,7 +52,7 @@ class Dialogs:
         self._sessions[dialog.id] = page.session_id
         self._timers[dialog.id] = asyncio.get_running_loop().call_later(
             self.timeout_s, lambda: self._spawn(self._expire(dialog.id), "dialog-timeout"))
-        self.opened_event(page.session_id).set()
+        self._opened_event(page.session_id).set()
         log.debug("page %s opened a %s dialog", page.id, dialog.kind)
         self._emit(DialogOpened(dialog))
 

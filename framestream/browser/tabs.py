@@ -9,7 +9,7 @@ messages for its viewers.
 
 Input goes to the active page. A dialog that opens or a print that starts while an input event is being applied
 ends that event's wait (the page is now waiting for the dialog or the PDF, not for the input), so the step is
-acknowledged at once.
+acknowledged at once; input to a page that prints waits for the print's end (browser/print_hook.py).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from framestream.browser.copy_hook import CopyRelay
 from framestream.browser.dialogs import Dialogs
 from framestream.browser.file_choosers import FileChoosers
 from framestream.browser.page_targets import PageTargets
+from framestream.browser.print_hook import PagePrints
 from framestream.browser.prints import PrintedPdfs
 from framestream.browser.server_wait import ServerWaits
 from framestream.browser.tab_events import (
@@ -62,7 +63,7 @@ class Tabs:
         self.page_dialogs = Dialogs(cdp, on_event, self.spawn, settings.dialog_timeout_s)
         self.pages = PageStack()
         self._hung: dict[str, asyncio.Event] = {}  # per session: set while the page does not answer
-        self._printing: dict[str, asyncio.Event] = {}  # per session: set when the page starts to print
+        self._printing = PagePrints()  # the prints under way, page by page
         self._tasks: set[asyncio.Task[Any]] = set()
         self._unsubscribe: list[Callable[[], None]] = []
         self.paused = False
@@ -158,6 +159,7 @@ class Tabs:
         if page is not None and isinstance(frame, dict) and not frame.get("parentId"):  # a page's main frame
             unreachable = frame.get("unreachableUrl")
             self._server_waits.committed(page, str(frame.get("url", "")), str(unreachable) if unreachable else None)
+            self._printing.forget(page.session_id)
 
     def _on_sign_in(self, params: dict[str, Any]) -> None:
         self.spawn(url_guard.cancel_sign_in(self.cdp, params), "decline-sign-in")
@@ -193,6 +195,8 @@ class Tabs:
         self.page_dialogs.page_closed(page.id)
         self._server_waits.page_closed(page.id)
         self.file_choosers.page_closed(page.id)
+        self._printing.forget(page.session_id)
+        self._hung.pop(page.session_id, None)
 
     def changed(self) -> None:
         """Tell the owner the pages as they are now."""
@@ -236,16 +240,15 @@ class Tabs:
                                 "answer it with dialog-answer first")
 
     async def dispatch(self, method: str, params: dict[str, Any], *, timeout: float = 5.0) -> None:
-        """Apply one input event to the active page; returns early when the event opened a dialog or started a
-        print, and raises `unresponsive` at once for a page whose script does not return (or as soon as the probe
-        finds it so)."""
+        """Apply one input event to the active page, once it prints nothing; returns early when the event opened a
+        dialog or started a print, and raises `unresponsive` at once for a page whose script does not return (or as
+        soon as the probe finds it so), `printing` for a print that does not end."""
         page = self.active
         if not page.responsive:
             raise ProtocolError("unresponsive", f"page {page.id} is not answering (reload it with a page action)")
-        opened = self.page_dialogs.opened_event(page.session_id)
-        opened.clear()
-        printing = self._printing.setdefault(page.session_id, asyncio.Event())
-        printing.clear()
+        await self._printing.ended(page)  # (Chromium drops input to a printing page)
+        opened = self.page_dialogs.next_opening(page.session_id)
+        printing = self._printing.next_start(page.session_id)
         hung = self._hung.setdefault(page.session_id, asyncio.Event())
         call = await self._until(self.call(method, params, page=page, timeout=timeout), method, opened, printing, hung)
         if call.done():
@@ -259,8 +262,7 @@ class Tabs:
         if hung.is_set():
             call.cancel()
             raise ProtocolError("unresponsive", f"page {page.id} stopped answering while applying input")
-        # The page waits for its dialog now, or prints (browser/print_hook.py): the event's answer comes when the
-        # dialog closes or the PDF is made (its `internal` past `timeout` is only logged).
+        # The page waits for its dialog now, or prints: the answer comes later (past `timeout` only logged).
 
     async def _until(self, work: Coroutine[Any, Any, T], name: str, *events: asyncio.Event) -> asyncio.Task[T]:
         """`work` run until it ends or one of `events` is set; then it is owned until it ends (an answer that waits
@@ -302,9 +304,7 @@ class Tabs:
 
     async def _unless_dialog(self, work: Coroutine[Any, Any, T], name: str) -> T | None:
         """What `work` gives, or None when the active page opens a dialog first: `work` ends once it is answered."""
-        opened = self.page_dialogs.opened_event(self.active.session_id)
-        opened.clear()
-        task = await self._until(work, name, opened)
+        task = await self._until(work, name, self.page_dialogs.next_opening(self.active.session_id))
         return task.result() if task.done() else None
 
     async def go(self, step: int, *, timeout: float = 10.0) -> None:
@@ -377,10 +377,10 @@ class Tabs:
             if page is not None and page is self.pages.active and cursor in CURSORS:
                 self._emit(CursorChanged(cursor))
         elif name == self.settings.print_hook.binding:
-            # The page, or one of its iframes, started to print: the input it is given waits no longer.
+            # The page, or one of its iframes, started or ended a print (browser/print_hook.py).
             page = self._targets.page_of(str(params.get("sessionId", "")))
             if page is not None:
-                self._printing.setdefault(page.session_id, asyncio.Event()).set()
+                self._printing.told(page.session_id, str(params.get("payload", "")))
 
     def _on_crashed(self, params: dict[str, Any]) -> None:
         page = self.pages.by_session(params.get("sessionId"))

@@ -14,6 +14,7 @@ __all__ = [
     "Expired",
     "Forbidden",
     "NavigationFailed",
+    "Printing",
     "RateLimited",
     "Replayed",
     "ServiceError",
@@ -121,6 +122,11 @@ class Unresponsive(ServiceError):
     code = "unresponsive"
 
 
+class Printing(ServiceError):
+    """The page has printed for 15 s: it takes no input until its print ends."""
+    code = "printing"
+
+
 class NavigationFailed(ServiceError):
     code = "navigation-failed"
 
@@ -128,7 +134,8 @@ class NavigationFailed(ServiceError):
 _BY_CODE: Final[dict[str, type[ServiceError]]] = {
     cls.code: cls
     for cls in (Superseded, TakenOver, Forbidden, Unauthorized, Expired, RateLimited, UnknownFrame, Replayed, BadInput,
-                BadMessage, Capacity, UnknownPage, UnknownDialog, DialogOpen, Unresponsive, NavigationFailed)
+                BadMessage, Capacity, UnknownPage, UnknownDialog, DialogOpen, Unresponsive, Printing,
+                NavigationFailed)
 }
 
 

@@ -19,7 +19,8 @@ _STATUS = {"unauthorized": 401, "expired": 401, "forbidden": 403, "shared-frames
            "capacity": 409, "bad-message": 400, "bad-input": 400, "superseded": 409, "taken-over": 409,
            "replayed": 409, "rate-limited": 429, "internal": 500, "unknown-page": 404, "unknown-dialog": 404,
            "unknown-file-chooser": 404, "unknown-download": 404, "dialog-open": 409, "unresponsive": 409,
-           "page-limit": 409, "navigation-failed": 502, "unknown-recording": 404, "recording-active": 409}
+           "printing": 409, "page-limit": 409, "navigation-failed": 502, "unknown-recording": 404,
+           "recording-active": 409}
 
 
 def error(code: str, message: str, status: int | None = None) -> web.Response:

@@ -387,7 +387,7 @@ def test_download_and_clipboard_messages_as_documented() -> None:
 @pytest.mark.parametrize(
     "code",
     ["page-limit", "url-not-allowed", "unknown-page", "unknown-dialog", "unknown-file-chooser", "dialog-open",
-     "unresponsive", "navigation-failed"],
+     "unresponsive", "printing", "navigation-failed"],
 )
 def test_new_error_codes(code: str) -> None:
     assert json.loads(wire.error_message(code, "m", "f1", 3)) == {

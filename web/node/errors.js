@@ -55,11 +55,13 @@ export const UnknownPage = make('unknown-page', 'UnknownPage');
 export const UnknownDialog = make('unknown-dialog', 'UnknownDialog');
 export const DialogOpen = make('dialog-open', 'DialogOpen');
 export const Unresponsive = make('unresponsive', 'Unresponsive');
+/** The page has printed for 15 s: it takes no input until its print ends. */
+export const Printing = make('printing', 'Printing');
 export const NavigationFailed = make('navigation-failed', 'NavigationFailed');
 
 const BY_CODE = new Map([Superseded, TakenOver, Forbidden, Unauthorized, Expired, RateLimited, UnknownFrame,
   Replayed, BadInput, BadMessage, Capacity, SharedFramesOff, UnknownPage, UnknownDialog, DialogOpen, Unresponsive,
-  NavigationFailed].map((cls) => [cls.code, cls]));
+  Printing, NavigationFailed].map((cls) => [cls.code, cls]));
 
 /** The typed error for a contract error code (a plain ServiceError for codes without a class). */
 export function errorFor(code, message, { frame = null, seq = null, status = null } = {}) {

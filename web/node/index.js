@@ -16,6 +16,6 @@ export { AgentClient, nowUs, pngSize } from './agent.js';
 export {
   ClientError, ConnectionLost, ServiceError, Superseded, TakenOver, Forbidden, Unauthorized, Expired, RateLimited,
   UnknownFrame, Replayed, BadInput, BadMessage, Capacity, SharedFramesOff, UnknownPage, UnknownDialog, DialogOpen,
-  Unresponsive, NavigationFailed, errorFor,
+  Unresponsive, Printing, NavigationFailed, errorFor,
 } from './errors.js';
 export * as steps from './steps.js';

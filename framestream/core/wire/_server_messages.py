@@ -29,6 +29,7 @@ ERROR_CODES: Final = (
     "unknown-file-chooser",
     "dialog-open",
     "unresponsive",
+    "printing",
     "navigation-failed",
     "unknown-download",
     "unknown-recording",

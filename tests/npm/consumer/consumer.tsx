@@ -14,7 +14,7 @@ import {
   sandboxKey, mintToken, verifyToken, SandboxKey, TokenError, ROLES, MAX_TTL, STEP_MAX_TTL, AgentClient, nowUs,
   pngSize, ClientError, ConnectionLost, ServiceError, Superseded, TakenOver, Forbidden, Unauthorized, Expired,
   RateLimited, UnknownFrame, Replayed, BadInput, BadMessage, Capacity, SharedFramesOff, UnknownPage, UnknownDialog,
-  DialogOpen, Unresponsive, NavigationFailed, errorFor, steps,
+  DialogOpen, Unresponsive, Printing, NavigationFailed, errorFor, steps,
 } from 'framestream/node';
 import type { Step, Screenshot, AgentClientOptions, AgentDownload, GrantSource, WatchInfo } from 'framestream/node';
 import { Frame, useFramestreamClient } from 'framestream/react';
@@ -120,7 +120,7 @@ async function server(): Promise<void> {
   const typed: ServiceError[] = [new Forbidden('x'), new Unauthorized('x'), new Expired('x'), new RateLimited('x'),
     new UnknownFrame('x'), new Replayed('x'), new BadInput('x'), new BadMessage('x'), new Capacity('x'),
     new SharedFramesOff('x'), new UnknownPage('x'), new UnknownDialog('x'), new DialogOpen('x'),
-    new Unresponsive('x'), new NavigationFailed('x'), errorFor('taken-over', 'held')];
+    new Unresponsive('x'), new Printing('x'), new NavigationFailed('x'), errorFor('taken-over', 'held')];
   console.log(frames.length, still.captureUs, shot.width, png.byteLength, pngSize(png).height, watchInfo?.pictures,
     dropped.length,
     step, typed, ROLES, MAX_TTL.drive, STEP_MAX_TTL, nowUs(), steps.MODIFIER_BITS.Shift);
