@@ -59,10 +59,11 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
+# The whole suite; it lists its 15 slowest tests, so the log shows where its 15-minute budget goes.
 test: system-deps venv
 	$(VENV)/bin/ruff check framestream tests benchmarks
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest -q -p no:cacheprovider
+	$(VENV)/bin/pytest -q -p no:cacheprovider --durations=15
 
 # Known vulnerabilities in the pinned dependencies (pip-audit; fails when one is found, and says plainly which
 # packages it could not look up). AUDIT_STRICT=1 fails on those too.
