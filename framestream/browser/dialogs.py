@@ -61,9 +61,10 @@ class Dialogs:
         if dialog is not None:
             self.gone(dialog.id, "answered")
 
-    def page_closed(self, page_id: str) -> None:
-        for dialog in [d for d in self.open.values() if d.page_id == page_id]:
+    def page_closed(self, page: Page) -> None:
+        for dialog in [d for d in self.open.values() if d.page_id == page.id]:
             self.gone(dialog.id, "closed")
+        self._opened.pop(page.session_id, None)
 
     def gone(self, dialog_id: str, reason: str) -> None:
         if self.open.pop(dialog_id, None) is None:

@@ -192,7 +192,7 @@ class Tabs:
         return await self.cdp.call(method, params, session_id=target.session_id, timeout=timeout)
 
     def _page_closed(self, page: Page) -> None:
-        self.page_dialogs.page_closed(page.id)
+        self.page_dialogs.page_closed(page)
         self._server_waits.page_closed(page.id)
         self.file_choosers.page_closed(page.id)
         self._printing.forget(page.session_id)
