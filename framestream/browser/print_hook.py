@@ -12,10 +12,13 @@ input to a page that prints waits, up to PRINT_WAIT_S, for the print's end, as i
 The page tells us as its copies do (browser/copy_hook.py): a wrapper of `window.print`, in the page's own world of
 every frame before its scripts, hands the start and the end to an isolated world of ours as DOM events of random
 names, at the top document when it can reach it (a receipt printed from a new iframe), and that world reports them
-through a binding of a random name that exists there alone. Not `beforeprint`: `document.open()`, how a page writes
-a receipt into a new iframe before printing it, erases the window's listeners, ours too (checked: such a click
-still failed). The names are held outside the wrapper, so its source (`window.print.toString()`) does not show
-them; a page that found them could only delay or lose its own input.
+through a binding of a random name that exists there alone. Not `beforeprint` alone: `document.open()`, how a page
+writes a receipt into a new iframe before printing it, erases the window's listeners, ours too (checked: such a
+click still failed). But a print asked for while the page loads is made once it has loaded, after the wrapper
+returned (measured: `print()` returned in 63 ms, the PDF came 7 s later, after the load): the top window's trusted
+`beforeprint` and `afterprint` tell that one (a print told twice counts twice, and ends twice). The names are held
+outside the wrapper, so its source (`window.print.toString()`) does not show them; a page that found them could
+only delay or lose its own input.
 """
 
 from __future__ import annotations
@@ -69,8 +72,14 @@ _PAGE_WORLD = """(() => {
 _OUR_WORLD = """(() => {
   const send = globalThis[BINDING];
   if (typeof send !== 'function') return;
-  document.addEventListener(STARTED, () => { try { send('start'); } catch (e) {} });
-  document.addEventListener(ENDED, () => { try { send('end'); } catch (e) {} });
+  const tell = (what) => { try { send(what); } catch (e) {} };
+  document.addEventListener(STARTED, () => tell('start'));
+  document.addEventListener(ENDED, () => tell('end'));
+  if (window !== window.top) return;
+  // A print asked for while the page loads is made once it has loaded, past the wrapper: the browser's own events
+  // tell it (the top's alone: a frame removed by a beforeprint handler would never tell its end).
+  addEventListener('beforeprint', (event) => { if (event.isTrusted) tell('start'); });
+  addEventListener('afterprint', (event) => { if (event.isTrusted) tell('end'); });
 })();"""
 
 

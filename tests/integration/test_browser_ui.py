@@ -26,7 +26,7 @@ from framestream.browser.external_apps import ATTEMPT_FILE, HANDLER_CHECK
 from framestream.client import Client, ClientError, Download, FrameView, ServiceError, png_to_rgb
 from tests.client.agent_page import near
 from tests.fixtures import service_fixture
-from tests.support import Service, page_server, until
+from tests.support import PAGES, Service, page_server, until
 
 pytestmark = pytest.mark.integration
 
@@ -169,6 +169,42 @@ async def test_input_sent_while_a_page_prints_is_applied_once_the_print_ends(
     await client.click(frame, 120, 50)
     step = await client.click(frame, 120, 150)
     await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(400, 300), RED))
+    [paper] = await printed(client, frame, 1)
+    assert paper.name == "A long printed page.pdf"
+
+
+class _PrintsAsItLoads(_Answers):
+    """tests/pages/print_long.html, printed by a script as it loads (an invoice's print view), which tells /printing
+    as its print starts."""
+
+    PAGE = (PAGES / "print_long.html").read_bytes().replace(b"</body>", b"""<script>
+addEventListener('beforeprint', () => fetch('/printing', {method: 'POST', keepalive: true}));
+window.print();
+</script></body>""")
+
+    def __init__(self, *args: Any, printing: threading.Event, **kwargs: Any) -> None:
+        self.printing = printing
+        super().__init__(*args, **kwargs)
+
+    def do_POST(self) -> None:
+        self.printing.set()
+        self.answer(204, b"", "text/plain")
+
+    def do_GET(self) -> None:
+        self.answer(200, self.PAGE, "text/html")
+
+
+async def test_input_sent_while_a_page_prints_as_it_loads_is_applied_once_the_print_ends(
+        client: Client, open_frame: Callable[[str], str]) -> None:
+    """A print asked for while the page loads is made once it has loaded, past `window.print`'s wrapper: the
+    browser's own beforeprint and afterprint tell it (browser/print_hook.py)."""
+    printing = threading.Event()
+    with page_server(handler=functools.partial(_PrintsAsItLoads, printing=printing)) as base:
+        frame = open_frame(f"{base}/")
+        view = await client.watch(frame)
+        assert await asyncio.to_thread(printing.wait, 30.0), "the page did not print"
+        step = await client.click(frame, 120, 150)
+        await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(400, 300), RED))
     [paper] = await printed(client, frame, 1)
     assert paper.name == "A long printed page.pdf"
 
