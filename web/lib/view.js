@@ -62,6 +62,7 @@ const ERROR_TEXT = {
   'bad-input': 'Input refused',
   capacity: 'No room for another browser',
   'unknown-frame': 'Unknown frame',
+  printing: 'The page is still printing: input was not applied',
 };
 
 /**
