@@ -23,17 +23,22 @@ async def test_input_to_a_page_that_prints_nothing_goes_in_at_once() -> None:
     await asyncio.wait_for(prints.ended(PAGE), 1.0)
 
 
+async def waits_for_every_end(prints: PagePrints, ends: int) -> None:
+    """Input to PAGE waits while fewer than `ends` of its prints end, and goes in at the last."""
+    waiting = asyncio.create_task(prints.ended(PAGE))
+    for _ in range(ends):
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        prints.told("S1", "end")
+    await asyncio.wait_for(waiting, 1.0)
+
+
 async def test_input_waits_for_the_last_of_a_pages_prints_to_end() -> None:
     prints = PagePrints()
     prints.told("S1", "start")  # the page's own
     prints.told("S1", "start")  # and one of its iframes'
-    waiting = asyncio.create_task(prints.ended(PAGE))
     await asyncio.wait_for(prints.ended(OTHER), 1.0)  # another page's input does not wait
-    prints.told("S1", "end")
-    await asyncio.sleep(0)
-    assert not waiting.done()
-    prints.told("S1", "end")
-    await asyncio.wait_for(waiting, 1.0)
+    await waits_for_every_end(prints, 2)
 
 
 async def test_a_print_that_does_not_end_refuses_the_input_with_printing() -> None:
@@ -49,11 +54,7 @@ async def test_an_end_told_without_a_start_does_not_hide_the_next_print() -> Non
     prints = PagePrints()
     prints.told("S1", "end")
     prints.told("S1", "start")
-    waiting = asyncio.create_task(prints.ended(PAGE))
-    await asyncio.sleep(0)
-    assert not waiting.done()
-    prints.told("S1", "end")
-    await asyncio.wait_for(waiting, 1.0)
+    await waits_for_every_end(prints, 1)
 
 
 async def test_a_page_closed_or_replaced_mid_print_lets_its_waiting_input_go() -> None:
