@@ -197,7 +197,8 @@ window.print();
 async def test_input_sent_while_a_page_prints_as_it_loads_is_applied_once_the_print_ends(
         client: Client, open_frame: Callable[[str], str]) -> None:
     """A print asked for while the page loads is made once it has loaded, past `window.print`'s wrapper: the
-    browser's own beforeprint and afterprint tell it (browser/print_hook.py)."""
+    browser's own beforeprint and afterprint tell it (browser/print_hook.py). The red click is sent once the page
+    has told its server the print started (before, it was lost in 4 runs of 4)."""
     printing = threading.Event()
     with page_server(handler=functools.partial(_PrintsAsItLoads, printing=printing)) as base:
         frame = open_frame(f"{base}/")
