@@ -63,7 +63,7 @@ class Tabs:
         self.page_dialogs = Dialogs(cdp, on_event, self.spawn, settings.dialog_timeout_s)
         self.pages = PageStack()
         self._hung: dict[str, asyncio.Event] = {}  # per session: set while the page does not answer
-        self._printing = PagePrints()  # the prints under way, page by page
+        self.printing = PagePrints()  # the prints under way, page by page (a step waits for them: frames/steps.py)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._unsubscribe: list[Callable[[], None]] = []
         self.paused = False
@@ -159,7 +159,7 @@ class Tabs:
         if page is not None and isinstance(frame, dict) and not frame.get("parentId"):  # a page's main frame
             unreachable = frame.get("unreachableUrl")
             self._server_waits.committed(page, str(frame.get("url", "")), str(unreachable) if unreachable else None)
-            self._printing.forget(page.session_id)
+            self.printing.forget(page.session_id)
 
     def _on_sign_in(self, params: dict[str, Any]) -> None:
         self.spawn(url_guard.cancel_sign_in(self.cdp, params), "decline-sign-in")
@@ -195,7 +195,7 @@ class Tabs:
         self.page_dialogs.page_closed(page)
         self._server_waits.page_closed(page.id)
         self.file_choosers.page_closed(page.id)
-        self._printing.forget(page.session_id)
+        self.printing.forget(page.session_id)
         self._hung.pop(page.session_id, None)
 
     def changed(self) -> None:
@@ -246,9 +246,9 @@ class Tabs:
         page = self.active
         if not page.responsive:
             raise ProtocolError("unresponsive", f"page {page.id} is not answering (reload it with a page action)")
-        await self._printing.ended(page)  # (Chromium drops input to a printing page)
+        await self.printing.ended(page)  # (Chromium drops input to a printing page)
         opened = self.page_dialogs.next_opening(page.session_id)
-        printing = self._printing.next_start(page.session_id)
+        printing = self.printing.next_start(page.session_id)
         hung = self._hung.setdefault(page.session_id, asyncio.Event())
         call = await self._until(self.call(method, params, page=page, timeout=timeout), method, opened, printing, hung)
         if call.done():
@@ -380,7 +380,7 @@ class Tabs:
             # The page, or one of its iframes, started or ended a print (browser/print_hook.py).
             page = self._targets.page_of(str(params.get("sessionId", "")))
             if page is not None:
-                self._printing.told(page.session_id, str(params.get("payload", "")))
+                self.printing.told(page.session_id, str(params.get("payload", "")))
 
     def _on_crashed(self, params: dict[str, Any]) -> None:
         page = self.pages.by_session(params.get("sessionId"))

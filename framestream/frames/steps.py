@@ -89,7 +89,17 @@ class FrameSteps:
 
     async def _admitted(self, claims: Claims, seq: int, presenter: int | None,
                         apply: Callable[[], Awaitable[None]], events: Sequence[InputEvent] = ()) -> int:
+        if events:
+            await self._printed()
         return await self._frame.driving.step(claims, seq, presenter, apply, events)
+
+    async def _printed(self) -> None:
+        """Input waits for the page's print to end (browser/print_hook.py) before the step lock, not under it: a
+        person's take-over meanwhile is admitted at once, and the agent's waiting step then refused."""
+        runtime = self._frame.runtime
+        tabs = runtime.tabs if runtime is not None else None
+        if tabs is not None and tabs.pages.active is not None:
+            await tabs.printing.ended(tabs.pages.active)
 
     async def _running(self) -> None:
         """Bring the frame up first when it is not live (all a take-over does to the page)."""

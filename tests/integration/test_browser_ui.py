@@ -168,6 +168,7 @@ async def test_input_sent_while_a_page_prints_is_applied_once_the_print_ends(
     view = await white_page(client, frame)
     await client.click(frame, 120, 50)
     step = await client.click(frame, 120, 150)
+    print("STEP", (step.acked_us - step.sent_us) / 1e6)
     await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(400, 300), RED))
     [paper] = await printed(client, frame, 1)
     assert paper.name == "A long printed page.pdf"
