@@ -114,7 +114,7 @@ class PagePrints:
         try:
             await asyncio.wait_for(none.wait(), wait)
         except TimeoutError:
-            raise ProtocolError("printing", f"page {page.id} has printed for {wait:g} s and takes no input until "
+            raise ProtocolError("printing", f"page {page.id} has been printing for {wait:g} s and takes no input until "
                                 "its print ends (its PDF is a download then)") from None
 
     def forget(self, session_id: str) -> None:

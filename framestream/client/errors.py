@@ -123,7 +123,7 @@ class Unresponsive(ServiceError):
 
 
 class Printing(ServiceError):
-    """The page has printed for 15 s: it takes no input until its print ends."""
+    """The page has been printing for 15 s: it takes no input until its print ends."""
     code = "printing"
 
 

@@ -55,7 +55,7 @@ export const UnknownPage = make('unknown-page', 'UnknownPage');
 export const UnknownDialog = make('unknown-dialog', 'UnknownDialog');
 export const DialogOpen = make('dialog-open', 'DialogOpen');
 export const Unresponsive = make('unresponsive', 'Unresponsive');
-/** The page has printed for 15 s: it takes no input until its print ends. */
+/** The page has been printing for 15 s: it takes no input until its print ends. */
 export const Printing = make('printing', 'Printing');
 export const NavigationFailed = make('navigation-failed', 'NavigationFailed');
 

@@ -92,7 +92,7 @@ export class UnknownPage extends ServiceError { readonly code: 'unknown-page'; }
 export class UnknownDialog extends ServiceError { readonly code: 'unknown-dialog'; }
 export class DialogOpen extends ServiceError { readonly code: 'dialog-open'; }
 export class Unresponsive extends ServiceError { readonly code: 'unresponsive'; }
-/** The page has printed for 15 s: it takes no input until its print ends. */
+/** The page has been printing for 15 s: it takes no input until its print ends. */
 export class Printing extends ServiceError { readonly code: 'printing'; }
 export class NavigationFailed extends ServiceError { readonly code: 'navigation-failed'; }
 
