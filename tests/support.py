@@ -236,13 +236,13 @@ class Service:
         assert status == 200, body
         return [f["id"] for f in body["frames"]]
 
-    def wait_state(self, frame_id: str, state: str, timeout: float = 30.0) -> dict[str, Any]:
-        """Poll until the frame is in `state`; blocking (an async test uses `wait_state_async`)."""
+    def wait_state(self, frame_id: str, state: str | tuple[str, ...], timeout: float = 30.0) -> dict[str, Any]:
+        """Poll until the frame is in `state` (or one of them); blocking (an async test uses `wait_state_async`)."""
         deadline = time.monotonic() + timeout
         body: Any = None
         while time.monotonic() < deadline:
             status, body = self.get(f"/frames/{frame_id}")
-            if status == 200 and body["state"] == state:
+            if status == 200 and body["state"] in ((state,) if isinstance(state, str) else state):
                 return dict(body)
             time.sleep(0.1)
         raise AssertionError(f"frame {frame_id} never reached {state}: {body}\n{self.log()[-3000:]}")
@@ -294,8 +294,10 @@ class FramePool:
         self.spare = svc.create_frame(url, **self.size)
 
     def take(self) -> str:
+        """The spare, once up: live, or paused already when the test before it outlasted the pause delay (nobody
+        watched it meanwhile; a watch or a step resumes it, as any paused frame)."""
         frame_id, self.spare = self.spare, self.svc.create_frame(self.url, **self.size)
-        self.svc.wait_state(frame_id, "live")
+        self.svc.wait_state(frame_id, ("live", "paused"))
         return frame_id
 
     def delete(self, frame_id: str) -> None:
