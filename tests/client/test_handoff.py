@@ -22,7 +22,7 @@ from tests.support import TEST_SECRET, Service, forged
 
 pytestmark = pytest.mark.integration
 
-WHITE = (255, 255, 255)
+WHITE, GREEN = (255, 255, 255), (30, 160, 60)
 HOLD_S = 3.0  # FRAMESTREAM_PERSON_HOLD_S here: short, so an idle person loses the hold within a test
 service = service_fixture(scope="module", env={"FRAMESTREAM_PERSON_HOLD_S": str(HOLD_S)})
 Message = dict[str, Any]
@@ -180,8 +180,8 @@ async def test_a_person_who_takes_over_while_the_agents_click_waits_for_a_print_
             await alice.take_over(frame)
             with pytest.raises((TakenOver, Superseded)):  # (its grant older than the person's, or as old)
                 await waiting
-            step = await alice.click(frame, 400, 300)  # the page itself, no button
-            shown = await view.picture_after(step.sent_us)
+            step = await alice.click(frame, 120, 250)  # a button that turns itself green (seen off its text)
+            shown = await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(40, 270), GREEN))
             assert near(shown.pixel(400, 300), WHITE)  # the agent's red click never went in
     finally:
         service.request("DELETE", f"/frames/{frame}?purge=1")
