@@ -70,7 +70,7 @@ async def prepare_subframe(cdp: CDPConnection, session_id: str, settings: TabSet
         _DROP_GUARD,
         ("Runtime.enable", {}),  # without it, the iframe's binding calls never reached us (checked)
         *_cursor_hook(settings),
-        *_both_worlds(settings.print_hook),  # a print's start (browser/print_hook.py)
+        *_both_worlds(settings.print_hook),  # a print's start and end (browser/print_hook.py)
         *_FETCH,
         *_SUBFRAMES,
         ("Runtime.runIfWaitingForDebugger", {}),
@@ -93,7 +93,7 @@ async def prepare(cdp: CDPConnection, page: Page, settings: TabSettings) -> None
         _LINK_GUARD,
         _DROP_GUARD,
         *_cursor_hook(settings),
-        *_both_worlds(settings.print_hook),  # a print's start (browser/print_hook.py)
+        *_both_worlds(settings.print_hook),  # a print's start and end (browser/print_hook.py)
         metrics(settings),
         # With an allow list, every document this page loads (its own navigations, redirects, links, scripts,
         # frames) is paused for `Tabs` to check its host first (core/urls.py).
