@@ -1,14 +1,18 @@
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from framestream.client import Client, SandboxKey
-from tests.beside import Beside
+from tests.beside import SHARED_DIR, Beside
 from tests.support import TEST_SECRET, Service, StreamClient, page_server
+
+_SHARED = pytest.StashKey[str]()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -27,8 +31,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     Beside.start({item.module.__name__ for item in session.items if isinstance(item, pytest.Function)})
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    Beside.stop()
+def pytest_configure(config: pytest.Config) -> None:
+    """An xdist session's controller makes the directory where one worker's runs beside leave their outcomes for
+    the others (tests/beside.py); the workers inherit its name."""
+    if getattr(config, "workerinput", None) is None and getattr(config.option, "numprocesses", None):
+        config.stash[_SHARED] = os.environ[SHARED_DIR] = tempfile.mkdtemp(prefix="framestream-beside-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    made = config.stash.get(_SHARED, None)  # only by the controller that made it (a pytest run inside inherits it)
+    if made is not None:
+        os.environ.pop(SHARED_DIR, None)
+        shutil.rmtree(made, ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    Beside.stop(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
 
 
 @pytest.fixture(autouse=True)
