@@ -60,13 +60,14 @@ typecheck: venv
 	$(VENV)/bin/mypy
 
 # The whole suite, on two workers (pytest-xdist: the tests wait for pictures, pages and links, so two at a time
-# take about a sixth less time on two cores; tests/beside.py runs the network-namespace runs once). It lists its
-# 15 slowest tests, so the log shows where its 15-minute budget goes. `TEST_WORKERS=0` runs it in line.
+# take about a sixth less time on two cores; tests/beside.py runs the network-namespace runs once). A module's
+# tests stay together, in their order, with one service (`loadfile`). It lists its 15 slowest tests, so the log
+# shows where its 15-minute budget goes. `TEST_WORKERS=0` runs it in line.
 TEST_WORKERS ?= 2
 test: system-deps venv
 	$(VENV)/bin/ruff check framestream tests benchmarks
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --durations=15
+	$(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 # Known vulnerabilities in the pinned dependencies (pip-audit; fails when one is found, and says plainly which
 # packages it could not look up). AUDIT_STRICT=1 fails on those too.
