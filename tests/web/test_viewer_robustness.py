@@ -405,11 +405,14 @@ async def test_paused_and_closed_show_over_the_last_picture(service: Service, ma
     f = json.dumps(frame)
     await open_viewer(page, service.base, service.token("view"), [frame])
     await wait_pixel(page, frame, BOX, RED)
-    await page.eval(f"fsRecord({f}, {json.dumps(list(BOX))})")
     # Paused: a watched frame never pauses; the viewer stops watching, the idle rule pauses the frame, and when
     # the viewer watches again the service tells it `paused` before resuming it.
     await page.eval(f"window.framestream.client.unwatch({f})")
     await service.wait_state_async(frame, "paused", 15)
+    # Recorded from the new watch on: a `live` told before the unwatch (held up to 50 ms by the service's pace for
+    # frame-states, or a page event's) must not stand for the resume's (CI under load: the resumed picture was
+    # drawn while the resume's `live` was still held, and the earlier `live` ended the wait below).
+    await page.eval(f"fsRecord({f}, {json.dumps(list(BOX))})")
     drawn = (await info(page, frame) or {}).get("drawn", 0)
     await page.eval(f"window.framestream.client.watch({f}, document.querySelector('canvas[data-frame={f}]'))")
     await page.wait_for(f"fsRecords[{f}].some((r) => r.state === 'live')")
@@ -418,7 +421,7 @@ async def test_paused_and_closed_show_over_the_last_picture(service: Service, ma
     paused = next(r for r in recs if r["state"] == "paused")
     assert paused["overlay"] == "Paused" and paused["state"] == "paused", paused
     assert close_to(paused["px"], RED), paused  # the last picture under the overlay, not a black box
-    assert recs[-1]["state"] == "live" and recs[-1]["overlay"] is None
+    assert recs[-1]["state"] == "live" and recs[-1]["overlay"] is None, recs
     assert (await view(page, frame))["overlay"] is None
     red = await wait_pixel(page, frame, BOX, RED)
     print(f"paused: {paused}; live again, box {red}")
