@@ -60,7 +60,7 @@ typecheck: venv
 	$(VENV)/bin/mypy
 
 # The whole suite, on two workers (pytest-xdist: the tests wait for pictures, pages and links, so two at a time
-# take about a sixth less time on two cores; tests/beside.py runs the network-namespace runs once). A module's
+# take about a quarter less time on two cores; tests/beside.py runs the network-namespace runs once). A module's
 # tests stay together, in their order, with one service (`loadfile`). It lists its 15 slowest tests, so the log
 # shows where its 15-minute budget goes. `TEST_WORKERS=0` runs it in line.
 TEST_WORKERS ?= 2
