@@ -103,8 +103,12 @@ def _writing(run: Callable[[], T], path: Path) -> Callable[[], T]:
 
 
 def _write(path: Path, outcome: tuple[bool, Any]) -> None:
+    try:
+        data = pickle.dumps(outcome)
+    except Exception as exc:  # an outcome that does not pickle still reaches the reader, as its repr
+        data = pickle.dumps((False, RuntimeError(f"the run beside's outcome did not pickle ({exc}): {outcome[1]!r}")))
     partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(pickle.dumps(outcome))
+    partial.write_bytes(data)
     partial.rename(path)  # whole or absent for the reader
 
 
