@@ -24,7 +24,7 @@ from framestream.fanout.feed import Outbox, Viewer
 from framestream.frames.events import FrameEvent, StateChanged
 from framestream.frames.frame import Frame
 from framestream.server.context import ServiceContext
-from framestream.server.drain import timed_send
+from framestream.server.drain import SendQueue, timed_send, writable
 from framestream.server.inputs import apply_step
 from framestream.server.session import (
     Action,
@@ -244,6 +244,7 @@ class ViewerConnection:
     # -- writing -----------------------------------------------------------------------------------------
 
     async def _write(self) -> None:
+        queue = SendQueue(self.transport)
         try:
             while True:
                 item = await self.outbox.next()
@@ -252,7 +253,7 @@ class ViewerConnection:
                 send = self.ws.send_bytes(item) if isinstance(item, bytes) else self.ws.send_str(item)
                 # Until it has (nearly) reached the viewer: the queue stays in the outbox (where a slow viewer
                 # can skip) and the time it took measures this connection's link.
-                delivered, busy, held = await timed_send(self.transport, self.outbox.link.rate, len(item), send)
+                delivered, busy, held = await timed_send(queue, self.outbox.link.rate, len(item), send)
                 self.outbox.sent(delivered, busy, held=held)
         except (ConnectionError, RuntimeError):
             pass  # the peer went away; the reader sees it too and cleans up
@@ -307,8 +308,8 @@ async def close_within(conn: ViewerConnection, code: int, reason: str) -> None:
     try:
         await asyncio.wait_for(conn.close(code, reason), CLOSE_WAIT_S)
     except (TimeoutError, ConnectionError, RuntimeError):
-        if isinstance(conn.transport, asyncio.WriteTransport):
-            conn.transport.abort()
+        if (transport := writable(conn.transport)) is not None:
+            transport.abort()
 
 
 async def close_all(ctx: ServiceContext) -> None:
