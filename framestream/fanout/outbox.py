@@ -38,6 +38,10 @@ BUDGET_S = 0.25  # the most a picture waits in a connection's queue at its link'
 _KIND_VIDEO, _KIND_PATCH = 1, 2  # the first byte of a binary message (docs/protocol.md)
 _FLAG_KEYFRAME = 1
 
+# A connection's way to write a message at once (server/send_at_once.py), asked only while nothing is queued or in
+# flight: the bytes the link acknowledged meanwhile (the message is sent and needs no wait), or None: queue it.
+SendAtOnce = Callable[[str | bytes], int | None]
+
 
 @dataclass(slots=True)
 class _Queued:
@@ -95,6 +99,7 @@ class Outbox:
         self.pictures_sent = 0
         self.purged = 0  # pictures dropped from the queue when their viewer skipped to a newer keyframe
         self._when_room: list[Callable[[], None]] = []
+        self.send_at_once: SendAtOnce | None = None
 
     def __len__(self) -> int:
         """Messages waiting to be taken by `next`."""
@@ -110,6 +115,8 @@ class Outbox:
             old.text = text
             self._check_text_bounds()
             return
+        if self._sent_at_once(text):
+            return
         item = _Text(text, key)
         if key is not None:
             self._latest[key] = item
@@ -119,11 +126,25 @@ class Outbox:
 
     def push_config(self, text: str) -> None:
         """A text message that stays in order with the video (a `video-config` before its keyframe)."""
-        if self.closed:
+        if self.closed or self._sent_at_once(text):
             return
         self._stream.append(_Queued(text, len(text), video=False, keyframe=False, slot=None))
         self._count_text(len(text))
         self._ready.set()
+
+    def _sent_at_once(self, payload: str | bytes) -> bool:
+        """Whether `payload` went out at once (`send_at_once`): only when nothing is queued or in flight, so it
+        stays in order. It is then counted as sent, as the writer would count it."""
+        if self.send_at_once is None or self._in_flight is not None or self._urgent or self._stream:
+            return False
+        delivered = self.send_at_once(payload)
+        if delivered is None:
+            return False
+        if isinstance(payload, bytes):
+            self.bytes_sent += len(payload)
+            self.pictures_sent += 1
+        self.sent(delivered, 0.0)
+        return True
 
     def _count_text(self, size: int) -> None:
         """Count a text in (size > 0) or out."""
@@ -159,9 +180,11 @@ class Outbox:
             self._purge(slot)
         if not self._fits(size, strict, keyframe):
             return False
-        self._stream.append(_Queued(message, size, video=True, keyframe=keyframe, slot=slot))
         if keyframe:
             self._keyframe_bytes = size
+        if self._sent_at_once(message):
+            return True
+        self._stream.append(_Queued(message, size, video=True, keyframe=keyframe, slot=slot))
         self._video_bytes += size
         self._video_count += 1
         self._ready.set()

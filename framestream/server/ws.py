@@ -24,8 +24,9 @@ from framestream.fanout.feed import Outbox, Viewer
 from framestream.frames.events import FrameEvent, StateChanged
 from framestream.frames.frame import Frame
 from framestream.server.context import ServiceContext
-from framestream.server.drain import SendQueue, timed_send, writable
+from framestream.server.drain import timed_send, writable
 from framestream.server.inputs import apply_step
+from framestream.server.send_at_once import AtOnce
 from framestream.server.session import (
     Action,
     AddIceCandidate,
@@ -66,6 +67,7 @@ class ViewerConnection:
         self._states = LatestEvery(STATE_INTERVAL_S)  # frame-states held to be sent at most this often
         self._states_timer: asyncio.TimerHandle | None = None
         self.transport: asyncio.BaseTransport | None = None  # the socket under `ws`, for the writer's drain waits
+        self._at_once = AtOnce(None, lambda: True, lambda: None)  # writes nothing until `start_sending`
         self.closing: asyncio.Task[None] | None = None  # a close with 4429 started from outside (`_close_soon`)
 
     async def run(self) -> None:
@@ -243,8 +245,15 @@ class ViewerConnection:
 
     # -- writing -----------------------------------------------------------------------------------------
 
+    def start_sending(self, transport: asyncio.BaseTransport | None) -> None:
+        """Write to `transport` (the socket under `ws`): messages that need no wait at once, the rest in order by
+        the writer task (`run`)."""
+        self.transport = transport
+        self._at_once = AtOnce(transport, lambda: self.ws.closed, lambda: self.outbox.link.rate)
+        self.outbox.send_at_once = self._at_once
+
     async def _write(self) -> None:
-        queue = SendQueue(self.transport)
+        queue = self._at_once.queue
         try:
             while True:
                 item = await self.outbox.next()
@@ -271,7 +280,7 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
     ws = web.WebSocketResponse(max_msg_size=4 * ctx.settings.max_message_bytes, heartbeat=30.0, compress=False)
     await ws.prepare(request)
     conn = ViewerConnection(ctx, ws, request.remote)
-    conn.transport = request.transport
+    conn.start_sending(request.transport)
     # Only welcomed connections count against max_connections (the session asks at hello); one still
     # waiting for its hello makes the oldest waiting one (from its address, or at all) go when at a cap.
     for old in ctx.admission.arrive(conn, request.remote):
