@@ -119,7 +119,7 @@ async def viewer_socket() -> AsyncIterator[tuple[web.WebSocketResponse, asyncio.
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = runner.addresses[0][1]
     async with aiohttp.ClientSession() as session, session.ws_connect(f"http://127.0.0.1:{port}/") as client:
         ws, transport = await ready
         yield ws, transport, client, done
