@@ -50,7 +50,7 @@ class SendQueue:
         except (OSError, AttributeError, ValueError):
             pass
 
-    def bytes(self) -> int:
+    def unacknowledged(self) -> int:
         """Bytes written to the transport that the viewer's side has not acknowledged yet (0 once closing: the
         fd is then no longer this connection's to read)."""
         transport = self._transport
@@ -84,11 +84,11 @@ async def timed_send(queue: SendQueue, rate: float | None, size: int,
     took the message at once) and whether it held it back. Polls with a step from what is left at `rate`: one check
     on a fast link."""
     started = time.monotonic()
-    before = queue.bytes()
+    before = queue.unacknowledged()
     await send
     allowance = in_network_allowance(rate, size)
     held = False
-    while (left := queue.bytes()) > allowance:
+    while (left := queue.unacknowledged()) > allowance:
         held = True
         step = POLL_MAX_S if not rate else (left - allowance) / rate
         await asyncio.sleep(min(POLL_MAX_S, max(POLL_MIN_S, step)))

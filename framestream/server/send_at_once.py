@@ -52,7 +52,7 @@ class AtOnce:
         if transport is None or transport.is_closing() or self._closed():
             return None
         size = len(payload)  # as the writer counts it (server/ws.py)
-        before = self.queue.bytes()
+        before = self.queue.unacknowledged()
         if before + size > in_network_allowance(self._rate(), size):
             return None
         if isinstance(payload, str):
@@ -63,4 +63,4 @@ class AtOnce:
             transport.write(frame_header(opcode, len(data)) + data)
         except (OSError, RuntimeError):  # (a transport that is going; the reader sees the end too)
             return None
-        return max(0, before + size - self.queue.bytes())
+        return max(0, before + size - self.queue.unacknowledged())

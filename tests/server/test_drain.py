@@ -85,14 +85,14 @@ async def test_the_send_queue_counts_what_the_viewer_has_not_taken_and_nothing_o
 
     writer = await connect(read_nothing)
     queue = SendQueue(writer.transport)
-    assert queue.bytes() == 0
+    assert queue.unacknowledged() == 0
     size = 32 << 20  # more than loopback's socket buffers take: some stays in the transport, some in the kernel
     writer.write(b"x" * size)
-    held = queue.bytes()
+    held = queue.unacknowledged()
     assert 0 < held <= size
     assert writer.transport.get_write_buffer_size() < held  # the kernel's share is counted too
     writer.transport.abort()
-    assert queue.bytes() == 0  # its fd may be another connection's by the next read
+    assert queue.unacknowledged() == 0  # its fd may be another connection's by the next read
     stop_reading.set()
 
 
@@ -113,14 +113,14 @@ async def test_a_send_queue_without_a_tcp_socket_counts_the_transport_alone(tmp_
         writer.write(b"x" * (32 << 20))
         buffered = writer.transport.get_write_buffer_size()
         assert buffered > 0
-        assert queue.bytes() == buffered
+        assert queue.unacknowledged() == buffered
         writer.transport.abort()
     finally:
         done.set()
         await handled.wait()
         server.close()
         await server.wait_closed()
-    assert SendQueue(None).bytes() == 0
+    assert SendQueue(None).unacknowledged() == 0
 
 
 def test_uvloops_transport_is_taken_as_writable_and_its_buffer_counted() -> None:
@@ -143,7 +143,7 @@ def test_uvloops_transport_is_taken_as_writable_and_its_buffer_counted() -> None
             writer.write(b"x" * (32 << 20))
             buffered = writer.transport.get_write_buffer_size()
             assert buffered > 0
-            assert queue.bytes() > buffered  # the transport's buffer and the kernel's queue
+            assert queue.unacknowledged() > buffered  # the transport's buffer and the kernel's queue
             writer.transport.abort()
         finally:
             done.set()
