@@ -160,3 +160,30 @@ async def test_nothing_is_written_at_once_past_the_allowance_or_once_closing(
     done.set()
     assert (await client.receive(timeout=5)).type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.CLOSING)
     assert at_once(b"\x01too late") is None
+
+
+class BrokenTransport:
+    """A transport whose write fails in a way no socket should (what AtOnce must keep to its own connection)."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def get_extra_info(self, name: str) -> None:
+        return None
+
+    def write(self, data: bytes) -> None:
+        self.writes += 1
+        raise ValueError("broken")
+
+
+def test_a_transport_that_fails_its_write_leaves_the_message_to_the_writer() -> None:
+    transport = BrokenTransport()
+    at_once = AtOnce(transport, lambda: False, lambda: None)  # type: ignore[arg-type]
+    assert at_once(b"\x01picture") is None  # not raised into the frame's fan-out
+    assert transport.writes == 1
