@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from framestream.client import Client
+from framestream.core.wire import FLAG_KEYFRAME, FLAG_REFINEMENT
 from tests.fixtures import service_fixture
 from tests.patch_client import PatchClient, screenshot_rgb
 from tests.support import Service
@@ -83,13 +84,17 @@ async def test_spinner_sends_patches_and_no_video_once_settled(service: Service)
     assert first.keyframe and not first.patch
     await settled(client)
     after = [await client.next_message() for _ in range(30)]
+    # The joiner's keyframe was made while the spinner moved, so the service sharpens it once the page is still for
+    # 0.12 s: on a loaded machine the renderer can stop that long (a SIGSTOPped renderer shows it). Those are at most
+    # two H.264 refinements (media/sender.py, _REFINE_FRAMES); no other video may come once settled.
     others = [(i, m.kind, m.flags, m.sequence, len(m.payload)) for i, m in enumerate(after) if not m.patch]
-    # (which message, kind, flags, sequence, bytes), with the texts the client got: enough to tell a keyframe asked
-    # for from a refinement or a change too large for patches, should this fail again (once in CI, under load)
-    assert not others, (others, client.texts[-8:])
+    refinements = [o for o in others if o[2] & FLAG_REFINEMENT and not o[2] & FLAG_KEYFRAME]
+    assert others == refinements and len(refinements) <= 2, (others, client.texts[-8:])
     sequences = [m.sequence for m in after]
     assert sequences == list(range(sequences[0], sequences[0] + 30)), "patches share the frame's numbering"
     assert client.gaps == 0
+    if others:
+        await settled(client, 30)  # the spinner's region is drawn by the patches after the last refinement
     spinner = client.patched
     assert spinner is not None
     ys, xs = np.nonzero(spinner)
