@@ -25,6 +25,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 
 from framestream.core.errors import CDPError
+from framestream.tasks import stop_task
 
 log = logging.getLogger(__name__)
 
@@ -116,10 +117,9 @@ class CDPConnection:
     @classmethod
     async def connect(cls, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> CDPConnection:
         try:
-            ws = await asyncio.wait_for(
-                websockets.connect(url, max_size=256 * 1024 * 1024, ping_interval=None, open_timeout=timeout),
-                timeout,
-            )
+            async with asyncio.timeout(timeout):
+                ws = await websockets.connect(url, max_size=256 * 1024 * 1024, ping_interval=None,
+                                              open_timeout=timeout)
         except (OSError, TimeoutError, websockets.InvalidHandshake) as exc:
             raise CDPError(f"cannot reach DevTools at {url}: {exc}") from exc
         return cls(_WebSocketTransport(ws))
@@ -162,7 +162,8 @@ class CDPConnection:
         self._pending[call_id] = future
         try:
             await self._transport.send(json.dumps(message))
-            return await asyncio.wait_for(future, timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: it lost a cancel that came with the answer
+                return await future
         except TimeoutError as exc:
             raise CDPError(f"{method}: no answer within {timeout:g} s") from exc
         except _Closed as exc:
@@ -173,13 +174,10 @@ class CDPConnection:
     async def close(self) -> None:
         self._fail_pending("closed by us")
         await self._transport.close()
-        self._reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._reader
+        await stop_task(self._reader)
 
     async def wait_closed(self) -> None:
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(self._reader)
+        await asyncio.wait([self._reader])  # the reader goes on when the caller is cancelled
 
     async def _read(self) -> None:
         try:

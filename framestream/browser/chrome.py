@@ -335,7 +335,8 @@ class ChromeBrowser:
             with contextlib.suppress(CDPError):
                 await self.cdp.call("Browser.close", timeout=3.0)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.proc.wait(), grace)
+                async with asyncio.timeout(grace):
+                    await self.proc.wait()
             if self.proc.returncode is not None:
                 await group_ended(self.proc.pid, within=3.0)  # its storage service may still be writing
         await self.cdp.close()

@@ -25,7 +25,8 @@ async def load(cdp: CDPConnection, session_id: str, url: str, *, timeout: float 
         if error:
             return str(error)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(loaded, timeout)
+            async with asyncio.timeout(timeout):
+                await loaded
         return None
     finally:
         unsubscribe()
@@ -50,7 +51,8 @@ async def go(cdp: CDPConnection, session_id: str, step: int, *, timeout: float =
         await cdp.call("Page.navigateToHistoryEntry", {"entryId": entries[index + step]["id"]},
                        session_id=session_id)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(committed, timeout)
+            async with asyncio.timeout(timeout):
+                await committed
     finally:
         for unsubscribe in unsubscribes:
             unsubscribe()

@@ -112,7 +112,8 @@ class PagePrints:
         if none.is_set():
             return
         try:
-            await asyncio.wait_for(none.wait(), wait)
+            async with asyncio.timeout(wait):
+                await none.wait()
         except TimeoutError:
             raise ProtocolError("printing", f"page {page.id} has been printing for {wait:g} s and takes no input until "
                                 "its print ends (its PDF is a download then)") from None

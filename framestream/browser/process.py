@@ -92,10 +92,9 @@ async def terminate_group(proc: asyncio.subprocess.Process, *, grace: float = 5.
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGTERM)
-        try:
-            await asyncio.wait_for(proc.wait(), grace)
-        except TimeoutError:
-            pass
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace):
+                await proc.wait()
     # Grandchildren (Chromium's zygote and renderers) may outlive the leader: end the whole group.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)

@@ -21,7 +21,8 @@ Ask = Callable[[str, int], Awaitable[bool]]
 async def accepts(host: str, port: int, timeout: float = ASK_TIMEOUT_S) -> bool:
     """Whether `host`:`port` accepts a TCP connection within `timeout` (closed again at once, nothing sent)."""
     try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        async with asyncio.timeout(timeout):
+            _, writer = await asyncio.open_connection(host, port)
     except (OSError, TimeoutError):
         return False
     writer.close()

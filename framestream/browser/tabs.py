@@ -72,7 +72,6 @@ class Tabs:
         # Attaching, setting up and forgetting pages as their targets come and go (browser/page_targets.py).
         self._targets = PageTargets(cdp, settings, self.pages, emit=on_event, spawn=self.spawn,
                                     changed=self.changed, page_closed=self._page_closed)
-        # The browser's prints, each a PDF download (browser/prints.py).
         self._prints = (PrintedPdfs(settings.prints_dir, settings.downloads_dir, emit=on_event)
                         if settings.prints_dir is not None else None)
         # Pages on Chrome's error page because their server refused the connection load again once it answers.
@@ -117,7 +116,8 @@ class Tabs:
                                                       "flatten": True})
         self.spawn(responsiveness.probe_forever(self), "page-probes")
         try:
-            return await asyncio.wait_for(asyncio.shield(self._targets.first_page), timeout)
+            async with asyncio.timeout(timeout):
+                return await asyncio.shield(self._targets.first_page)
         except TimeoutError as exc:
             raise BrowserError("Chromium opened no page") from exc
 

@@ -90,7 +90,8 @@ class XvfbDisplay(_Started[asyncio.subprocess.Process]):
             raise BrowserError(f"cannot start Xvfb ({xvfb_path}): {exc}") from exc
         os.close(write_fd)
         try:
-            number = await asyncio.wait_for(_read_display_number(read_fd), START_TIMEOUT)
+            async with asyncio.timeout(START_TIMEOUT):
+                number = await _read_display_number(read_fd)
         except (TimeoutError, ValueError) as exc:
             await terminate_group(proc, grace=1.0)
             cookies().ended(None, xauthority)

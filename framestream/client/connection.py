@@ -36,6 +36,7 @@ from framestream.core.wire import (
     Watch,
     unpack_video_header,
 )
+from framestream.tasks import stop_task
 
 __all__ = ["Connection"]
 
@@ -186,17 +187,13 @@ class Connection:
     async def close(self) -> None:
         self._closing = True
         if self._refresher is not None:
-            self._refresher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._refresher
+            await stop_task(self._refresher)
             self._refresher = None
         ws, self._ws = self._ws, None
         if ws is not None:
             await ws.close()
         if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+            await stop_task(self._reader)
             self._reader = None
         self._drop(ConnectionLost("the client was closed"))
 

@@ -243,7 +243,8 @@ class FrameView:
                     return self.latest
                 wait = max(0.001, quiet - since) if since < quiet else None
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), wait)
+                    async with asyncio.timeout(wait):
+                        await self._changed.wait()
 
     def _require_decoding(self) -> None:
         if not self.decode:

@@ -330,6 +330,7 @@ class FrameFeed:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiters.append((after_us, changed_only, future))
         try:
-            return await asyncio.wait_for(future, timeout)
+            async with asyncio.timeout(timeout):
+                return await future
         except TimeoutError:
             return None

@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from framestream.core.refresh import RefreshPolicy
+from framestream.tasks import stop_task
 
 
 class DisplayRefresh:
@@ -38,9 +39,7 @@ class DisplayRefresh:
         self._gave_up = True
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await stop_task(task)
 
     async def _run(self) -> None:
         policy, current = self._policy, self._policy.idle_hz
@@ -54,4 +53,5 @@ class DisplayRefresh:
                 current = wanted
             delay = policy.next_change(self._clock())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), delay)
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()

@@ -32,6 +32,7 @@ from framestream.core.wire import InputEvent, MouseEvent, PasteEvent, WheelEvent
 from framestream.frames.refresh import DisplayRefresh
 from framestream.media.picture import PatchGate, Picture
 from framestream.service.config import MAX_ENCODED_HEIGHT, MAX_ENCODED_WIDTH, FrameSize, Settings
+from framestream.tasks import stop_task
 
 if TYPE_CHECKING:
     from framestream.media.pipeline import FramePipeline, PipelineStats
@@ -203,9 +204,7 @@ class FrameRuntime:
     async def stop(self) -> None:
         watchdog, self._watchdog = self._watchdog, None
         if watchdog is not None and watchdog is not asyncio.current_task():
-            watchdog.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watchdog
+            await stop_task(watchdog)
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe = []

@@ -9,7 +9,6 @@ them end when the socket closes or the service shuts down (close code 1001).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Coroutine
@@ -43,6 +42,7 @@ from framestream.server.session import (
     config_text,
     state_key,
 )
+from framestream.tasks import ended
 from framestream.webrtc.connection import ConnectionPeers
 
 log = logging.getLogger(__name__)
@@ -83,8 +83,7 @@ class ViewerConnection:
                 await frame.driving.connection_gone(self.session.number)
             self._stop_states()
             self.outbox.close()
-            with contextlib.suppress(asyncio.CancelledError):
-                await writer
+            await ended(writer)
             if self.closing is not None:
                 # Returning ends the connection: its close frame would be lost behind what the peer has not read
                 # yet, so the peer gets its CLOSE_WAIT_S to take it first.
@@ -315,7 +314,8 @@ def _close_soon(conn: ViewerConnection, reason: str) -> None:
 async def close_within(conn: ViewerConnection, code: int, reason: str) -> None:
     """Close `conn` with `code`; a peer that does not take the close frame within CLOSE_WAIT_S is dropped."""
     try:
-        await asyncio.wait_for(conn.close(code, reason), CLOSE_WAIT_S)
+        async with asyncio.timeout(CLOSE_WAIT_S):
+            await conn.close(code, reason)
     except (TimeoutError, ConnectionError, RuntimeError):
         if (transport := writable(conn.transport)) is not None:
             transport.abort()

@@ -101,5 +101,6 @@ async def run(settings: Settings) -> int:
         with contextlib.suppress(Exception):
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
-        await asyncio.wait_for(service.stop(), 15.0)
+        async with asyncio.timeout(15.0):
+            await service.stop()
     return 0

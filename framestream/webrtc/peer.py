@@ -197,7 +197,8 @@ class Peer:
                 return None
             self._changed.clear()
             try:
-                await asyncio.wait_for(self._changed.wait(), None if state == "connected" else self._ice_timeout_s)
+                async with asyncio.timeout(None if state == "connected" else self._ice_timeout_s):
+                    await self._changed.wait()
             except TimeoutError:
                 return "stalled"
 
