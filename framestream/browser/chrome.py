@@ -21,6 +21,7 @@ import fcntl
 import logging
 import os
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -99,6 +100,13 @@ MEMORY_FLAGS = (
 )
 
 
+# localStorage on disk 1 s after a write (not 5 s or, rate-limited, minutes): the storage service's commit at a close
+# may not outlive the browser's exit (docs/architecture.md, "Processes are owned"), so `ChromeBrowser.close` stops
+# the page and waits this long after it last ran: the commit timer, then its write. As Android's WebView does.
+STORAGE_FLUSH_FLAG = "--enable-aggressive-domstorage-flushing"
+STORAGE_WRITTEN_S = 1.5
+
+
 def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, sandbox: bool, webgl: bool = True
                  ) -> list[str]:
     flags = [
@@ -143,6 +151,7 @@ def chrome_flags(profile_dir: Path, width: int, height: int, dpr: int, *, sandbo
         "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,"
         "CalculateNativeWinOcclusion,DialMediaRouteProvider," + ",".join(MEMORY_FEATURES_OFF),
         *MEMORY_FLAGS,
+        STORAGE_FLUSH_FLAG,
         "--lang=en-US",
         "--test-type",  # no "unsupported flag" infobar over the page
         *PRINT_FLAGS,  # no print preview over the frame (browser/preferences.py)
@@ -199,6 +208,7 @@ class ChromeBrowser:
         self.tabs = tabs
         self.profile_dir = profile_dir
         self._frozen: list[int] = []
+        self._frozen_at: float | None = None  # time.monotonic() when freeze_page stopped the page
 
     @property
     def session_id(self) -> str:
@@ -317,15 +327,24 @@ class ChromeBrowser:
         for pid in self._frozen:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGSTOP)
+        self._frozen_at = time.monotonic()
 
     def thaw_page(self) -> None:
         for pid in self._frozen:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
-        self._frozen = []
+        self._frozen, self._frozen_at = [], None
 
-    async def close(self, *, grace: float = 10.0) -> None:
-        """Close gracefully (Browser.close flushes cookies, storage and prefs), then make sure it is gone."""
+    async def close(self, *, grace: float = 10.0, keep_storage: bool = True) -> None:
+        """Close gracefully (Browser.close flushes cookies and prefs), then make sure it is gone. `keep_storage`
+        (not for a profile about to be deleted): the page stopped first, for what it last wrote to localStorage to
+        reach the disk (STORAGE_FLUSH_FLAG): up to STORAGE_WRITTEN_S, none for a page paused that long ago."""
+        if keep_storage and self.proc.returncode is None:
+            if self._frozen_at is None:
+                self.freeze_page()
+            assert self._frozen_at is not None
+            if (left := self._frozen_at + STORAGE_WRITTEN_S - time.monotonic()) > 0:
+                await asyncio.sleep(left)
         self.thaw_page()
         await self.tabs.close()
         # A browser stopped from outside (SIGSTOP) cannot close itself: let it run again so it can flush.

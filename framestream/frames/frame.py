@@ -215,11 +215,11 @@ class Frame:
         """Count against the cap from now on (`launching`); the manager decides this under its room lock."""
         self.set_state(FrameState.LAUNCHING)
 
-    async def delete(self) -> None:
+    async def delete(self, *, keep_storage: bool = True) -> None:
         """Close for good: viewers hear `closed` ("deleted") and are let go; watching it again will not reopen it."""
         self.deleted = True
         self.driving.close()
-        await self.close_browser()
+        await self.close_browser(keep_storage=keep_storage)
         self.state, self.message = FrameState.CLOSED, "deleted"
         self._emit(self.state_event())
         self.feed.remove_all()
@@ -337,20 +337,20 @@ class Frame:
             self.feed.forget()
             self.set_state(FrameState.PAUSED)
 
-    async def close_browser(self, *, state: FrameState = FrameState.CLOSED) -> None:
+    async def close_browser(self, *, state: FrameState = FrameState.CLOSED, keep_storage: bool = True) -> None:
         """Close the browser gracefully (its profile flushed and kept); the frame stays, `closed`."""
         async with self.run_lock:
-            await self.teardown_locked()
+            await self.teardown_locked(keep_storage=keep_storage)
             if not self.deleted:
                 self.set_state(state)
 
-    async def teardown_locked(self) -> None:
+    async def teardown_locked(self, *, keep_storage: bool = True) -> None:
         self._cancel_pause_timer()
         runtime, self._runtime = self._runtime, None  # from here on its late pictures are dropped
         self.pictures.stopped()
         self.browsing.browser_gone()
         if runtime is not None:
-            await runtime.stop()
+            await runtime.stop(keep_storage=keep_storage)
             self._encode_seconds_before += runtime.encode_seconds
 
     # -- input -------------------------------------------------------------------------------------------

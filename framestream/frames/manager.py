@@ -150,7 +150,7 @@ class FrameManager:
         frame = self.frames.pop(frame_id, None)
         if frame is None:
             return False
-        await frame.delete()
+        await frame.delete(keep_storage=not purge)
         log.info("deleted%s", " with its profile and files" if purge else "", extra={"frame": frame_id})
         await self.registry.save_in_background()
         if purge:

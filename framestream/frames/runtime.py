@@ -67,7 +67,7 @@ class Runtime(Protocol):
 
     async def start(self, url: str) -> str | None: ...
 
-    async def stop(self) -> None: ...
+    async def stop(self, *, keep_storage: bool = True) -> None: ...
 
     async def resize(self, size: FrameSize) -> bool: ...
 
@@ -201,7 +201,9 @@ class FrameRuntime:
             self._start_pipeline(display.name, size)
         return True
 
-    async def stop(self) -> None:
+    async def stop(self, *, keep_storage: bool = True) -> None:
+        """End every process and task of the frame. `keep_storage` (not for a profile about to be deleted): the
+        browser waits for the page's last localStorage writes (ChromeBrowser.close)."""
         watchdog, self._watchdog = self._watchdog, None
         if watchdog is not None and watchdog is not asyncio.current_task():
             await stop_task(watchdog)
@@ -221,7 +223,7 @@ class FrameRuntime:
         if browser is not None:
             # The frame's URL already follows every navigation, so no call into a renderer that may be stopped
             # (paused) or hung is needed here.
-            await browser.close()
+            await browser.close(keep_storage=keep_storage)
         display, self._display = self._display, None
         if display is not None:
             await display.stop()

@@ -60,7 +60,7 @@ class FakeRuntime:
         self.pipeline = object()
         return self.load_error
 
-    async def stop(self) -> None:
+    async def stop(self, *, keep_storage: bool = True) -> None:
         # Like a FramePipeline whose join timed out, the worker may still be alive: the identity stays.
         self.stopped = True
 
