@@ -258,7 +258,7 @@ class Frame:
     async def start(self) -> None:
         """Launch the browser of a frame whose place under the cap is already reserved (`launching`)."""
         async with self.run_lock:
-            if not self.deleted and self._runtime is None:
+            if not self.deleted and self._runtime is None and self.state is FrameState.LAUNCHING:
                 await self.launch_locked()
 
     async def launch_locked(self) -> None:

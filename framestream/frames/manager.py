@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from framestream.browser.process import end_leftover_browsers
-from framestream.core.lifecycle import choose_browser_to_close
+from framestream.core.lifecycle import FrameState, choose_browser_to_close
 from framestream.frames.frame import Frame
 from framestream.frames.registry import Registry, SavedFrame
 from framestream.frames.runtime import FrameRuntime, Runtime, RuntimeFactory, RuntimeHooks
@@ -38,6 +38,7 @@ class FrameManager:
         self._new_runtime = new_runtime or self._real_runtime
         self._room = asyncio.Lock()  # one capacity decision (and the close it may need) at a time
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._closing: dict[str, asyncio.Task[None]] = {}  # browsers closing to make room, by frame (not cancelled)
         self.registry = Registry(settings.state_dir / "frames.json", self._saved_frames, self.spawn,
                                  allowed_hosts=settings.allowed_url_hosts)
         self.recordings = RecordingStore(settings.state_dir / "recordings", settings.secret,
@@ -92,11 +93,35 @@ class FrameManager:
         async with self._room:
             if frame.browser_running:
                 return
-            victim = choose_browser_to_close((f.view() for f in self.frames.values()),
-                                             self.settings.max_browsers, starting=frame.id)
-            if victim is not None:
-                await self.frames[victim].close_browser()
+            await self._close_for_room(self._victim(starting=frame.id))
             frame.reserve_launch()
+
+    def _victim(self, starting: str | None = None) -> Frame | None:
+        """The frame whose browser closes to make room (core/lifecycle.py), those closing already not counted."""
+        victim = choose_browser_to_close((f.view() for f in self.frames.values() if f.id not in self._closing),
+                                         self.settings.max_browsers, starting=starting)
+        return None if victim is None else self.frames[victim]
+
+    async def _close_for_room(self, victim: Frame | None) -> None:
+        """The victim closes beside the launch it makes room for, not before it: its page is stopped and its last
+        storage writes get up to 1.5 s (ChromeBrowser.close), which a reopen waited for. Its run lock is taken
+        here, so watching it again waits for the close; its browser is not counted from now on (the cap is
+        exceeded by one for that while)."""
+        if victim is None:
+            return
+        await victim.run_lock.acquire()
+        task = asyncio.create_task(self._closed_for_room(victim), name=f"close-{victim.id}")
+        self._closing[victim.id] = task
+        task.add_done_callback(self._task_done)
+
+    async def _closed_for_room(self, victim: Frame) -> None:
+        try:
+            await victim.teardown_locked()
+            if not victim.deleted:
+                victim.set_state(FrameState.CLOSED)
+        finally:
+            victim.run_lock.release()
+            self._closing.pop(victim.id, None)
 
     # -- the registry ------------------------------------------------------------------------------------
 
@@ -126,12 +151,11 @@ class FrameManager:
         # (counts against the cap once listed)
         frame = Frame(self, secrets.token_hex(4), url, size, launching=True, record=record)
         async with self._room:
-            victim = choose_browser_to_close((f.view() for f in self.frames.values()), self.settings.max_browsers)
+            victim = self._victim()
             self.frames[frame.id] = frame
+            await self._close_for_room(victim)
         log.info("created at %dx%d dpr %d, page on %s", size.css_width, size.css_height, size.dpr,
                  urlsplit(url).hostname, extra={"frame": frame.id})
-        if victim is not None:
-            await self.frames[victim].close_browser()
         self.save_soon()
         self.spawn(frame.start(), f"start-{frame.id}")
         return frame
@@ -166,6 +190,7 @@ class FrameManager:
         self.closing = True
         self.registry.close()
         async with self.registry.lock:  # a save under way lands first, so the final one below is the last word
+            await asyncio.gather(*self._closing.values(), return_exceptions=True)  # each within seconds
             tasks = list(self._tasks)
             for task in tasks:
                 task.cancel()

@@ -40,6 +40,7 @@ class FakeRuntime:
         self.encode_seconds = 0.0
         self.started = self.stopped = self.frozen = False
         self.froze = asyncio.Event()  # set by every freeze (a pause)
+        self.stop_gate: asyncio.Event | None = None  # when set: `stop` ends once it is (a browser's slow close)
         self.dispatched: list[InputEvent] = []
         self.dispatch_error: Exception | None = None
         self.dispatch_gate: asyncio.Event | None = None  # when set, dispatch waits for it
@@ -61,6 +62,8 @@ class FakeRuntime:
         return self.load_error
 
     async def stop(self, *, keep_storage: bool = True) -> None:
+        if self.stop_gate is not None:
+            await self.stop_gate.wait()
         # Like a FramePipeline whose join timed out, the worker may still be alive: the identity stays.
         self.stopped = True
 

@@ -106,6 +106,8 @@ async def test_cap_closes_least_recently_viewed_and_reopen_keeps_profile_and_url
     picture, verdict = await client.wait_for_one_of(storage, (50, 100), [GREEN, RED], timeout=30)
     assert verdict == GREEN, "cookie/localStorage lost (the page shows red)"
     assert colour_near(picture[50, 270], (30, 60, 220)), "not reopened at its last URL (step 2)"
+    # The least recently viewed other one closes beside the reopen (its storage first: ChromeBrowser.close).
+    await service.wait_state_async(second, "closed", timeout=20)
     states = {fid: service.get(f"/frames/{fid}")[1]["state"] for fid in (storage, second, third)}
     assert states[storage] == "live"
     assert sorted(states.values()).count("closed") == 1, states
