@@ -260,7 +260,8 @@ class Service:
 
     # The waits above poll for seconds: an async test runs them in a thread, so that its connections keep
     # reading meanwhile (a blocked event loop leaves the service a viewer that looks stalled).
-    async def wait_state_async(self, frame_id: str, state: str, timeout: float = 30.0) -> dict[str, Any]:
+    async def wait_state_async(self, frame_id: str, state: str | tuple[str, ...],
+                               timeout: float = 30.0) -> dict[str, Any]:
         return await asyncio.to_thread(self.wait_state, frame_id, state, timeout)
 
     async def wait_url_async(self, frame_id: str, fragment: str, timeout: float = 10.0) -> str:
