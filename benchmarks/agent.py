@@ -9,6 +9,12 @@ The clicker page (tests/pages/clicker.html: a button that turns green or red on 
   whole agent step with the picture returned (`click` with `screenshot`: step, settle, PNG at CSS size), which
   includes the settle quiet time (--settle-ms) by design.
 Sizes: 1280x800 at dpr 2 (the default) and dpr 1.
+
+Handing over (docs/protocol.md, "Handing over"), at 1280x800 dpr 2, the handoff issue's 100 ms: while the agent
+drives, a person takes the frame and hands it back, each time until the agent and a view-only watcher have both
+heard `control` of it. Two ways: the person's client sending `take-over` and `release` with a fresh grant of its
+own; and the web viewer in a headless Chromium (the CDP client of tests/web), its Take over and Hand back
+buttons pressed, from the button going down (the viewer's token function answers its fresh grant first).
 """
 
 from __future__ import annotations
@@ -27,7 +33,10 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from benchmarks.common import Bench, create_frame, delete_frame, start_service, stop_service
 from benchmarks.viewer import percentiles
 from framestream.client import Client, FrameView, Picture, SandboxKey
+from framestream.core.tokens import derive_key, mint
 from tests.support import TEST_SECRET, Service
+from tests.web.browser import Browser, Page, open_viewer
+from tests.web.handoff_view import centre_of, in_view, token_endpoint
 
 RED = (220, 30, 30)
 GREEN = (30, 180, 60)
@@ -117,6 +126,95 @@ async def via_mcp(service: Service, watcher: Client, frame: str, dpr: int, click
             "step_with_picture_ms": percentiles(full), "settle_ms": SETTLE_MS, "missed": misses}
 
 
+class _Arrivals:
+    """When each `control` message reached one client (perf_counter, taken in its read loop)."""
+
+    def __init__(self, client: Client) -> None:
+        self.heard: list[tuple[float, dict[str, Any]]] = []
+        self._changed = asyncio.Event()
+        self.stop = client.listen(self._heard)
+
+    def _heard(self, message: dict[str, Any]) -> None:
+        if message.get("type") == "control":
+            self.heard.append((time.perf_counter(), message))
+            self._changed.set()
+
+    async def first(self, driver: str | None, after: float, within: float = 10.0) -> float:
+        async with asyncio.timeout(within):
+            while True:
+                for at, message in self.heard:
+                    if at >= after and message.get("driver") == driver:
+                        return at
+                self._changed.clear()
+                await self._changed.wait()
+
+
+Act = Callable[[], Coroutine[Any, Any, float]]  # does it; returns when it began (perf_counter)
+
+
+async def _handoffs(service: Service, agent: Client, frame: str, rounds: int, *, take: Act, hand_back: Act
+                    ) -> dict[str, Any]:
+    """`rounds` times: the agent steps (it drives), `take()`, `hand_back()`; each timed from when it began until
+    the agent and a view-only watcher have both heard `control` of it."""
+    taken: list[float] = []
+    handed_back: list[float] = []
+    async with await Client.connect(service.base, token=service.token("view", frame=frame, subject="watcher"),
+                                    reconnect=False) as watcher:
+        await watcher.watch(frame)
+        await agent.watch(frame)  # (`control` goes to a frame's watchers)
+        ears = [_Arrivals(agent), _Arrivals(watcher)]
+        for i in range(rounds):
+            started = time.perf_counter()
+            await agent.move(frame, 20 + i, 20)
+            await ears[1].first("agent", started)
+            for act, driver, times in ((take, "alice", taken), (hand_back, None, handed_back)):
+                t0 = await act()
+                times.append((max([await ear.first(driver, t0) for ear in ears]) - t0) * 1000)
+            await asyncio.sleep(random.uniform(0.05, 0.1))
+        for ear in ears:
+            ear.stop()
+    return {"take_over_ms": percentiles(taken), "hand_back_ms": percentiles(handed_back), "rounds": rounds}
+
+
+def _person_token(frame: str) -> str:
+    """A drive grant for the person (alice), minted now: newer than the agent's last step grant, so it takes over."""
+    return mint(derive_key(TEST_SECRET.encode(), "test"), sandbox="test", role="drive", now=time.time(), frame=frame,
+                subject="alice", ttl=600)
+
+
+async def via_handoff(service: Service, agent: Client, frame: str, rounds: int) -> dict[str, Any]:
+    async with await Client.connect(service.base, token=service.token("drive", frame=frame, subject="alice"),
+                                    grants=_person_token, reconnect=False) as person:
+        async def take() -> float:
+            began = time.perf_counter()
+            await person.take_over(frame)
+            return began
+
+        async def hand_back() -> float:
+            began = time.perf_counter()
+            await person.release(frame, "over to you")
+            return began
+
+        return await _handoffs(service, agent, frame, rounds, take=take, hand_back=hand_back)
+
+
+async def via_viewer(service: Service, agent: Client, frame: str, rounds: int) -> dict[str, Any]:
+    async def press(page: Page, selector: str) -> float:  # the pointer on it first, as a person's is
+        x, y = await centre_of(page, in_view(frame, selector))
+        await page.mouse("mouseMoved", x, y)
+        began = time.perf_counter()
+        await page.mouse("mousePressed", x, y, button="left", click_count=1, buttons=1)
+        await page.mouse("mouseReleased", x, y, button="left", click_count=1, buttons=0)
+        return began
+
+    async with Browser() as browser:
+        page = await browser.page()
+        async with token_endpoint(page, lambda: _person_token(frame)):
+            await open_viewer(page, service.base, _person_token(frame), [frame])
+            return await _handoffs(service, agent, frame, rounds, take=lambda: press(page, ".fs-take-over"),
+                                   hand_back=lambda: press(page, ".fs-hand-back-button"))
+
+
 async def run(bench: Bench) -> list[dict[str, Any]]:
     clicks = 15 if bench.quick else 40
     service = await start_service(bench.work, "agent")
@@ -130,6 +228,10 @@ async def run(bench: Bench) -> list[dict[str, Any]]:
             try:
                 async with await Client.connect(service.base, key=key) as client:
                     row: dict[str, Any] = {"size": f"1280x800@{dpr}x", "clicks": clicks}
+                    if dpr == 2:  # first, on the new frame: nobody drives yet (handing over costs no picture)
+                        row["handoff"] = await _part(bench, "handoff", via_handoff(service, client, frame, clicks // 2))
+                        row["handoff_viewer"] = await _part(bench, "handoff in the viewer",
+                                                            via_viewer(service, client, frame, clicks // 2))
                     row["client"] = await _part(bench, "client", via_client(client, frame, dpr, clicks))
                     row["mcp"] = await _part(bench, "mcp", via_mcp(service, client, frame, dpr, clicks,
                                                                     with_picture=max(5, clicks // 4)))
@@ -167,4 +269,13 @@ def render(rows: list[dict[str, Any]]) -> str:
                      f"{p(m['tool_call_ms']):>16}{p(m['step_with_picture_ms']):>20}"
                      f"{c['missed'] + m['missed']:>8}")
     lines.append(f"(MCP step+picture includes the {SETTLE_MS} ms settle quiet time before the picture is taken)")
+    for row in rows:
+        ways = [(way, row[name]) for way, name in (("client", "handoff"), ("viewer", "handoff_viewer")) if name in row]
+        if ways:
+            lines.append(f"Handing over at {row['size']} (ms, p50 / p95; bound 100): from the person's send or button"
+                         " press until the agent and a view-only watcher both heard `control`")
+        for way, h in ways:
+            lines.append(f"  {way:<8}FAILED: {h['error'].splitlines()[-1]}" if "error" in h else
+                         f"  {way:<8}take over {p(h['take_over_ms'])}, hand back {p(h['hand_back_ms'])}"
+                         f" ({h['rounds']} rounds)")
     return "\n".join(lines)

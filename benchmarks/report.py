@@ -392,6 +392,13 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
             None if v.get("p50") is None else v["p50"] <= 50)
         add(f"input->picture p95 {lat['size']}", v.get("p95"), "<= 100 ms",
             None if v.get("p95") is None else v["p95"] <= 100)
+    for row in results.get("agent", []):
+        for way, name in (("client", "handoff"), ("viewer", "handoff_viewer")):
+            if name not in row:
+                continue
+            v = row[name].get("take_over_ms") or {}
+            add(f"take over -> every watcher's control p95, {way} {row['size']} (issue 27)", v.get("p95"),
+                "<= 100 ms", None if v.get("p95") is None else v["p95"] <= 100)
     q = results.get("quality", {})
     for s in q.get("still", []):
         add(f"PSNR still {s['size']}", s["psnr_db"], ">= 40 dB", s["psnr_db"] >= 40)
