@@ -229,9 +229,9 @@ async def run(bench: Bench) -> list[dict[str, Any]]:
                 async with await Client.connect(service.base, key=key) as client:
                     row: dict[str, Any] = {"size": f"1280x800@{dpr}x", "clicks": clicks}
                     if dpr == 2:  # first, on the new frame: nobody drives yet (handing over costs no picture)
-                        row["handoff"] = await _part(bench, "handoff", via_handoff(service, client, frame, clicks // 2))
+                        row["handoff"] = await _part(bench, "handoff", via_handoff(service, client, frame, clicks))
                         row["handoff_viewer"] = await _part(bench, "handoff in the viewer",
-                                                            via_viewer(service, client, frame, clicks // 2))
+                                                            via_viewer(service, client, frame, clicks))
                     row["client"] = await _part(bench, "client", via_client(client, frame, dpr, clicks))
                     row["mcp"] = await _part(bench, "mcp", via_mcp(service, client, frame, dpr, clicks,
                                                                     with_picture=max(5, clicks // 4)))
