@@ -271,11 +271,11 @@ def render(rows: list[dict[str, Any]]) -> str:
     lines.append(f"(MCP step+picture includes the {SETTLE_MS} ms settle quiet time before the picture is taken)")
     for row in rows:
         ways = [(way, row[name]) for way, name in (("client", "handoff"), ("viewer", "handoff_viewer")) if name in row]
-        if ways:
-            lines.append(f"Handing over at {row['size']} (ms, p50 / p95; bound 100): from the person's send or button"
-                         " press until the agent and a view-only watcher both heard `control`")
-        for way, h in ways:
-            lines.append(f"  {way:<8}FAILED: {h['error'].splitlines()[-1]}" if "error" in h else
-                         f"  {way:<8}take over {p(h['take_over_ms'])}, hand back {p(h['hand_back_ms'])}"
-                         f" ({h['rounds']} rounds)")
+        if not ways:
+            continue
+        lines.append(f"Handing over at {row['size']} (ms, p50 / p95; bound 100): the person's send (client) or button"
+                     " press (viewer) -> the agent and a watcher heard `control`")
+        lines.append("  " + "; ".join(f"{way} FAILED: {h['error'].splitlines()[-1]}" if "error" in h else
+                                      f"{way}: take over {p(h['take_over_ms'])}, hand back {p(h['hand_back_ms'])}"
+                                      for way, h in ways) + f" ({ways[0][1].get('rounds', '-')} rounds)")
     return "\n".join(lines)
