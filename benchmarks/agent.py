@@ -228,7 +228,7 @@ async def run(bench: Bench) -> list[dict[str, Any]]:
             try:
                 async with await Client.connect(service.base, key=key) as client:
                     row: dict[str, Any] = {"size": f"1280x800@{dpr}x", "clicks": clicks}
-                    if dpr == 2:  # first, on the new frame: nobody drives yet (handing over costs no picture)
+                    if dpr == 2:  # first, on the new frame, where nobody drives yet
                         row["handoff"] = await _part(bench, "handoff", via_handoff(service, client, frame, clicks))
                         row["handoff_viewer"] = await _part(bench, "handoff in the viewer",
                                                             via_viewer(service, client, frame, clicks))
