@@ -110,6 +110,8 @@ class FrameManager:
         if victim is None:
             return
         await victim.run_lock.acquire()
+        if victim.state is FrameState.LIVE:  # (no viewers) what it is while it closes: no pictures, page stopped
+            victim.set_state(FrameState.PAUSED)
         task = asyncio.create_task(self._closed_for_room(victim), name=f"close-{victim.id}")
         self._closing[victim.id] = task
         task.add_done_callback(self._task_done)
@@ -117,9 +119,9 @@ class FrameManager:
     async def _closed_for_room(self, victim: Frame) -> None:
         try:
             await victim.teardown_locked()
-            if not victim.deleted:
-                victim.set_state(FrameState.CLOSED)
         finally:
+            if not victim.deleted:  # (its runtime is gone even if its close failed: never left `paused`)
+                victim.set_state(FrameState.CLOSED)
             victim.run_lock.release()
             self._closing.pop(victim.id, None)
 

@@ -41,6 +41,7 @@ class FakeRuntime:
         self.started = self.stopped = self.frozen = False
         self.froze = asyncio.Event()  # set by every freeze (a pause)
         self.stop_gate: asyncio.Event | None = None  # when set: `stop` ends once it is (a browser's slow close)
+        self.stop_error: Exception | None = None  # raised by `stop`, after the gate (a close that failed)
         self.dispatched: list[InputEvent] = []
         self.dispatch_error: Exception | None = None
         self.dispatch_gate: asyncio.Event | None = None  # when set, dispatch waits for it
@@ -64,6 +65,8 @@ class FakeRuntime:
     async def stop(self, *, keep_storage: bool = True) -> None:
         if self.stop_gate is not None:
             await self.stop_gate.wait()
+        if self.stop_error is not None:
+            raise self.stop_error
         # Like a FramePipeline whose join timed out, the worker may still be alive: the identity stays.
         self.stopped = True
 

@@ -114,13 +114,15 @@ async def test_a_browser_closing_to_make_room_does_not_hold_up_the_launch_and_a_
     """The victim's close (its page's last storage writes get up to 1.5 s: ChromeBrowser.close) goes on beside the
     newcomer's launch: a reopen waited for it (0.59 -> 2.49 s in `benchmarks.run --only lifecycle`)."""
     frames = manager(state_dir, launches, max_browsers=1)
+    closed = asyncio.Event()
     try:
         first = await frames.create(URL, SIZE)
         await first.ensure_running()
-        launches.runtimes[0].stop_gate = closed = asyncio.Event()
+        launches.runtimes[0].stop_gate = closed
         second = await frames.create("http://pages.test/b", SIZE)
         await second.ensure_running()
-        assert second.state is LIVE and first.state is LIVE and not launches.runtimes[0].stopped  # still closing
+        # Still closing, and `paused` meanwhile (its page is stopped), not `live`: a frame goes live, paused, closed.
+        assert second.state is LIVE and first.state is PAUSED and not launches.runtimes[0].stopped
         reopen = asyncio.create_task(first.ensure_running())
         await asyncio.sleep(0)
         assert not reopen.done() and len(launches.runtimes) == 2  # a watch of it waits for its close
@@ -128,6 +130,27 @@ async def test_a_browser_closing_to_make_room_does_not_hold_up_the_launch_and_a_
         await reopen
         async with second.run_lock:  # closing now, to make room for the first again
             assert launches.runtimes[0].stopped and first.state is LIVE and second.state is CLOSED
+    finally:
+        closed.set()  # (a failed assertion above must not leave the shutdown waiting for that close)
+        await frames.shutdown()
+
+
+async def test_a_browser_whose_close_for_room_failed_reads_closed_and_reopens(
+        state_dir: Path, launches: Launches) -> None:
+    """Its runtime is gone whatever its close did: `paused` (while closing) must not outlive it, or a watch would
+    'resume' a frame with no browser."""
+    frames = manager(state_dir, launches, max_browsers=1)
+    try:
+        first = await frames.create(URL, SIZE)
+        await first.ensure_running()
+        launches.runtimes[0].stop_error = OSError("the browser's close failed")
+        second = await frames.create("http://pages.test/b", SIZE)
+        await second.ensure_running()
+        async with first.run_lock:  # its close has ended
+            assert first.state is CLOSED and first.runtime is None
+        await first.ensure_running()
+        async with second.run_lock:  # closing now, to make room for the first again
+            assert first.state is LIVE and first.runtime is launches.runtimes[2] and second.state is CLOSED
     finally:
         await frames.shutdown()
 

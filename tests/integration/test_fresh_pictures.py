@@ -147,8 +147,8 @@ async def test_a_joiners_first_picture_is_the_page_as_it_is(service: Service) ->
 
 async def test_after_a_restart_the_first_picture_is_the_reopened_page(service: Service, tmp_path: Path) -> None:
     for listed in service.frame_ids():  # (the first test's, when it ran: only one browser may run)
-        # A frame left live with no viewer pauses, or the cap closes it straight from live (its close runs
-        # beside the launch it made room for: FrameManager._close_for_room).
+        # A frame left live with no viewer pauses, or the cap closes it: `paused` only while its close runs beside
+        # the launch it made room for (FrameManager._close_for_room), which a poll may miss.
         await service.wait_state_async(listed, ("paused", "closed"))
     frame = service.create_frame(f"{service.pages}/paint.html", **SIZE)
     model = Model(service, frame, frame, 0)
