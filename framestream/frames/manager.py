@@ -93,7 +93,7 @@ class FrameManager:
         async with self._room:
             if frame.browser_running:
                 return
-            await self._close_for_room(self._victim(starting=frame.id))
+            await self._close_for_room(starting=frame.id)
             frame.reserve_launch()
 
     def _victim(self, starting: str | None = None) -> Frame | None:
@@ -102,14 +102,18 @@ class FrameManager:
                                          self.settings.max_browsers, starting=starting)
         return None if victim is None else self.frames[victim]
 
-    async def _close_for_room(self, victim: Frame | None) -> None:
+    async def _close_for_room(self, starting: str | None = None) -> None:
         """The victim closes beside the launch it makes room for, not before it: its page is stopped and its last
         storage writes get up to 1.5 s (ChromeBrowser.close), which a reopen waited for. Its run lock is taken
         here, so watching it again waits for the close; its browser is not counted from now on (the cap is
-        exceeded by one for that while)."""
-        if victim is None:
+        exceeded by one for that while). One watched while its lock was awaited (a step held it) is passed over."""
+        while (victim := self._victim(starting)) is not None:
+            await victim.run_lock.acquire()
+            if victim.viewers == 0 and victim.browser_running and victim.state is not FrameState.LAUNCHING:
+                break
+            victim.run_lock.release()
+        else:
             return
-        await victim.run_lock.acquire()
         if victim.state is FrameState.LIVE:  # (no viewers) what it is while it closes: no pictures, page stopped
             victim.set_state(FrameState.PAUSED)
         task = asyncio.create_task(self._closed_for_room(victim), name=f"close-{victim.id}")
@@ -153,9 +157,8 @@ class FrameManager:
         # (counts against the cap once listed)
         frame = Frame(self, secrets.token_hex(4), url, size, launching=True, record=record)
         async with self._room:
-            victim = self._victim()
+            await self._close_for_room()  # (before it is listed: a CapacityError leaves nothing behind)
             self.frames[frame.id] = frame
-            await self._close_for_room(victim)
         log.info("created at %dx%d dpr %d, page on %s", size.css_width, size.css_height, size.dpr,
                  urlsplit(url).hostname, extra={"frame": frame.id})
         self.save_soon()

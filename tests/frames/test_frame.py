@@ -135,6 +135,28 @@ async def test_a_browser_closing_to_make_room_does_not_hold_up_the_launch_and_a_
         await frames.shutdown()
 
 
+async def test_a_frame_watched_while_the_cap_waited_for_its_lock_is_not_closed(
+        state_dir: Path, launches: Launches) -> None:
+    """The victim is chosen unwatched, but its run lock may be held (a step under way) and a watch may come before
+    the cap has it: that frame is passed over, and with no other the newcomer is refused `capacity`."""
+    frames = manager(state_dir, launches, max_browsers=1)
+    try:
+        first = await frames.create(URL, SIZE)
+        await first.ensure_running()
+        async with first.run_lock:  # a step under way
+            second = asyncio.create_task(frames.create("http://pages.test/b", SIZE))
+            await asyncio.sleep(0)
+            assert not second.done()  # the cap chose it, and waits for its lock
+            watcher = Watcher(first)
+            first.add_viewer(watcher.viewer)
+        with pytest.raises(CapacityError):
+            await second
+        await first.ensure_running()
+        assert first.state is LIVE and not launches.runtimes[0].stopped and len(frames.frames) == 1
+    finally:
+        await frames.shutdown()
+
+
 async def test_a_browser_whose_close_for_room_failed_reads_closed_and_reopens(
         state_dir: Path, launches: Launches) -> None:
     """Its runtime is gone whatever its close did: `paused` (while closing) must not outlive it, or a watch would
