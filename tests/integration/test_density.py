@@ -7,6 +7,7 @@ its own, WebGL on with compositing in software, and no GLX extension in the fram
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import ctypes.util
 import gc
@@ -97,21 +98,29 @@ def test_webgl_is_on_and_compositing_in_software(service: Service) -> None:
 async def test_metrics_count_every_process_of_the_frame(service: Service) -> None:
     (frame_id,) = service.frame_ids()
     await service.wait_state_async(frame_id, "live")
-    status, body = service.request("GET", "/metrics", token=None)
-    assert status == 200
-    values = {}
-    for line in body.decode().splitlines():
-        if line.startswith(("framestream_frame_memory_bytes{", "framestream_service_memory_bytes{")):
-            name, _, value = line.rpartition(" ")
-            values[name] = float(value)
-    pss = values[f'framestream_frame_memory_bytes{{frame="{frame_id}",kind="pss"}}']
-    uss = values[f'framestream_frame_memory_bytes{{frame="{frame_id}",kind="uss"}}']
-    assert 0 < uss < pss, (uss, pss)
-    assert values['framestream_service_memory_bytes{kind="pss"}'] > 0
-    # Counted whole: every Chromium process of the frame's profile and its Xvfb (read again here, a moment later).
-    pids = [info.pid for info in frame_processes(service, frame_id)] + [display_pid(service, frame_id)]
-    expected = sum(_pss(pid) for pid in pids)
-    assert abs(pss - expected) < 0.1 * expected, (pss, expected)
+    # Counted whole: every Chromium process of the frame's profile and its Xvfb, read again here a moment later.
+    # Just live, a browser still starts processes and grows (CI saw 263 MB in /metrics, 358 read after it): the
+    # two readings are compared until they agree, as they do once it settles; a process /metrics left out never does.
+    deadline, readings = time.monotonic() + 30, []
+    while True:
+        status, body = await asyncio.to_thread(service.request, "GET", "/metrics", token=None)
+        assert status == 200
+        values = {}
+        for line in body.decode().splitlines():
+            if line.startswith(("framestream_frame_memory_bytes{", "framestream_service_memory_bytes{")):
+                name, _, value = line.rpartition(" ")
+                values[name] = float(value)
+        pss = values[f'framestream_frame_memory_bytes{{frame="{frame_id}",kind="pss"}}']
+        uss = values[f'framestream_frame_memory_bytes{{frame="{frame_id}",kind="uss"}}']
+        assert 0 < uss < pss, (uss, pss)
+        assert values['framestream_service_memory_bytes{kind="pss"}'] > 0
+        pids = [info.pid for info in frame_processes(service, frame_id)] + [display_pid(service, frame_id)]
+        expected = sum(_pss(pid) for pid in pids)
+        readings.append((pss, expected))
+        if abs(pss - expected) < 0.1 * expected:
+            return
+        assert time.monotonic() < deadline, f"/metrics against /proc, never within 10 %: {readings}"
+        await asyncio.sleep(0.5)
 
 
 def _pss(pid: int) -> int:
