@@ -63,6 +63,8 @@ class DisplayCapture:
         # Two segments take turns (`grab`): `_front` holds the last grab; the other lacks the rows `_behind` (its
         # picture is older by the last grab's bands; None: by anything).
         self._shms = (ShmImage(libs, display), ShmImage(libs, display))
+        self._shms_open = False  # opened with the connection; given back by `drop_buffers`, made again by a grab
+        self._screen = self._depth = 0
         self._front = 1
         self._behind: list[tuple[int, int]] | None = None
         self._grabbed = False  # whether the front segment holds a picture yet
@@ -92,6 +94,7 @@ class DisplayCapture:
         depth = libs.XDefaultDepth(dpy, screen)
         if depth not in (24, 32):
             raise CaptureError(f"X display {name} has depth {depth}, need 24 or 32")
+        self._screen, self._depth = screen, depth
         major, minor = ctypes.c_int(), ctypes.c_int()
         if not libs.XShmQueryExtension(dpy):
             raise CaptureError(f"X display {name} lacks the MIT-SHM extension")
@@ -109,8 +112,7 @@ class DisplayCapture:
         if major.value < 2:
             raise CaptureError(f"X display {name} has XFIXES {major.value}.{minor.value}, regions need 2.0")
 
-        for shm in self._shms:
-            shm.open(dpy, screen, depth, width, height)
+        self._open_buffers(dpy)
         # NonEmpty: the server sends one event when the damage region goes from empty to non-empty and keeps
         # accumulating (and coalescing) everything drawn after it. One XDamageSubtract + XFixesFetchRegion
         # round trip then hands over the whole region as disjoint rectangles and clears it atomically.
@@ -124,6 +126,11 @@ class DisplayCapture:
         xerrors.raise_if_failed(libs, dpy, "creating the damage object")
 
     # --- helpers ---
+
+    def _open_buffers(self, dpy: int) -> None:
+        for shm in self._shms:
+            shm.open(dpy, self._screen, self._depth, self._width, self._height)
+        self._shms_open = True
 
     def _usable(self) -> int:
         dpy = self._dpy
@@ -145,6 +152,11 @@ class DisplayCapture:
         if not seen:
             xerrors.raise_if_failed(libs, dpy, "reading events")
             return []
+        return self._take_region(dpy)
+
+    def _take_region(self, dpy: int) -> list[DamageRect]:
+        """Take (and clear) the damage region the server holds: a round trip."""
+        libs = self._libs
         libs.XDamageSubtract(dpy, self._damage, 0, self._region)
         rects = libs.XFixesFetchRegion(dpy, self._region, ctypes.byref(self._nrects))
         xerrors.raise_if_failed(libs, dpy, "fetching the damage")
@@ -218,6 +230,28 @@ class DisplayCapture:
         with self._lock:
             return self._collect(self._usable())
 
+    def damage_now(self) -> list[DamageRect]:
+        """Like `pending_damage()`, but asked of the server itself rather than read from its events: everything it
+        has drawn before this call is in it, even when its event has not reached us yet (X serialises requests)."""
+        with self._lock:
+            return self._take_region(self._usable())
+
+    def drop_buffers(self) -> None:
+        """Give back both XShm segments (2 x 16 MB at 2560x1600), keeping the connection and its damage object, so
+        `damage_now` still tells whether the screen changed. The next grab makes them again and reads every row.
+        Views already handed out stay readable."""
+        with self._lock:
+            dpy = self._usable()
+            if not self._shms_open:
+                return
+            for shm in self._shms:
+                shm.detach(dpy)
+            self._libs.XSync(dpy, 0)
+            for shm in self._shms:
+                shm.release()
+            self._shms = (ShmImage(self._libs, self._display_name), ShmImage(self._libs, self._display_name))
+            self._shms_open, self._grabbed, self._behind, self.read_bands = False, False, None, None
+
     def grab(self, damage: Sequence[DamageRect] | None = None) -> Picture:
         """Read the screen into shared memory and return a (height, width, 4) BGRX view of it.
 
@@ -233,6 +267,9 @@ class DisplayCapture:
         """
         with self._lock:
             dpy = self._usable()
+            if not self._shms_open:  # (given back by drop_buffers: every row is read into new ones)
+                self._open_buffers(dpy)
+                damage = None
             if damage is not None and not damage:
                 self.read_bands = []
                 return self._shms[self._front].picture

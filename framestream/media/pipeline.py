@@ -8,6 +8,7 @@ plus one byte on a wake pipe, so the worker's `select` returns at once.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -24,6 +25,7 @@ from framestream.media.changes import grab_changes
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
 from framestream.media.keyframe_requests import KeyframeRequests
 from framestream.media.light import LightState
+from framestream.media.parked import ParkedKeyframe, park, still_current
 from framestream.media.picture import KIND_PATCH, PatchGate, Picture
 from framestream.media.pipeline_stats import PipelineStats
 from framestream.media.rects import DamageRect
@@ -33,9 +35,9 @@ from framestream.service.heap import give_back_freed_memory
 log = logging.getLogger(__name__)
 
 
-# How long a paused frame keeps its capture, encoder and kept picture. A viewer back within it resumes as fast as
-# ever (a keyframe of the kept picture); after it the frame gives about 85 MB back at 2560x1600 and a resume
-# makes them again (capture, encoder, a full conversion: about 50 ms more CPU at 2560x1600: 70 ms against 20).
+# How long a paused frame keeps its capture buffers, encoder and kept picture. A viewer back within it resumes as
+# fast as ever (a keyframe of the kept picture); after it the frame gives about 85 MB back at 2560x1600, and a
+# resume first sends the keyframe parked at the release if the screen is unchanged (media/parked.py).
 RELEASE_AFTER_S = 10.0
 PictureSink = Callable[[Picture], None]
 FailureSink = Callable[[Exception], None]
@@ -163,13 +165,21 @@ class FramePipeline:
 
     def _run(self) -> None:
         try:
-            # A frame paused for longer than `release_after_s` holds no capture, encoder or kept picture (at
-            # 2560x1600 about 85 MB): they are made again on resume, whose first picture is a keyframe anyway.
-            while self._wait_until_live():
-                self.released = False
-                self._live()
-                give_back_freed_memory()
-                self.released = True  # (paused long enough; or stopping, when nobody reads it any more)
+            # A frame paused for longer than `release_after_s` holds no encoder, capture buffers or kept picture
+            # (at 2560x1600 about 85 MB): they are made again on resume, whose first picture is a keyframe anyway,
+            # the parked one while the screen is as it showed it (media/parked.py).
+            with contextlib.ExitStack() as owned:
+                capture: DisplayCapture | None = None
+                parked: ParkedKeyframe | None = None
+                while self._wait_until_live():
+                    self.released = False
+                    if capture is None:
+                        capture = owned.enter_context(DisplayCapture(self.display, self.width, self.height))
+                    elif parked is not None and still_current(capture):
+                        self._send_parked(parked)
+                    parked = self._live(capture)
+                    give_back_freed_memory()
+                    self.released = True  # (paused long enough; or stopping, when nobody reads it any more)
         except Exception as exc:  # the owner decides what a dead pipeline means for the frame
             with self._lock:
                 stopping = self._stopping
@@ -178,18 +188,26 @@ class FramePipeline:
                             extra={"frame": self.name})
                 self._on_failure(exc)
 
-    def _live(self) -> None:
-        """One live stretch: a capture, an encoder and the light stream, until stopping or paused long enough.
-        Its own frame, so they are gone when it returns: left in `_run`'s locals, a released frame still held its
-        encoder's picture and more (about 26 MB at 2560x1600) until it was resumed."""
-        with DisplayCapture(self.display, self.width, self.height) as capture:
-            encoder = H264Encoder(self.width, self.height, self._settings)
-            light = LightState(self._light_size, self._on_light, self.name)
-            try:
-                self._loop(capture, encoder, light)
-            finally:
-                light.stop()  # its thread ends with the worker's loop, however that ends
-                encoder.close()
+    def _live(self, capture: DisplayCapture) -> ParkedKeyframe | None:
+        """One live stretch: an encoder and the light stream, until stopping or paused long enough (then the
+        screen's keyframe, the capture's buffers given back). Its own frame, so they are gone when it returns: left
+        in `_run`'s locals, a released frame still held its encoder's picture and more (about 26 MB at 2560x1600)
+        until it was resumed."""
+        encoder = H264Encoder(self.width, self.height, self._settings)
+        light = LightState(self._light_size, self._on_light, self.name)
+        try:
+            return self._loop(capture, encoder, light)
+        finally:
+            light.stop()  # its thread ends with the worker's loop, however that ends
+            encoder.close()
+
+    def _send_parked(self, parked: ParkedKeyframe) -> None:
+        """The screen as the frame was released, unchanged since: it shows the page as it is now."""
+        with self._lock:
+            self._requests.note_emitted(keyframe=True)
+        now_us = time.time_ns() // 1000
+        self._on_picture(Picture(data=parked.data, keyframe=True, refinement=False, capture_us=now_us,
+                                 encoded_us=now_us, codec=parked.codec, changed=False))
 
     def _wait_until_live(self) -> bool:
         """Block while paused; False once stopping."""
@@ -205,8 +223,8 @@ class FramePipeline:
             except OSError:
                 pass
 
-    def _loop(self, capture: DisplayCapture, encoder: H264Encoder, light: LightState) -> None:
-        """Capture and encode until stopping or paused."""
+    def _loop(self, capture: DisplayCapture, encoder: H264Encoder, light: LightState) -> ParkedKeyframe | None:
+        """Capture and encode until stopping (None) or paused long enough (the screen's keyframe)."""
         policy = self._policy
         # The current picture: the last grab's view of the capture's memory (intact through the next grab, which
         # reads into its other segment and is compared with it), or black before the first.
@@ -235,7 +253,7 @@ class FramePipeline:
                     pass
             with self._lock:
                 if self._stopping:
-                    return
+                    return None
                 paused = self._paused
                 light_kbps, light_keyframe, self._light_keyframe = self._light_kbps, self._light_keyframe, False
                 generation = self._requests.want_generation  # what a grab made from here on is fresh for
@@ -252,7 +270,7 @@ class FramePipeline:
                 if now >= release_at:
                     with self._lock:
                         self._last = None  # kept goes with the capture; a screenshot resumes the frame first
-                    return
+                    return park(capture, encoder)
                 damage.clear()
                 full_grab_needed = True
                 timeout = release_at - now

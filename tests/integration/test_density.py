@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import av
 import numpy as np
 import pytest
 
@@ -27,6 +28,7 @@ from framestream.media.encoder import H264Encoder
 from framestream.media.picture import Picture
 from framestream.media.pipeline import FramePipeline
 from tests.fixtures import service_fixture
+from tests.media.test_capture import Painter
 from tests.support import Service, browser_pid, display_pid
 
 pytestmark = pytest.mark.integration
@@ -169,6 +171,25 @@ class Pictures:
             assert found, "no keyframe"
             return next(p for p in self.items[after:] if p.keyframe)
 
+    def wait_keyframes(self, after: int, count: int, timeout: float = 30.0) -> list[Picture]:
+        """The first `count` pictures from `after` on, each a keyframe."""
+        with self.changed:
+            found = self.changed.wait_for(lambda: len(self.items) >= after + count, timeout)
+            assert found, f"fewer than {count} pictures"
+            first = self.items[after : after + count]
+        assert all(p.keyframe for p in first), [(p.keyframe, p.changed) for p in first]
+        return first
+
+
+def assert_shows(key: Picture, bgrx: np.ndarray) -> None:
+    """A keyframe decoded on its own shows `bgrx` (within x264's loss on flat colours)."""
+    codec = av.CodecContext.create("h264", "r")
+    frames = codec.decode(av.Packet(key.data)) + codec.decode(None)
+    assert frames, "a keyframe must decode on its own"
+    rgb = frames[0].to_ndarray(format="rgb24").astype(int)
+    diff = np.abs(rgb - bgrx[:, :, 2::-1].astype(int))
+    assert diff.mean() < 2 and diff.max() < 40, (diff.mean(), diff.max())
+
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
     """Poll until `predicate` holds (what the worker thread does has no event to wait on)."""
@@ -199,22 +220,58 @@ def test_paused_pipeline_holds_no_capture_and_resumes_with_a_keyframe(display: X
         assert attached_segments() == segments_before + 2, "the live capture holds its two XShm segments"
 
         pipeline.set_paused(True)
-        # Paused: no kept picture, the XShm segments detached (the capture is closed with its encoder).
-        wait_for(lambda: pipeline.snapshot() is None and attached_segments() == segments_before)
+        # Paused: no kept picture, the XShm segments detached (the capture keeps only its connection, for its
+        # damage: media/parked.py), the encoder closed.
+        wait_for(lambda: pipeline.released and pipeline.snapshot() is None and attached_segments() == segments_before)
         # And nothing of them is left to hold memory: once a reference in the worker's locals kept a released
         # frame's encoder and more (about 26 MB at 2560x1600) until it resumed.
-        wait_for(lambda: not live_objects(H264Encoder, DisplayCapture))
+        wait_for(lambda: not live_objects(H264Encoder))
+        (kept,) = live_objects(DisplayCapture)
 
         count = len(pictures.items)
         pipeline.set_paused(False)
-        resumed = pictures.wait_keyframe(count)
-        assert resumed.codec == first.codec, "the new encoder makes the same stream"
+        parked, fresh = pictures.wait_keyframes(count, 2)
+        # Nothing was drawn while released: the keyframe parked at the release goes first (a keyframe of a picture
+        # that did not change), then the new encoder's own; both show the screen.
+        assert parked.changed is False and fresh.changed is True
+        assert parked.codec == fresh.codec == first.codec, "the new encoder makes the same stream"
         wait_for(lambda: pipeline.snapshot() is not None)
         after = pipeline.snapshot()
         assert after is not None
         assert np.array_equal(after[0], before[0]), "the resumed capture shows the same screen"
+        assert live_objects(DisplayCapture) == [kept], "one capture for the pipeline's life"
+        for key in (parked, fresh):
+            assert_shows(key, after[0])
         assert attached_segments() == segments_before + 2
         assert not failures
     finally:
         pipeline.stop()
+
+
+def test_a_screen_drawn_on_while_released_is_not_resumed_from_its_parked_keyframe(display: XvfbServer) -> None:
+    pictures = Pictures()
+    failures: list[Exception] = []
+    painter = Painter(display.name)
+    pipeline = FramePipeline(display.name, 640, 400, on_picture=pictures.add, on_failure=failures.append,
+                             release_after_s=0.0)
+    pipeline.start()
+    try:
+        painter.fill(0, 0, 640, 400, 0xC83228)
+        wait_for(lambda: (snap := pipeline.snapshot()) is not None and snap[0][200, 320, :3].tolist() == [40, 50, 200])
+        pipeline.set_paused(True)
+        wait_for(lambda: pipeline.released)
+        painter.fill(100, 100, 200, 100, 0x2850C8)  # drawn after the parked keyframe was made
+
+        count = len(pictures.items)
+        pipeline.set_paused(False)
+        (resumed,) = pictures.wait_keyframes(count, 1)
+        wait_for(lambda: pipeline.snapshot() is not None)
+        screen = pipeline.snapshot()
+        assert screen is not None and screen[0][150, 200, :3].tolist() == [200, 80, 40]
+        assert_shows(resumed, screen[0])  # the blue box: the parked keyframe (all red) is older, never sent
+        assert resumed.changed is True
+        assert not failures
+    finally:
+        pipeline.stop()
+        painter.close()
 
