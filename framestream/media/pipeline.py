@@ -165,9 +165,8 @@ class FramePipeline:
 
     def _run(self) -> None:
         try:
-            # A frame paused for longer than `release_after_s` holds no encoder, capture buffers or kept picture
-            # (at 2560x1600 about 85 MB): they are made again on resume, whose first picture is a keyframe anyway,
-            # the parked one while the screen is as it showed it (media/parked.py).
+            # Paused longer than `release_after_s`, a frame holds no encoder, capture buffers or kept picture (85 MB
+            # at 2560x1600): made again on resume, whose first picture is the parked keyframe (media/parked.py).
             with contextlib.ExitStack() as owned:
                 capture: DisplayCapture | None = None
                 parked: ParkedKeyframe | None = None
@@ -175,8 +174,10 @@ class FramePipeline:
                     self.released = False
                     if capture is None:
                         capture = owned.enter_context(DisplayCapture(self.display, self.width, self.height))
-                    elif parked is not None and still_current(capture):
-                        self._send_parked(parked)
+                    elif parked is not None:
+                        if still_current(capture):
+                            self._send_parked(parked)
+                        parked = None  # (not held while live)
                     parked = self._live(capture)
                     give_back_freed_memory()
                     self.released = True  # (paused long enough; or stopping, when nobody reads it any more)
