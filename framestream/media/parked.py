@@ -7,7 +7,8 @@ one last keyframe of the screen, which is kept (a few hundred kB) with the captu
 On resume, the server is asked whether anything was drawn since that grab: if not, the keyframe is the screen as
 it is, and goes out at once; the new encoder's own keyframe follows, as its stream must start with one. If
 anything was drawn, it is dropped and the resume waits for the new grab as before (issue 26: never a picture
-older than the page).
+older than the page). The runtime unpauses the pipeline before it wakes the page, so that the worker usually asks
+before the page draws again (an animated page resumed in 8-14 ms median, against 24 with the page woken first).
 """
 
 from __future__ import annotations
