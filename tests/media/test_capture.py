@@ -227,6 +227,34 @@ def test_wait_wakes_on_damage_from_another_thread(cap: DisplayCapture, xvfb: Xvf
     assert elapsed < 4.0  # woken by the paint (~0.2 s), long before the 5 s timeout
 
 
+def test_damage_now_counts_drawing_before_its_event_is_read(cap: DisplayCapture, painter: Painter) -> None:
+    cap.wait_damage(1.0)  # the whole screen, reported first
+    assert cap.damage_now() == []
+    painter.fill(30, 40, 50, 60, 0x00FF00)  # XSync'ed by the painter: done by the server, its event unread by us
+    assert covers(cap.damage_now(), 30, 40, 50, 60)
+    assert cap.damage_now() == [] and cap.pending_damage() == []  # taken, and not reported again
+
+
+def test_dropped_buffers_are_given_back_and_the_next_grab_reads_every_row(cap: DisplayCapture,
+                                                                          painter: Painter) -> None:
+    painter.fill(0, 0, W, H, 0x102030)
+    cap.wait_damage(2.0)
+    old = cap.grab(None)
+    assert len(our_segments()) == 2
+    cap.drop_buffers()
+    cap.drop_buffers()  # (twice: nothing more to give back)
+    assert old[10, 10, :3].tolist() == [0x30, 0x20, 0x10], "a view handed out stays readable"
+    del old
+    assert our_segments() == []
+    painter.fill(0, 0, 10, 10, 0xFFFFFF)
+    small = cap.damage_now()
+    assert covers(small, 0, 0, 10, 10)
+    pic = cap.grab(small)  # only a corner damaged, yet every row is read into the new segments
+    assert cap.read_bands is None and len(our_segments()) == 2
+    assert pic[5, 5, :3].tolist() == [255, 255, 255] and pic[H - 1, W - 1, :3].tolist() == [0x30, 0x20, 0x10]
+    assert np.array_equal(pic, cap.grab_copy())
+
+
 def test_fileno_is_selectable_after_pending_damage(cap: DisplayCapture, painter: Painter) -> None:
     assert cap.pending_damage() == []
     painter.fill(5, 5, 10, 10, 0xFF0000)
