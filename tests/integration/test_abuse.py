@@ -251,9 +251,14 @@ async def test_a_watch_flood_is_closed_and_does_not_fan_out_to_other_viewers(ser
 
 
 async def not_reading(svc: Service) -> websockets.ClientConnection:
-    """A welcomed viewer with a 4 KiB receive buffer that reads nothing more (its client buffers one message)."""
+    """A welcomed viewer with a 64 KiB receive buffer that reads nothing more (its client buffers one message).
+
+    The buffer is set, so the kernel does not grow it to megabytes of replies. Not smaller: with 4 KiB, Linux
+    6.18 now and then dropped the service's segments past the tiny window, their ACKs with them, and each end
+    then waited on the other's zero window for good (1 connection in about 30 under load; the service's
+    heartbeat dropped it after 45 s, but never by the text bound this test is about)."""
     sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
     sock.connect(("127.0.0.1", svc.port))
     sock.setblocking(False)
     ws = await websockets.connect(svc.ws_url, sock=sock, max_size=None, max_queue=1, close_timeout=1)
