@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import select
 import threading
 import time
@@ -25,19 +24,19 @@ from framestream.media.changes import grab_changes
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
 from framestream.media.keyframe_requests import KeyframeRequests
 from framestream.media.light import LightState
-from framestream.media.parked import ParkedKeyframe, park, still_current
+from framestream.media.parked import FrozenScreen, ParkedKeyframe, park, still_current
 from framestream.media.picture import KIND_PATCH, PatchGate, Picture
 from framestream.media.pipeline_stats import PipelineStats
 from framestream.media.rects import DamageRect
 from framestream.media.sender import ChangeSender
+from framestream.media.wake import WakePipe
 from framestream.service.heap import give_back_freed_memory
 
 log = logging.getLogger(__name__)
 
 
-# How long a paused frame keeps its capture buffers, encoder and kept picture. A viewer back within it resumes as
-# fast as ever (a keyframe of the kept picture); after it the frame gives about 85 MB back at 2560x1600, and a
-# resume first sends the keyframe parked at the release if the screen is unchanged (media/parked.py).
+# How long a paused frame keeps its capture buffers, encoder and kept picture; after it, it gives about 85 MB back at
+# 2560x1600. Either way a resume first sends the keyframe made while paused if the screen is unchanged (parked.py).
 RELEASE_AFTER_S = 10.0
 PictureSink = Callable[[Picture], None]
 FailureSink = Callable[[Exception], None]
@@ -73,9 +72,9 @@ class FramePipeline:
         self._lock = threading.Lock()
         self._requests = KeyframeRequests()  # guarded by _lock; also says whether `_last` shows the page yet
         self._paused = False
+        self._page_frozen = False  # paused, and its page now stopped: time to make the resume's keyframe
         self._stopping = False
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_w, False)
+        self._waker = WakePipe()
         self._thread = threading.Thread(target=self._run, name=f"pipeline-{name}", daemon=True)
         # The last picture as captured (BGRX), for screenshots and refinement; guarded by _lock.
         self._last: np.ndarray | None = None
@@ -100,14 +99,14 @@ class FramePipeline:
         with self._lock:
             if not self._requests.ask_keyframe(published):
                 return
-        self._wake()
+        self._waker.wake()
 
     def request_fresh_keyframe(self) -> None:
         """Ask for a keyframe of the whole screen as it is now, at the next slot, beyond the keyframe budget; the
         kept picture (screenshots, the light stream) counts as stale until it is grabbed."""
         with self._lock:
             self._requests.ask_fresh()
-        self._wake()
+        self._waker.wake()
 
     def set_light(self, kbps: int | None) -> None:
         """Make the light stream at this cap (kbit/s), or stop making it (None)."""
@@ -115,24 +114,31 @@ class FramePipeline:
             changed = (kbps is None) != (self._light_kbps is None)
             self._light_kbps = kbps
         if changed:
-            self._wake()
+            self._waker.wake()
 
     def request_light_keyframe(self) -> None:
         with self._lock:
             self._light_keyframe = True
-        self._wake()
+        self._waker.wake()
 
     def set_paused(self, paused: bool) -> None:
         with self._lock:
             self._paused = paused
             if not paused:
+                self._page_frozen = False
                 self._requests.ask_fresh()  # a resume starts every viewer at a keyframe of the screen as it is now
-        self._wake()
+        self._waker.wake()
+
+    def page_frozen(self) -> None:
+        """Paused, the page has stopped drawing: its screen's keyframe can be made now for the resume."""
+        with self._lock:
+            self._page_frozen = self._paused
+        self._waker.wake()
 
     def stop(self, timeout: float = 5.0) -> None:
         with self._lock:
             self._stopping = True
-        self._wake()
+        self._waker.wake()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
         if not self._thread.is_alive():
@@ -142,11 +148,7 @@ class FramePipeline:
             with self._lock:
                 self._last = None
             give_back_freed_memory()
-        for fd in (self._wake_r, self._wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self._waker.close()
 
     def snapshot(self) -> tuple[np.ndarray, int, int] | None:
         """A copy of the last captured picture, its capture time and the time of the last change (µs)."""
@@ -156,12 +158,6 @@ class FramePipeline:
             return self._last.copy(), self._last_capture_us, self._last_change_us
 
     # -- the worker thread ------------------------------------------------------------------------------
-
-    def _wake(self) -> None:
-        try:
-            os.write(self._wake_w, b"\0")
-        except (BlockingIOError, OSError):
-            pass  # the pipe is full (already awake) or closed (stopping)
 
     def _run(self) -> None:
         try:
@@ -202,13 +198,12 @@ class FramePipeline:
             light.stop()  # its thread ends with the worker's loop, however that ends
             encoder.close()
 
-    def _send_parked(self, parked: ParkedKeyframe) -> None:
-        """The screen as the frame was released, unchanged since: it shows the page as it is now."""
+    def _send_parked(self, parked: ParkedKeyframe) -> Picture:
+        """The screen as the frame was paused, unchanged since: it shows the page as it is now."""
         with self._lock:
             self._requests.note_emitted(keyframe=True)
-        now_us = time.time_ns() // 1000
-        self._on_picture(Picture(data=parked.data, keyframe=True, refinement=False, capture_us=now_us,
-                                 encoded_us=now_us, codec=parked.codec, changed=False))
+        self._on_picture(picture := parked.picture())
+        return picture
 
     def _wait_until_live(self) -> bool:
         """Block while paused; False once stopping."""
@@ -218,11 +213,7 @@ class FramePipeline:
                     return False
                 if not self._paused:
                     return True
-            select.select([self._wake_r], [], [])
-            try:
-                os.read(self._wake_r, 4096)
-            except OSError:
-                pass
+            self._waker.wait()
 
     def _loop(self, capture: DisplayCapture, encoder: H264Encoder, light: LightState) -> ParkedKeyframe | None:
         """Capture and encode until stopping (None) or paused long enough (the screen's keyframe)."""
@@ -234,6 +225,7 @@ class FramePipeline:
         fresh = True  # the first picture of this capture and encoder: every row is new to them
         release_at = 0.0  # while paused: when to give everything back
         damage: list[DamageRect] = []
+        frozen = FrozenScreen(self.stats)  # while paused: the keyframe for the resume (media/parked.py)
         # Patches or H.264 for each change; how fast content moves is judged in CSS pixels (the light size's).
         sender = ChangeSender(encoder, self._patch_gate, PatchRule(dpr=self.width / self._light_size[0]))
         flush_at: float | None = None  # when patches must be in the H.264 stream (recorded frames only)
@@ -245,19 +237,17 @@ class FramePipeline:
         # until the slot and reads once (docs/performance.md).
         listening = True
         while True:
-            ready, _, _ = select.select([capture.fileno(), self._wake_r] if listening else [self._wake_r], [], [],
-                                        timeout)
-            if self._wake_r in ready:
-                try:
-                    os.read(self._wake_r, 4096)
-                except OSError:
-                    pass
+            waker = self._waker.fileno()
+            ready, _, _ = select.select([capture.fileno(), waker] if listening else [waker], [], [], timeout)
+            if waker in ready:
+                self._waker.drain()
             with self._lock:
                 if self._stopping:
                     return None
                 paused = self._paused
                 light_kbps, light_keyframe, self._light_keyframe = self._light_kbps, self._light_keyframe, False
                 generation = self._requests.want_generation  # what a grab made from here on is fresh for
+                freeze, self._page_frozen = self._page_frozen, False
                 if self._requests.take(policy, paused):
                     full_grab_needed = True
             now = time.monotonic()
@@ -271,12 +261,22 @@ class FramePipeline:
                 if now >= release_at:
                     with self._lock:
                         self._last = None  # kept goes with the capture; a screenshot resumes the frame first
-                    return park(capture, encoder)
+                    return frozen.release(capture) or park(capture, encoder)
+                frozen.note_damage(new_damage)
+                if freeze:
+                    kept = frozen.make(capture, sender, encoder.codec_string)
+                    fresh = False
                 damage.clear()
                 full_grab_needed = True
                 timeout = release_at - now
                 continue
             release_at = 0.0
+            if (held := frozen.take(capture, new_damage)) is not None:  # resumed, and nothing drawn since
+                full_grab_needed, new_damage = False, []
+                capture_us = self._send_parked(held).capture_us
+                policy.note_encoded(now, Encode(keyframe=True, refinement=False, grab=True), changed=False)
+                with self._lock:
+                    self._last, self._last_capture_us, self._requests.last_generation = kept, capture_us, generation
             if new_damage:
                 damage.extend(new_damage)
                 policy.note_damage()
