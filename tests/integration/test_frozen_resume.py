@@ -5,7 +5,10 @@ Real Xvfb, a real second X client drawing on it, real libx264, and PyAV decoding
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import av
 import numpy as np
@@ -48,6 +51,30 @@ def decode_from(pictures: list[Picture]) -> np.ndarray:
     return np.asarray(frames[-1].to_ndarray(format="bgr24"))
 
 
+@dataclass
+class Setup:
+    pipeline: FramePipeline
+    pictures: Pictures
+    painter: Painter
+
+
+@contextlib.contextmanager
+def running(display: XvfbServer, release_after_s: float) -> Iterator[Setup]:
+    """A 640x400 pipeline on `display` and a second X client to draw on it; no failure by the end."""
+    pictures = Pictures()
+    failures: list[Exception] = []
+    painter = Painter(display.name)
+    pipeline = FramePipeline(display.name, 640, 400, on_picture=pictures.add, on_failure=failures.append,
+                             release_after_s=release_after_s)
+    pipeline.start()
+    try:
+        yield Setup(pipeline, pictures, painter)
+        assert not failures
+    finally:
+        pipeline.stop()
+        painter.close()
+
+
 def paused_with_its_keyframe_made(pipeline: FramePipeline, painter: Painter) -> np.ndarray:
     """A red screen, the pipeline paused and told its page froze: returns the screen once the keyframe is made."""
     painter.fill(0, 0, 640, 400, RED)
@@ -59,13 +86,8 @@ def paused_with_its_keyframe_made(pipeline: FramePipeline, painter: Painter) -> 
 
 
 def test_a_frame_resumed_before_its_release_sends_the_keyframe_made_while_it_was_frozen(display: XvfbServer) -> None:
-    pictures = Pictures()
-    failures: list[Exception] = []
-    painter = Painter(display.name)
-    pipeline = FramePipeline(display.name, 640, 400, on_picture=pictures.add, on_failure=failures.append,
-                             release_after_s=600.0)
-    pipeline.start()
-    try:
+    with running(display, release_after_s=600.0) as setup:
+        pipeline, pictures, painter = setup.pipeline, setup.pictures, setup.painter
         red = paused_with_its_keyframe_made(pipeline, painter)
         count = len(pictures.items)
         resumed_at = time.time_ns() // 1000
@@ -84,20 +106,11 @@ def test_a_frame_resumed_before_its_release_sends_the_keyframe_made_while_it_was
         shown = decode_from([resumed, *following])
         diff = np.abs(shown.astype(int) - boxed[:, :, :3].astype(int))
         assert diff.mean() < 2 and diff.max() < 40, (diff.mean(), diff.max())
-        assert not failures
-    finally:
-        pipeline.stop()
-        painter.close()
 
 
 def test_a_screen_drawn_on_after_its_page_froze_is_resumed_from_a_fresh_keyframe(display: XvfbServer) -> None:
-    pictures = Pictures()
-    failures: list[Exception] = []
-    painter = Painter(display.name)
-    pipeline = FramePipeline(display.name, 640, 400, on_picture=pictures.add, on_failure=failures.append,
-                             release_after_s=600.0)
-    pipeline.start()
-    try:
+    with running(display, release_after_s=600.0) as setup:
+        pipeline, pictures, painter = setup.pipeline, setup.pictures, setup.painter
         paused_with_its_keyframe_made(pipeline, painter)
         painter.fill(100, 100, 200, 100, BLUE)  # drawn over what the held keyframe shows
         count = len(pictures.items)
@@ -107,20 +120,11 @@ def test_a_screen_drawn_on_after_its_page_froze_is_resumed_from_a_fresh_keyframe
         boxed = screen(pipeline, (150, 200), BLUE_BGR)
         assert_shows(resumed, boxed)  # the blue box: the held keyframe (all red) is older, never sent
         assert resumed.encoded_us >= resumed_at
-        assert not failures
-    finally:
-        pipeline.stop()
-        painter.close()
 
 
 def test_a_frame_released_after_its_page_froze_parks_the_keyframe_it_made(display: XvfbServer) -> None:
-    pictures = Pictures()
-    failures: list[Exception] = []
-    painter = Painter(display.name)
-    pipeline = FramePipeline(display.name, 640, 400, on_picture=pictures.add, on_failure=failures.append,
-                             release_after_s=2.0)
-    pipeline.start()
-    try:
+    with running(display, release_after_s=2.0) as setup:
+        pipeline, pictures, painter = setup.pipeline, setup.pictures, setup.painter
         red = paused_with_its_keyframe_made(pipeline, painter)
         made_by_us = time.time_ns() // 1000  # the keyframe was made by now; the release comes 2 s after the pause
         wait_for(lambda: pipeline.released)
@@ -133,7 +137,3 @@ def test_a_frame_released_after_its_page_froze_parks_the_keyframe_it_made(displa
         assert pipeline.stats.frozen_keyframes == 1
         for key in (parked, fresh):
             assert_shows(key, red)
-        assert not failures
-    finally:
-        pipeline.stop()
-        painter.close()
