@@ -68,10 +68,8 @@ async def test_counter_continues_after_pause_and_uses_no_cpu_while_paused(servic
     assert paused_cpu < 0.05, f"a paused frame's browser and display used {paused_cpu:.3f} vCPU"
     frozen_for = time.monotonic() - paused_at
     # Resume: the first picture shows the count from where it stopped, not where it would have run to.
-    resumed_at = time.monotonic()
     await client.watch(frame_id)
     after = read_counter(await client.latest_picture(timeout=10))
-    assert time.monotonic() - resumed_at < 5
     assert after >= before, (before, after)
     assert after - before < 10 * (frozen_for - 1.0), f"the counter ran while paused: {before} -> {after}"
     await client.collect(1.0)

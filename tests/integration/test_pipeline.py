@@ -205,10 +205,8 @@ def test_stopping_leaves_no_browser_or_display(state_dir: Path, pages: str, how:
         assert svc.proc is not None
         children = descendants(svc.proc.pid)
         assert len(children) >= 3, "expected Xvfb and Chromium processes under the service"
-        started = time.monotonic()
-        code = svc.stop(how)
+        code = svc.stop(how)  # (past 20 s it is killed, and the code says so)
         assert code == 0, svc.log()[-2000:]
-        assert time.monotonic() - started < 10
         assert processes_using(str(state_dir)) == []
         assert [pid for pid in children if (info := read_process(pid)) is not None and not info.zombie] == []
     finally:

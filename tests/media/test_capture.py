@@ -182,8 +182,7 @@ def test_first_call_reports_whole_screen(xvfb: XvfbServer) -> None:
 def test_still_display_times_out_with_nothing(cap: DisplayCapture) -> None:
     t0 = time.monotonic()
     assert cap.wait_damage(0.3) == []
-    elapsed = time.monotonic() - t0
-    assert 0.28 <= elapsed < 2.0
+    assert time.monotonic() - t0 >= 0.28  # it waited its timeout out (how much longer is the machine's business)
     assert cap.pending_damage() == []
 
 
@@ -195,8 +194,7 @@ def test_damage_reports_drawn_rectangle(cap: DisplayCapture, painter: Painter) -
     assert cap.pending_damage() == []  # subtracted: reported once
     painter.fill(10, 10, 5, 5, 0x0000FF)
     painter.fill(600, 380, 20, 10, 0x0000FF)
-    time.sleep(0.05)
-    rects = cap.pending_damage()
+    rects = cap.wait_damage(10.0)  # both fills synced: the region fetched at the first event holds both
     assert covers(rects, 10, 10, 5, 5) and covers(rects, 600, 380, 20, 10)
     assert not covers(rects, 300, 200, 1, 1)  # disjoint rectangles, not one bounding box
 
@@ -219,12 +217,9 @@ def test_wait_wakes_on_damage_from_another_thread(cap: DisplayCapture, xvfb: Xvf
 
     t = threading.Thread(target=paint_later)
     t.start()
-    t0 = time.monotonic()
-    rects = cap.wait_damage(5.0)
-    elapsed = time.monotonic() - t0
+    rects = cap.wait_damage(3600.0)  # not woken by the paint, it would outlast the test's timeout
     t.join()
     assert covers(rects, 1, 2, 3, 4)
-    assert elapsed < 4.0  # woken by the paint (~0.2 s), long before the 5 s timeout
 
 
 def test_damage_now_counts_drawing_before_its_event_is_read(cap: DisplayCapture, painter: Painter) -> None:
@@ -340,11 +335,9 @@ def test_xvfb_dying_during_wait(xvfb: XvfbServer) -> None:
         c.wait_damage(1.0)
         killer = threading.Timer(0.2, xvfb.kill)
         killer.start()
-        t0 = time.monotonic()
         with pytest.raises(CaptureError):
-            c.wait_damage(10.0)
+            c.wait_damage(3600.0)  # not woken by the death, it would outlast the test's timeout (and not raise)
         killer.join()
-        assert time.monotonic() - t0 < 5.0
     assert our_segments() == []
 
 
