@@ -146,9 +146,8 @@ async def test_a_new_tab_is_driven_and_pages_are_switched_and_closed(driver: Dri
 
 
 async def test_confirm_and_prompt_are_told_and_answered_by_the_driver(driver: Driver) -> None:
-    started = time.monotonic()
-    assert (await driver.click(100, 130))["type"] == "input-ack"  # acknowledged at once, not after 5 s
-    assert time.monotonic() - started < 4
+    # Acknowledged when the dialog opens: a click that waited on the page for its 5 s would end in an error.
+    assert (await driver.click(100, 130))["type"] == "input-ack"
     dialog = await driver.text_of("dialog", kind="confirm")
     assert dialog["message"] == "sure?"
     blocked = await driver.click(500, 300)
