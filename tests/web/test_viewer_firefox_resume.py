@@ -27,10 +27,16 @@ async def test_firefox_resumes_a_released_frame_from_its_parked_keyframe_and_the
     frame = service.frame_ids()[0]
     await service.wait_state_async(frame, "paused")
     await wait_released(service, frame)
+    # Both keyframes decoded (the page is still: nothing else comes), with no error and no gap.
+    await watch_resumed(tab, service, frame, decoded=2)
+
+
+async def watch_resumed(tab: Tab, service: Service, frame: str, *, decoded: int) -> None:
+    """Watch the paused `frame` in `tab`: the canvas shows the box, `decoded` pictures decode with no decoder error
+    and no gap, and it still shows the box red on the white page."""
     await open_viewer(tab, service.base, service.token("view"), [frame])
     await wait_pixel(tab, frame, BOX, RED)
-    # Both keyframes decoded (the page is still: nothing else comes), with no error and no gap.
-    await tab.wait_for(f"window.framestream.client.info({frame!r}).decoded >= 2")
+    await tab.wait_for(f"window.framestream.client.info({frame!r}).decoded >= {decoded}")
     state = await info(tab, frame)
     assert state["decoderErrors"] == 0 and state["gaps"] == 0, state
     assert close_to(await pixel(tab, frame, BOX), RED) and close_to(await pixel(tab, frame, ABOVE), WHITE)
