@@ -2,8 +2,9 @@
 
 A frame paused long enough gives back its encoder, capture buffers and kept picture (media/pipeline.py). Made
 again on resume, they cost a full grab, a full conversion and an IDR of the whole screen before the first picture
-(about 50 ms at 2560x1600, more while the woken page competes for the CPU). So at the release the old encoder makes
-one last keyframe of the screen, which is kept (a few hundred kB) with the capture's connection and damage object.
+(about 50 ms at 2560x1600, more while the woken page competes for the CPU). So at the release the old encoder's last
+keyframe of the screen (the one made at the freeze, below, or one made then) is kept (a few hundred kB) with the
+capture's connection and damage object.
 On resume, the server is asked whether anything was drawn since that grab: if not, the keyframe is the screen as
 it is, and goes out at once; the new encoder's own keyframe follows, as its stream must start with one. If
 anything was drawn, it is dropped and the resume waits for the new grab as before (issue 26: never a picture
