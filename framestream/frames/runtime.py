@@ -268,10 +268,12 @@ class FrameRuntime:
         return await self._running_browser().navigate(url)
 
     async def freeze(self) -> None:
-        """Stop capturing, ask Chrome to give memory back (a full GC of each page's JS heap, 5-9 MB on an app
-        page, then a critical pressure signal to drop caches), stop the page, then let the pipeline make its
-        resume's keyframe (media/parked.py). Not `Memory.forciblyPurgeJavaScriptMemory` (it destroys the page's
-        JS context) nor a frozen web lifecycle state (the picture after resume is wrong)."""
+        """Stop capturing (the pipeline gives back its encoder and buffers), ask Chrome to give memory back, then
+        stop the page's processes.
+
+        A full garbage collection of each page's JavaScript heap first (5-9 MB on an app page), then a critical
+        pressure signal makes Chrome drop caches. Not `Memory.forciblyPurgeJavaScriptMemory` (it destroys the
+        page's JS context) nor a frozen web lifecycle state (the picture after resume is wrong)."""
         browser = self._running_browser()
         if self.pipeline is not None:
             self.pipeline.set_paused(True)
@@ -283,8 +285,6 @@ class FrameRuntime:
         with contextlib.suppress(CDPError):
             await browser.call("Memory.simulatePressureNotification", {"level": "critical"}, timeout=2.0)
         browser.freeze_page()
-        if self.pipeline is not None:
-            self.pipeline.page_frozen()
 
     def thaw(self) -> None:
         if self.pipeline is not None:

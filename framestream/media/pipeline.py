@@ -24,7 +24,7 @@ from framestream.media.changes import grab_changes
 from framestream.media.encoder import EncodedPicture, EncoderSettings, H264Encoder
 from framestream.media.keyframe_requests import KeyframeRequests
 from framestream.media.light import LightState
-from framestream.media.parked import FrozenScreen, ParkedKeyframe, park, still_current
+from framestream.media.parked import ParkedKeyframe, park, still_current
 from framestream.media.picture import KIND_PATCH, PatchGate, Picture
 from framestream.media.pipeline_stats import PipelineStats
 from framestream.media.rects import DamageRect
@@ -35,8 +35,9 @@ from framestream.service.heap import give_back_freed_memory
 log = logging.getLogger(__name__)
 
 
-# How long a paused frame keeps its capture buffers, encoder and kept picture; after it, it gives about 85 MB back at
-# 2560x1600. Either way a resume first sends the keyframe made while paused if the screen is unchanged (parked.py).
+# How long a paused frame keeps its capture buffers, encoder and kept picture. A viewer back within it resumes as
+# fast as ever (a keyframe of the kept picture); after it the frame gives about 85 MB back at 2560x1600, and a
+# resume first sends the keyframe parked at the release if the screen is unchanged (media/parked.py).
 RELEASE_AFTER_S = 10.0
 PictureSink = Callable[[Picture], None]
 FailureSink = Callable[[Exception], None]
@@ -72,7 +73,6 @@ class FramePipeline:
         self._lock = threading.Lock()
         self._requests = KeyframeRequests()  # guarded by _lock; also says whether `_last` shows the page yet
         self._paused = False
-        self._page_frozen = False  # paused, and its page now stopped: time to make the resume's keyframe
         self._stopping = False
         self._waker = WakePipe()
         self._thread = threading.Thread(target=self._run, name=f"pipeline-{name}", daemon=True)
@@ -125,14 +125,7 @@ class FramePipeline:
         with self._lock:
             self._paused = paused
             if not paused:
-                self._page_frozen = False
                 self._requests.ask_fresh()  # a resume starts every viewer at a keyframe of the screen as it is now
-        self._waker.wake()
-
-    def page_frozen(self) -> None:
-        """Paused, the page has stopped drawing: its screen's keyframe can be made now for the resume."""
-        with self._lock:
-            self._page_frozen = self._paused
         self._waker.wake()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -198,12 +191,13 @@ class FramePipeline:
             light.stop()  # its thread ends with the worker's loop, however that ends
             encoder.close()
 
-    def _send_parked(self, parked: ParkedKeyframe) -> Picture:
-        """The screen as the frame was paused, unchanged since: it shows the page as it is now."""
+    def _send_parked(self, parked: ParkedKeyframe) -> None:
+        """The screen as the frame was released, unchanged since: it shows the page as it is now."""
         with self._lock:
             self._requests.note_emitted(keyframe=True)
-        self._on_picture(picture := parked.picture())
-        return picture
+        now_us = time.time_ns() // 1000
+        self._on_picture(Picture(data=parked.data, keyframe=True, refinement=False, capture_us=now_us,
+                                 encoded_us=now_us, codec=parked.codec, changed=False))
 
     def _wait_until_live(self) -> bool:
         """Block while paused; False once stopping."""
@@ -225,7 +219,6 @@ class FramePipeline:
         fresh = True  # the first picture of this capture and encoder: every row is new to them
         release_at = 0.0  # while paused: when to give everything back
         damage: list[DamageRect] = []
-        frozen = FrozenScreen(self.stats)  # while paused: the keyframe for the resume (media/parked.py)
         # Patches or H.264 for each change; how fast content moves is judged in CSS pixels (the light size's).
         sender = ChangeSender(encoder, self._patch_gate, PatchRule(dpr=self.width / self._light_size[0]))
         flush_at: float | None = None  # when patches must be in the H.264 stream (recorded frames only)
@@ -247,7 +240,6 @@ class FramePipeline:
                 paused = self._paused
                 light_kbps, light_keyframe, self._light_keyframe = self._light_kbps, self._light_keyframe, False
                 generation = self._requests.want_generation  # what a grab made from here on is fresh for
-                freeze, self._page_frozen = self._page_frozen, False
                 if self._requests.take(policy, paused):
                     full_grab_needed = True
             now = time.monotonic()
@@ -261,22 +253,12 @@ class FramePipeline:
                 if now >= release_at:
                     with self._lock:
                         self._last = None  # kept goes with the capture; a screenshot resumes the frame first
-                    return frozen.release(capture) or park(capture, encoder)
-                frozen.note_damage(new_damage)
-                if freeze:
-                    kept = frozen.make(capture, sender, encoder.codec_string)
-                    fresh = False
+                    return park(capture, encoder)
                 damage.clear()
                 full_grab_needed = True
                 timeout = release_at - now
                 continue
             release_at = 0.0
-            if (held := frozen.take(capture, new_damage)) is not None:  # resumed, and nothing drawn since
-                full_grab_needed, new_damage = False, []
-                capture_us = self._send_parked(held).capture_us
-                policy.note_encoded(now, Encode(keyframe=True, refinement=False, grab=True), changed=False)
-                with self._lock:
-                    self._last, self._last_capture_us, self._requests.last_generation = kept, capture_us, generation
             if new_damage:
                 damage.extend(new_damage)
                 policy.note_damage()

@@ -13,7 +13,6 @@ class PipelineStats:
     patches: int = 0  # of `pictures`, those sent as patches
     patch_bytes: int = 0
     light_pictures: int = 0  # of the light stream, beside `pictures`
-    frozen_keyframes: int = 0  # made while paused, once the page was frozen, for the resume (media/parked.py)
 
 
 __all__ = ["PipelineStats"]
