@@ -62,7 +62,7 @@ class DisplayCapture:
         libs = self._libs = xerrors.setup()
         # Two segments take turns (`grab`): `_front` holds the last grab; the other lacks the rows `_behind` (its
         # picture is older by the last grab's bands; None: by anything).
-        self._shms = (ShmImage(libs, display), ShmImage(libs, display))
+        self._shms = self._new_buffers()
         self._shms_open = False  # opened with the connection; given back by `drop_buffers`, made again by a grab
         self._screen = self._depth = 0
         self._front = 1
@@ -126,6 +126,19 @@ class DisplayCapture:
         xerrors.raise_if_failed(libs, dpy, "creating the damage object")
 
     # --- helpers ---
+
+    def _new_buffers(self) -> tuple[ShmImage, ShmImage]:
+        """Two segments, not opened yet."""
+        return ShmImage(self._libs, self._display_name), ShmImage(self._libs, self._display_name)
+
+    def _release_buffers(self, dpy: int | None) -> None:
+        """Detach both segments from a live server (None: it is gone), then give them back."""
+        if dpy is not None:
+            for shm in self._shms:
+                shm.detach(dpy)
+            self._libs.XSync(dpy, 0)
+        for shm in self._shms:
+            shm.release()
 
     def _open_buffers(self, dpy: int) -> None:
         for shm in self._shms:
@@ -244,12 +257,8 @@ class DisplayCapture:
             dpy = self._usable()
             if not self._shms_open:
                 return
-            for shm in self._shms:
-                shm.detach(dpy)
-            self._libs.XSync(dpy, 0)
-            for shm in self._shms:
-                shm.release()
-            self._shms = (ShmImage(self._libs, self._display_name), ShmImage(self._libs, self._display_name))
+            self._release_buffers(dpy)
+            self._shms = self._new_buffers()
             self._shms_open, self._grabbed, self._behind, self.read_bands = False, False, None, None
 
     def grab(self, damage: Sequence[DamageRect] | None = None) -> Picture:
@@ -301,17 +310,14 @@ class DisplayCapture:
                 return
             self._closed = True
             libs, dpy = self._libs, self._dpy
-            if dpy is not None and not xerrors.is_lost(dpy):
+            live = dpy if dpy is not None and not xerrors.is_lost(dpy) else None
+            if live is not None:
                 # Courtesy only: the server frees all of these when the connection closes anyway.
                 if self._damage:
-                    libs.XDamageDestroy(dpy, self._damage)
+                    libs.XDamageDestroy(live, self._damage)
                 if self._region:
-                    libs.XFixesDestroyRegion(dpy, self._region)
-                for shm in self._shms:
-                    shm.detach(dpy)
-                libs.XSync(dpy, 0)
-            for shm in self._shms:
-                shm.release()
+                    libs.XFixesDestroyRegion(live, self._region)
+            self._release_buffers(live)
             if dpy is not None:
                 libs.XCloseDisplay(dpy)  # after an I/O error this only frees client memory and the fd
                 xerrors.unregister(dpy)

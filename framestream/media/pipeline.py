@@ -229,8 +229,8 @@ class FramePipeline:
         # picture (its paint, then the slot) and read damage 3.4 times (0.04-0.19 ms of CPU each); now it sleeps
         # until the slot and reads once (docs/performance.md).
         listening = True
+        waker = self._waker.fileno()
         while True:
-            waker = self._waker.fileno()
             ready, _, _ = select.select([capture.fileno(), waker] if listening else [waker], [], [], timeout)
             if waker in ready:
                 self._waker.drain()
