@@ -97,6 +97,11 @@ export interface WatchMessage {
   type: 'watch' | 'unwatch' | 'keyframe';
   frame: string;
 }
+/** Is the connection alive? Answered at once with `pong` (same `seq`, an integer 0..2^53-1, when given). */
+export interface PingMessage {
+  type: 'ping';
+  seq?: number;
+}
 /** The envelope of every driver step: answered `input-ack` or an `error` with the same `seq`. */
 export interface StepEnvelope {
   frame: string;
@@ -140,7 +145,7 @@ export interface RequestHelpMessage extends StepEnvelope {
   timeout_s?: number;
 }
 export type ClientMessage =
-  | HelloMessage | RefreshMessage | WatchMessage | InputMessage | PageMessage | NavigateMessage
+  | HelloMessage | RefreshMessage | WatchMessage | PingMessage | InputMessage | PageMessage | NavigateMessage
   | DialogAnswerMessage | TakeOverMessage | ReleaseMessage | RequestHelpMessage;
 
 // --- server to client -------------------------------------------------------------------------------------------
@@ -300,8 +305,13 @@ export interface WebRtcClosedMessage {
   frame: string;
   reason: 'failed' | 'stalled';
 }
+/** The answer to `ping`. */
+export interface PongMessage {
+  type: 'pong';
+  seq?: number;
+}
 export type ServerMessage =
-  | WelcomeMessage | VideoConfigMessage | FrameStateMessage | ControlMessage | InputAckMessage | ErrorMessage
+  | PongMessage | WelcomeMessage | VideoConfigMessage | FrameStateMessage | ControlMessage | InputAckMessage | ErrorMessage
   | DialogMessage | DialogClosedMessage | FileChooserMessage | FileChooserClosedMessage | DownloadMessage
   | ClipboardMessage | HelpRequestedMessage | HelpEndedMessage | AgentPointerMessage | CursorMessage
   | WebRtcAnswerMessage | WebRtcClosedMessage;

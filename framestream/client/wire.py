@@ -22,6 +22,7 @@ from framestream.core.wire import (
     NavigateAction,
     PageRequest,
     PasteEvent,
+    Ping,
     Refresh,
     Release,
     RequestHelp,
@@ -101,6 +102,8 @@ def encode_client_message(message: ClientMessage) -> str:
         return _dumps({"type": "unwatch", "frame": message.frame})
     if isinstance(message, KeyframeRequest):
         return _dumps({"type": "keyframe", "frame": message.frame})
+    if isinstance(message, Ping):
+        return _dumps({"type": "ping"} if message.seq is None else {"type": "ping", "seq": message.seq})
     if not isinstance(message, Input | PageRequest | Navigate | DialogAnswer | TakeOver | Release | RequestHelp):
         raise TypeError(f"no client encoding for {type(message).__name__}")
     envelope: dict[str, object] = {"frame": message.frame, "grant": message.grant, "seq": message.seq}

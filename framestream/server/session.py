@@ -32,6 +32,7 @@ from framestream.core.wire import (
     KeyframeRequest,
     Navigate,
     PageRequest,
+    Ping,
     Refresh,
     Release,
     RequestHelp,
@@ -43,6 +44,7 @@ from framestream.core.wire import (
     error_message,
     input_ack,
     parse_client_message,
+    pong,
     webrtc_closed,
     welcome,
 )
@@ -306,6 +308,8 @@ class ViewerSession(Generic[F]):
     def _handle(self, message: ClientMessage, now: float) -> list[Action[F]]:
         if isinstance(message, Refresh):
             return self._refresh(message)
+        if isinstance(message, Ping):
+            return [Send(pong(message.seq))]
         if isinstance(message, Watch):
             return self._watch(message.frame)
         if isinstance(message, Unwatch):

@@ -19,6 +19,7 @@ from framestream.core.wire import (
     KeyframeRequest,
     MouseEvent,
     PasteEvent,
+    Ping,
     TextEvent,
     TouchEvent,
     TouchPoint,
@@ -73,6 +74,8 @@ def test_simple_messages() -> None:
     assert parse_client_message(msg(type="watch", frame="f1")) == Watch("f1")
     assert parse_client_message(msg(type="unwatch", frame="f1")) == Unwatch("f1")
     assert parse_client_message(msg(type="keyframe", frame="f1")) == KeyframeRequest("f1")
+    assert parse_client_message(msg(type="ping", seq=7)) == Ping(7)
+    assert parse_client_message(msg(type="ping")) == Ping(None)
     assert parse_client_message(b'{"type":"watch","frame":"f1"}'.decode()) == Watch("f1")
     # Unknown fields are ignored so the contract can grow.
     assert parse_client_message(msg(type="watch", frame="f1", quality="high")) == Watch("f1")
@@ -470,6 +473,7 @@ messages = st.one_of(
     st.builds(Watch, frames),
     st.builds(Unwatch, frames),
     st.builds(KeyframeRequest, frames),
+    st.builds(Ping, st.none() | st.integers(0, 2**53 - 1)),
     st.builds(
         Input,
         frames,
@@ -561,7 +565,7 @@ event_like = st.dictionaries(
 message_like = st.fixed_dictionaries(
     {
         "type": st.sampled_from(
-            ["hello", "watch", "unwatch", "keyframe", "input", "page", "navigate", "dialog-answer", "other"]
+            ["hello", "watch", "unwatch", "keyframe", "ping", "input", "page", "navigate", "dialog-answer", "other"]
         )
         | json_values
     },

@@ -493,10 +493,11 @@ SERVER_BUILDERS: dict[str, Any] = {
     "file-chooser-closed": lambda m: wire.file_chooser_closed(m["frame"], m["id"]),
     "download": lambda m: wire.download_message(m["frame"], m["id"], m["name"], m["size"], m["state"]),
     "clipboard": lambda m: wire.clipboard_message(m["frame"], m["text"]),
+    "pong": lambda m: wire.pong(m.get("seq")),
 }
 
 
-CLIENT_TYPES = ("hello", "watch", "unwatch", "keyframe", "input", "page", "navigate", "dialog-answer")
+CLIENT_TYPES = ("hello", "watch", "unwatch", "keyframe", "ping", "input", "page", "navigate", "dialog-answer")
 
 
 def test_documented_client_examples_parse() -> None:

@@ -316,6 +316,40 @@ def test_a_message_over_the_size_limit_is_bad_message() -> None:
     assert error(s.receive(big, 101.0))["message"] == "message larger than 1024 bytes"
 
 
+# -- ping: is the connection alive ----------------------------------------------------------------------------
+
+
+def test_a_ping_is_answered_pong_at_once_with_its_seq_and_nothing_else() -> None:
+    s = welcomed(FakeFrame("f1"))
+    assert s.receive(message("ping", seq=3), 101.0) == [Send('{"type":"pong","seq":3}')]
+    assert s.receive(message("ping"), 101.1) == [Send('{"type":"pong"}')]
+    assert s.receive(message("ping", seq=2**53 - 1, extra="ignored"), 101.2) == [
+        Send('{"type":"pong","seq":9007199254740991}')]
+    assert not s.closed and not s.watching
+
+
+@pytest.mark.parametrize("seq", [-1, 2**53, 1.5, "3", True, None])
+def test_a_ping_with_a_bad_seq_gets_one_error_and_no_pong(seq: object) -> None:
+    s = welcomed(FakeFrame("f1"))
+    found = error(s.receive(json.dumps({"type": "ping", "seq": seq}), 101.0))
+    assert found["code"] == "bad-message" and "ping: 'seq'" in found["message"], found
+    assert not s.closed
+
+
+def test_a_ping_before_hello_is_refused_as_any_other_message() -> None:
+    s = session(FakeFrame("f1"))
+    assert s.receive(message("ping", seq=1), 100.5) == [Close(4401, "hello expected first")]
+    assert s.closed
+
+
+def test_pings_count_against_the_message_rate() -> None:
+    s = welcomed(FakeFrame("f1"), message_rate_per_s=2.0)
+    answers = [texts(s.receive(message("ping", seq=i), 101.0)) for i in range(6)]
+    assert answers[:5] == [[{"type": "pong", "seq": i}] for i in range(5)]  # the burst: 2.5 times the rate
+    assert answers[5] == [{"type": "error", "code": "rate-limited",
+                           "message": "at most 2 messages a second per connection"}]
+
+
 # -- watching -----------------------------------------------------------------------------------------------
 
 

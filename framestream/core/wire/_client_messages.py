@@ -61,6 +61,7 @@ from framestream.core.wire._limits import (
     MAX_ID_CHARS,
     MAX_KEY_CHARS,
     MAX_MESSAGE_BYTES,
+    MAX_SEQ,
     MAX_TEXT_CHARS,
     MAX_TOKEN_CHARS,
     MAX_TOUCH_ID,
@@ -113,6 +114,13 @@ class KeyframeRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Ping:
+    """Is the connection alive? Answered at once with `pong` (a browser's WebSocket cannot send a ping frame)."""
+
+    seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Input:
     frame: str
     grant: str
@@ -120,8 +128,8 @@ class Input:
     events: tuple[InputEvent, ...]
 
 
-ClientMessage = (Hello | Refresh | Watch | Unwatch | KeyframeRequest | Input | PageRequest | Navigate | DialogAnswer
-                 | TakeOver | Release | RequestHelp | WebrtcOffer | WebrtcIce)
+ClientMessage = (Hello | Refresh | Watch | Unwatch | KeyframeRequest | Ping | Input | PageRequest | Navigate
+                 | DialogAnswer | TakeOver | Release | RequestHelp | WebrtcOffer | WebrtcIce)
 
 
 # --- parsing ------------------------------------------------------------------------------------------------
@@ -278,6 +286,8 @@ def parse_client_message(text: str | bytes, *, max_bytes: int = MAX_MESSAGE_BYTE
             return Unwatch(string(obj, "frame", "unwatch", max_len=MAX_ID_CHARS))
         if kind == "keyframe":
             return KeyframeRequest(string(obj, "frame", "keyframe", max_len=MAX_ID_CHARS))
+        if kind == "ping":
+            return Ping(integer(obj, "seq", "ping", 0, MAX_SEQ) if "seq" in obj else None)
     shown = kind if isinstance(kind, str) and len(kind) <= 32 else "?"
     raise ProtocolError(
         "bad-message",

@@ -144,6 +144,11 @@ def input_ack(frame: str, seq: int, request: str | None = None) -> str:
     return _dumps(body)
 
 
+def pong(seq: int | None = None) -> str:
+    """The answer to `ping`, with its `seq` when it had one."""
+    return _dumps({"type": "pong"} if seq is None else {"type": "pong", "seq": seq})
+
+
 def error_message(code: str, message: str, frame: str | None = None, seq: int | None = None) -> str:
     _check(code, ERROR_CODES, "error code")
     body: dict[str, object] = {"type": "error", "code": code, "message": message}
