@@ -36,6 +36,9 @@ export interface ConnectOptions {
   transport?: 'websocket' | 'webrtc';
   webrtcTimeoutMs?: number;
   iceServers?: RTCIceServer[];
+  /** A connection silent for `idleMs` (default 5000) is sent `ping`; when nothing at all has come `answerMs`
+   * (default 10000) after it, the connection is given up (`close` with code 1006) and reconnected. */
+  liveness?: { idleMs?: number; answerMs?: number };
   /** For tests: another WebSocket constructor. */
   WebSocket?: typeof WebSocket;
 }

@@ -271,7 +271,7 @@ JS_HELPERS = """
   window.fsCloses = [];
   window.fsRecordCloses = (frame, at) => {
     window.framestream.client.on('close', (d) => {
-      window.fsCloses.push({ code: d.code, reconnectInMs: d.reconnectInMs, ...window.fsView(frame),
+      window.fsCloses.push({ code: d.code, reason: d.reason, reconnectInMs: d.reconnectInMs, ...window.fsView(frame),
         conn: document.getElementById('conn').textContent, px: window.fsPixel(frame, at[0], at[1]) });
     });
     return true;

@@ -25,6 +25,7 @@ import pytest
 
 from framestream.tokens import mint_token
 from tests.fixtures import service_fixture
+from tests.silent_path import SilentPath
 from tests.support import Service
 from tests.web.browser import JS_CANVAS_POINT, Page, close_to, info, open_viewer, pixel, wait_pixel
 
@@ -560,3 +561,35 @@ async def test_service_restart_reconnects_and_the_picture_comes_back(
     assert (await asyncio.to_thread(service.get, f"/frames/{frame}"))[1]["viewers"] == 1
     print(f"closed 1001: {first}; {connections} connections; states: {states}; "
           f"'Starting…' over {launching['px']}; then box {red}")
+
+
+async def test_a_path_that_died_silently_is_noticed_and_the_picture_catches_up(
+        service: Service, make_frame: Callable[..., str], page: Page) -> None:
+    """The path between viewer and service stops carrying anything, with no close on either side (a laptop that
+    slept, a NAT that dropped the connection; tests/silent_path.py). The browser's WebSocket is never told. The
+    viewer's own check (web/lib/liveness.js, at its default times) must notice: it says `Reconnecting…` over its
+    last picture, reconnects over the path that came back, and shows the page as it is now."""
+    frame = make_frame()
+    f = json.dumps(frame)
+    async with SilentPath(service.port) as path:
+        await open_viewer(page, path.base, service.token("view"), [frame])
+        await wait_pixel(page, frame, BOX, RED)
+        at = json.dumps(list(BOX))
+        await page.eval(f"fsRecord({f}, {at}) && fsRecordCloses({f}, {at})")
+        assert path.cut() >= 1
+        cut_at = time.monotonic()
+        # The page changes while the path is dead: its box turns green, and nothing of it reaches the viewer.
+        await post_input(service, frame, service.token("drive", subject="agent"), click_events(BOX))
+        await page.wait_for("fsCloses.length > 0", within=60)
+        noticed = time.monotonic() - cut_at
+        first = (await page.eval("fsCloses"))[0]
+        assert (first["code"], first["reason"]) == (1006, "no answer from the service"), first
+        assert first["reconnectInMs"] is not None, first
+        assert (first["overlay"], first["state"]) == ("Reconnecting…", "offline"), first
+        assert close_to(first["px"], RED), first  # the last picture it had, now said to be old
+        green = await wait_pixel(page, frame, BOX, GREEN, within=30)
+        await page.wait_for(f"fsView({f}).overlay === null && fsView({f}).state === 'live'")
+        assert await page.eval("document.getElementById('conn').textContent") == "connected"
+        assert await page.eval("window.framestream.client.connections") == 2
+        assert path.accepted >= 2  # the page and its socket, then the new socket
+    print(f"silent path noticed after {noticed:.1f} s: {first}; then box {green}")

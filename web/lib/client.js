@@ -36,10 +36,12 @@ export class FramestreamClient extends EventTarget {
    *   WebRTC peer connection per frame (lib/webrtc.js; back to the WebSocket when ICE does not connect)
    * @param {number} [o.webrtcTimeoutMs] how long ICE may take to connect before falling back
    * @param {RTCIceServer[]} [o.iceServers] STUN/TURN servers for WebRTC (none: host candidates only)
+   * @param {{idleMs?: number, answerMs?: number}} [o.liveness] a silent connection is asked `ping` after idleMs
+   *   (5 s) and given up, then reconnected, when nothing has come answerMs (10 s) after it (lib/liveness.js)
    * @param {typeof WebSocket} [o.WebSocket] for tests
    */
   constructor({ url, token, reconnect = true, backoff, sizeCanvas = true, patches = true, transport = 'websocket',
-    webrtcTimeoutMs, iceServers = [], WebSocket } = {}) {
+    webrtcTimeoutMs, iceServers = [], liveness, WebSocket } = {}) {
     super();
     this.videoTransport = transport === 'webrtc' && webRtcAvailable() ? 'webrtc' : 'websocket';
     this.webrtcTimeoutMs = webrtcTimeoutMs;
@@ -51,7 +53,7 @@ export class FramestreamClient extends EventTarget {
     this.seq = 0; // the last input step's seq
     this.pendingInput = new Map(); // seq -> {frame, sentAt}
     this.transport = new Transport({
-      url: url || defaultUrl(), token, reconnect, backoff, WebSocket,
+      url: url || defaultUrl(), token, reconnect, backoff, liveness, WebSocket,
       features: patches ? [FEATURE_PATCHES, FEATURE_COPIES] : [],
       onWelcome: (welcome) => this._welcomed(welcome),
       onMessage: (msg) => this._onMessage(msg),

@@ -1,10 +1,14 @@
 // The client's connection to the service: one WebSocket, `hello` first, `welcome` expected within
 // HELLO_TIMEOUT_MS, and reconnecting with backoff after a loss (but never after a refused fixed token). The service
 // closes a connection once its token expired (4401): with a token function, a fresh token goes as `refresh` a
-// third of its lifetime (at most 30 s) before it expires. It knows nothing of frames: messages and losses go to
-// the callbacks the client gives it.
+// third of its lifetime (at most 30 s) before it expires. A connection that stays silent is asked `ping`, and
+// given up when nothing answers (lib/liveness.js): a path that died without a close shows as `Reconnecting…`
+// instead of a still canvas. It knows nothing of frames: messages and losses go to the callbacks the client gives
+// it.
 
 import { Backoff } from './backoff.js';
+import { monotonicMs } from './clock.js';
+import { DEAD, Liveness, PING } from './liveness.js';
 
 // Close codes after which reconnecting with the same token cannot help.
 export const AUTH_CLOSE_CODES = new Set([4401, 4403]);
@@ -12,6 +16,9 @@ export const HELLO_TIMEOUT_MS = 10_000;
 // 4429 (too many connections or messages): wait at least this long before coming back.
 const SLOW_DOWN_CODE = 4429;
 const SLOW_DOWN_MS = 2000;
+// What a connection given up for its silence is reported as: the code browsers give a connection that dropped.
+export const NO_ANSWER_CODE = 1006;
+export const NO_ANSWER_REASON = 'no answer from the service';
 
 /** The default WebSocket URL: `ws` next to the page (so a page served under a path prefix, such as a
  * gateway's /sandboxes/ID/, reaches the WebSocket under the same prefix). */
@@ -44,6 +51,9 @@ export class Transport {
    * @param {typeof WebSocket} [o.WebSocket] for tests
    * @param {number} [o.helloTimeoutMs] how long to wait for `welcome` before closing with 4408
    * @param {string[]} [o.features] asked for in `hello` (none: the field is left out)
+   * @param {{idleMs?: number, answerMs?: number}} [o.liveness] when to send `ping`, and how long its answer may
+   *   take before the connection is given up (lib/liveness.js)
+   * @param {() => number} [o.now] monotonic milliseconds, for tests
    * @param {(welcome: object) => void} o.onWelcome the connection is open (after its state is updated)
    * @param {(msg: object) => void} o.onMessage every other JSON message
    * @param {(data: ArrayBuffer) => void} o.onBinary every binary message
@@ -51,7 +61,7 @@ export class Transport {
    * @param {(type: 'close'|'fatal', detail: object) => void} o.emit the client's events about the connection
    */
   constructor({ url, token, reconnect = true, backoff, WebSocket: WS, helloTimeoutMs = HELLO_TIMEOUT_MS,
-    features = [], onWelcome, onMessage, onBinary, onDown, emit }) {
+    features = [], liveness, now = monotonicMs, onWelcome, onMessage, onBinary, onDown, emit }) {
     this.url = url;
     this.tokenSource = token;
     this.token = typeof token === 'string' ? token : null;
@@ -66,6 +76,9 @@ export class Transport {
     this.welcome = null;
     this.timer = null; // the reconnect timer
     this.refreshTimer = null; // sends `refresh` before the token expires (token functions only)
+    this.liveness = new Liveness(liveness);
+    this.livenessTimer = null; // checks the connection is still answering
+    this.now = now;
     this.connections = 0;
   }
 
@@ -91,6 +104,7 @@ export class Transport {
     };
     ws.onmessage = (ev) => {
       if (ws !== this.ws) return; // a socket we already gave up
+      this.liveness.heard(this.now());
       if (typeof ev.data !== 'string') {
         this.onBinary(ev.data);
         return;
@@ -104,7 +118,7 @@ export class Transport {
       if (msg.type === 'welcome') {
         clearTimeout(helloTimer);
         this._welcomed(msg);
-      } else {
+      } else if (msg.type !== 'pong') { // a pong has done its work by arriving
         this.onMessage(msg);
       }
     };
@@ -120,7 +134,34 @@ export class Transport {
     this.state = 'open';
     this.backoff.reset();
     this._scheduleRefresh();
+    this.liveness.start(this.now());
+    this._scheduleLiveness();
     this.onWelcome(msg);
+  }
+
+  _scheduleLiveness() {
+    clearTimeout(this.livenessTimer);
+    const at = this.liveness.nextCheckAt();
+    // Messages only move `heardAt` on: the timer is set once an idle period and looks again when it fires.
+    this.livenessTimer = at === null ? null : setTimeout(() => this._checkLiveness(), Math.max(50, at - this.now()));
+  }
+
+  _checkLiveness() {
+    this.livenessTimer = null;
+    const ws = this.ws;
+    if (!ws || this.state !== 'open') return;
+    const due = this.liveness.check(this.now());
+    if (due === PING) {
+      this.send({ type: 'ping', seq: this.liveness.pings });
+    } else if (due === DEAD) {
+      // Closing a socket whose path died waits for a close handshake that never comes: give it up at once.
+      ws.onmessage = null;
+      ws.onclose = null;
+      try { ws.close(4000, 'no answer'); } catch { /* gone anyway */ }
+      this._lost(NO_ANSWER_CODE, NO_ANSWER_REASON);
+      return;
+    }
+    this._scheduleLiveness();
   }
 
   _scheduleRefresh() {
@@ -169,6 +210,9 @@ export class Transport {
   _lost(code, reason) {
     clearTimeout(this.refreshTimer);
     this.refreshTimer = null;
+    clearTimeout(this.livenessTimer);
+    this.livenessTimer = null;
+    this.liveness.stop();
     this.ws = null;
     this.welcome = null;
     this.onDown();
@@ -204,6 +248,8 @@ export class Transport {
     this.state = 'closed';
     clearTimeout(this.timer);
     clearTimeout(this.refreshTimer);
+    clearTimeout(this.livenessTimer);
+    this.liveness.stop();
     if (this.ws) {
       const ws = this.ws;
       this.ws = null;
