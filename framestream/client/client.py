@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 
 from framestream.client import steps
-from framestream.client.connection import Connection
+from framestream.client.connection import HEARTBEAT_S, Connection
 from framestream.client.errors import ClientError
 from framestream.client.grants import GrantSource, SandboxKey, TokenSource, grant_for
 from framestream.client.http import Download, FrameInfo, FramesApi, HttpStep, Screenshot
@@ -74,7 +74,8 @@ class Client:
     async def connect(cls, url: str = "http://127.0.0.1:7682", *, token: TokenSource | None = None,
                       grants: GrantSource | None = None, control: TokenSource | None = None,
                       key: SandboxKey | None = None, reconnect: bool = True,
-                      backoff: tuple[float, float] = (0.1, 5.0), patches: bool = True) -> Client:
+                      backoff: tuple[float, float] = (0.1, 5.0), patches: bool = True,
+                      heartbeat: float = HEARTBEAT_S) -> Client:
         """Connect to the service at `url` (its HTTP base).
 
         `token` (view, drive or control) says hello and reads over HTTP; `grants` drives: a drive token, or a
@@ -82,7 +83,8 @@ class Client:
         drive token for the connection and reading (it hears file choosers, the page's cursor and downloads,
         told only to those who may drive, and drives nothing itself), control for frames, a one-step grant per
         step. `patches`: small changes come as lossless patches, drawn on the picture before
-        (`Picture.patched`); off, every change is H.264."""
+        (`Picture.patched`); off, every change is H.264. `heartbeat`: seconds of silence after which the socket is
+        pinged, and half as long again without any answer before it is given up and reconnected."""
         if key is not None:
             token = token or key.drive
             grants = grants or key.step
@@ -95,7 +97,7 @@ class Client:
         session = aiohttp.ClientSession()
         try:
             connection = await Connection.open(session, ws_url, token, reconnect=reconnect, backoff=backoff,
-                                               patches=patches)
+                                               patches=patches, heartbeat=heartbeat)
         except BaseException:
             await session.close()
             raise

@@ -38,12 +38,16 @@ from framestream.core.wire import (
 )
 from framestream.tasks import stop_task
 
-__all__ = ["Connection"]
+__all__ = ["HEARTBEAT_S", "Connection"]
 
 log = logging.getLogger("framestream.client")
 
 # Close codes after which reconnecting cannot help: the token or the request is refused.
 _FATAL_CLOSE = {4401: "unauthorized", 4403: "forbidden", 4400: "bad-message"}
+# A socket silent this long is sent a WebSocket ping, and given up (then reconnected) when nothing at all comes in
+# half as long again: a path that died without a close (a NAT or proxy that dropped it) would otherwise leave a
+# step or a `wait_for` waiting on a connection that can no longer answer. Any message counts as the answer.
+HEARTBEAT_S = 10.0
 
 
 class Connection:
@@ -51,7 +55,7 @@ class Connection:
 
     def __init__(self, session: aiohttp.ClientSession, ws_url: str, token: TokenSource, *,
                  reconnect: bool = True, backoff: tuple[float, float] = (0.1, 5.0),
-                 hello_timeout: float = 10.0, patches: bool = True) -> None:
+                 hello_timeout: float = 10.0, patches: bool = True, heartbeat: float = HEARTBEAT_S) -> None:
         self._session = session
         # Small changes as lossless patches (docs/protocol.md): a frame sends them only while every viewer takes
         # them, so an agent watching without them would turn them off for the people watching too.
@@ -61,6 +65,7 @@ class Connection:
         self.reconnect = reconnect
         self._backoff = backoff
         self._hello_timeout = hello_timeout
+        self._heartbeat = heartbeat
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._reader: asyncio.Task[None] | None = None
         self._refresher: asyncio.Task[None] | None = None  # sends `refresh` before the token expires
@@ -87,7 +92,7 @@ class Connection:
     # -- the socket ---------------------------------------------------------------------------------------------
 
     async def _connect(self) -> None:
-        ws = await self._session.ws_connect(self.ws_url, max_msg_size=0, autoping=True)
+        ws = await self._session.ws_connect(self.ws_url, max_msg_size=0, autoping=True, heartbeat=self._heartbeat)
         token = token_now(self._token)
         try:
             hello: dict[str, Any] = {"type": "hello", "token": token}

@@ -11,6 +11,7 @@ import pytest
 from framestream.client import Client, ConnectionLost, SandboxKey
 from tests.client.agent_page import BUTTON, GREY, RED, near
 from tests.fixtures import service_fixture
+from tests.silent_path import SilentPath
 from tests.support import Service, open_sockets
 
 pytestmark = pytest.mark.integration
@@ -52,3 +53,22 @@ async def test_closing_leaves_no_task_and_no_socket(service: Service, key: Sandb
     await client.close()
     assert asyncio.all_tasks() == tasks_before
     assert open_sockets() <= sockets_before, sorted(open_sockets() - sockets_before)
+
+
+async def test_a_connection_whose_path_died_silently_is_given_up_and_the_view_catches_up(
+        service: Service, key: SandboxKey) -> None:
+    """The path to the service stops carrying anything without a close (tests/silent_path.py): nothing tells the
+    client, so its heartbeat must. It gives the socket up, reconnects over the path that came back, watches again,
+    and the view shows the page as it is now: a click made meanwhile by someone else."""
+    [frame] = service.frame_ids()
+    async with SilentPath(service.port) as path, \
+            await Client.connect(path.base, key=key, backoff=(0.05, 0.5), heartbeat=1.0) as client, \
+            await Client.connect(service.base, key=key) as other:
+        view = await client.watch(frame)
+        await view.picture_after(0, where=lambda p: near(p.pixel(*BUTTON, dpr=2), GREY))
+        assert path.cut() >= 1
+        step = await other.click(frame, *BUTTON)  # the page changes while the path is dead
+        await view.wait_for(lambda v: v.config is None, timeout=30)  # given up: no answer to its ping
+        await client.connection.wait_connected()
+        assert client.connection.connects == 2
+        await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(*BUTTON, dpr=2), RED), timeout=60)
