@@ -275,3 +275,28 @@ test('a lost socket fails what waits with ConnectionLost; a refused hello is Una
   ScriptedSocket.last.serverClose(4401, 'bad token');
   await assert.rejects(refused, Unauthorized);
 });
+
+test('a silent socket is pinged; one that stays silent is given up: what waits fails with ConnectionLost', async () => {
+  const clock = { ms: 0 };
+  const { agent, ws } = await connected({ liveness: { idleMs: 30, answerMs: 60 }, now: () => clock.ms });
+  const closes = [];
+  agent.on('close', (d) => closes.push(d));
+  const pongs = [];
+  agent.on('*', (m) => pongs.push(m.type));
+  clock.ms = 30;
+  const ping = await ws.next('ping');
+  assert.deepEqual({ ...ping, seen: undefined }, { type: 'ping', seq: 1, seen: undefined });
+  ws.reply({ type: 'pong', seq: 1 }); // answered: no second ping until the next silence
+  assert.deepEqual(pongs, []); // a pong is not a message for listeners
+  const step = agent.click('f1', 1, 1);
+  await ws.next('input');
+  clock.ms = 200; // the path died: no input-ack, no pong
+  await ws.next('ping');
+  clock.ms = 260; // an answer time after that ping
+  await assert.rejects(step, ConnectionLost);
+  assert.deepEqual(closes, [{ code: 1006, reason: 'no answer from the service' }]);
+  assert.equal(agent.connected, false);
+  ws.serverClose(1006); // the dead socket's own close, much later: told once only
+  assert.equal(closes.length, 1);
+  await assert.rejects(agent.click('f1', 1, 1), ConnectionLost);
+});

@@ -8,6 +8,7 @@
 import { mintToken, SandboxKey } from './tokens.js';
 import * as steps from './steps.js';
 import { ClientError, ConnectionLost, FATAL_CLOSE, errorFor } from './errors.js';
+import { DEAD, Liveness, PING } from '../lib/liveness.js';
 
 const HEADER_BYTES = 16;
 const KIND_VIDEO = 1;
@@ -86,7 +87,7 @@ export class AgentClient {
   }
 
   constructor(url, { key, token, grants, control, subject = 'agent', WebSocket: WS, fetch: fetchImpl,
-    helloTimeoutMs = 10_000 } = {}) {
+    helloTimeoutMs = 10_000, liveness, now = () => performance.now() } = {}) {
     if (key !== undefined && !(key instanceof SandboxKey)) throw new TypeError('key must be a SandboxKey');
     if (key) {
       token ??= () => mintToken(key, { role: 'drive', sub: subject });
@@ -114,6 +115,11 @@ export class AgentClient {
     this._waiters = new Set(); // {check(), reject(err)}: re-checked on every message
     this._listeners = new Map(); // type -> Set(fn)
     this._refreshTimer = null;
+    // A socket whose path died without a close is asked `ping` and given up when nothing answers (lib/liveness.js):
+    // waiting calls then fail with ConnectionLost instead of running into their own timeouts.
+    this._liveness = new Liveness(liveness);
+    this._livenessTimer = null;
+    this._now = now;
     this._closed = false;
     this._closedWith = null; // the error the connection ended with
     this.welcome = null;
@@ -140,13 +146,18 @@ export class AgentClient {
           welcomed = true;
           clearTimeout(timer);
           this.welcome = msg;
+          this._liveness.start(this._now());
+          this._scheduleLiveness();
           resolve();
           return;
         }
+        if (ws !== this._ws) return; // given up for its silence
+        this._liveness.heard(this._now());
         this._onData(event.data);
       });
       ws.addEventListener('close', (event) => {
         clearTimeout(timer);
+        if (welcomed && ws !== this._ws) return; // given up for its silence: told already
         const code = event.code ?? 0;
         const error = errorFor(FATAL_CLOSE[code] ?? 'internal',
           `the service closed the socket (${code}${event.reason ? ` ${event.reason}` : ''})`);
@@ -176,6 +187,29 @@ export class AgentClient {
     this._refreshTimer.unref?.();
   }
 
+  _scheduleLiveness() {
+    clearTimeout(this._livenessTimer);
+    const at = this._liveness.nextCheckAt();
+    if (at === null) return;
+    this._livenessTimer = setTimeout(() => this._checkLiveness(), Math.max(50, at - this._now()));
+    this._livenessTimer.unref?.(); // never what keeps a script running
+  }
+
+  _checkLiveness() {
+    this._livenessTimer = null;
+    const ws = this._ws;
+    if (!ws) return;
+    const due = this._liveness.check(this._now());
+    if (due === PING) {
+      this._send({ type: 'ping', seq: this._liveness.pings });
+    } else if (due === DEAD) {
+      this._lost(1006, 'no answer from the service', null);
+      try { ws.close(4000, 'no answer'); } catch { /* gone anyway */ }
+      return;
+    }
+    this._scheduleLiveness();
+  }
+
   _send(msg) {
     if (!this._ws || this._ws.readyState !== 1) return false;
     this._ws.send(JSON.stringify(msg));
@@ -184,10 +218,12 @@ export class AgentClient {
 
   _lost(code, reason, error) {
     clearTimeout(this._refreshTimer);
+    clearTimeout(this._livenessTimer);
+    this._liveness.stop();
     this._ws = null;
     const lost = this._closed ? new ConnectionLost('the client was closed') : new ConnectionLost(
       `the socket closed (${code})`);
-    this._closedWith = FATAL_CLOSE[code] ? error : lost;
+    this._closedWith = FATAL_CLOSE[code] && error ? error : lost;
     for (const { reject } of this._pending.values()) reject(lost);
     this._pending.clear();
     for (const w of [...this._waiters]) w.reject(lost);
@@ -236,6 +272,7 @@ export class AgentClient {
   }
 
   _onMessage(msg) {
+    if (msg.type === 'pong') return; // it did its work by arriving
     const f = typeof msg.frame === 'string' ? this._watched.get(msg.frame) : undefined;
     if (msg.type === 'input-ack' || (msg.type === 'error' && msg.seq !== undefined)) {
       const pending = this._pending.get(msg.seq);

@@ -144,6 +144,12 @@ export interface AgentClientOptions {
   /** Default: the global fetch. */
   fetch?: FetchLike;
   helloTimeoutMs?: number;
+  /** A socket silent for `idleMs` (default 5000) is sent `ping`; when nothing at all has come `answerMs` (default
+   * 10000) after it, the connection is given up: waiting calls fail with ConnectionLost and `close` is emitted with
+   * code 1006. */
+  liveness?: { idleMs?: number; answerMs?: number };
+  /** For tests: monotonic milliseconds. */
+  now?: () => number;
 }
 
 /** A step the service applied: its seq, when it was sent and acknowledged (µs since the epoch, this clock). */
