@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from framestream.core.wire import ClientMessage, KeyframeRequest, Refresh, Unwatch, Watch, WebrtcIce, WebrtcOffer
+
 
 class TokenBucket:
     def __init__(self, rate: float, burst: float) -> None:
@@ -58,6 +60,19 @@ class MessageLimits:
         """A message was refused for its rate: True while refusals may still be answered, False when the
         client keeps sending past the limits and must be closed."""
         return self._refusals.take(now)
+
+
+def limited_kind(message: ClientMessage) -> str | None:
+    """Which of MessageLimits.KINDS a message takes from (None: only the limit on every message)."""
+    if isinstance(message, Watch | Unwatch | WebrtcOffer):
+        return "watch"
+    if isinstance(message, KeyframeRequest):
+        return "keyframe"
+    if isinstance(message, Refresh):
+        return "refresh"
+    if isinstance(message, WebrtcIce):
+        return "webrtc-ice"
+    return None
 
 
 class LatestEvery:

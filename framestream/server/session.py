@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Generic
 
 from framestream.core.errors import ProtocolError
-from framestream.core.ratelimit import MessageLimits, TokenBucket
+from framestream.core.ratelimit import MessageLimits, TokenBucket, limited_kind
 from framestream.core.tokens import Claims
 from framestream.core.wire import (
     CLOSE_HELLO_TIMEOUT,
@@ -190,7 +190,7 @@ class ViewerSession(Generic[F]):
             return self._expire()
         if self.phase is Phase.HELLO:
             return self._hello(message)
-        kind = _limited_kind(message)
+        kind = limited_kind(message)
         if kind is not None and not self._limits.take(now, kind):
             rate, _ = MessageLimits.KINDS[kind]
             frame = getattr(message, "frame", None)
@@ -384,19 +384,6 @@ class ViewerSession(Generic[F]):
         step = ApplyStep(frame, message)
         self._steps.append(step)
         return [step] if len(self._steps) == 1 else []
-
-
-def _limited_kind(message: ClientMessage) -> str | None:
-    """Which of MessageLimits.KINDS a message takes from (None: only the limit on every message)."""
-    if isinstance(message, Watch | Unwatch | WebrtcOffer):
-        return "watch"
-    if isinstance(message, KeyframeRequest):
-        return "keyframe"
-    if isinstance(message, Refresh):
-        return "refresh"
-    if isinstance(message, WebrtcIce):
-        return "webrtc-ice"
-    return None
 
 
 __all__ = ["Action", "AddIceCandidate", "ApplyStep", "BringUp", "Close", "Phase", "RequestKeyframe", "Send",
