@@ -6,6 +6,7 @@
 import { connect, mountFrame, mountTabUi, webCodecsAvailable } from './framestream.js';
 import { canDrive, decodeClaims, roleOf } from './lib/token.js';
 import { carriesFiles } from './lib/drops.js';
+import { helpTitle } from './lib/handoff.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.hash.slice(1));
@@ -15,6 +16,14 @@ const startWithStats = params.get('stats') === '1';
 const transport = params.get('transport') === 'webrtc' ? 'webrtc' : 'websocket';
 const views = new Map(); // frame id -> view
 let client = null;
+const BASE_TITLE = document.title;
+
+// An agent asking for help while this tab is in the background: the tab's title says so.
+function showHelpInTitle() {
+  const asking = [...views.keys()].map((id) => client?.handoff(id)?.help).filter(Boolean)
+    .map((help) => help.subject || 'an agent');
+  document.title = helpTitle(BASE_TITLE, asking);
+}
 
 function pageMessage(text) {
   $('page-msg').textContent = text || '';
@@ -53,6 +62,7 @@ function removeView(frameId) {
   views.get(frameId)?.tabUi.destroy();
   views.get(frameId)?.destroy();
   views.delete(frameId);
+  showHelpInTitle();
 }
 
 // Every frame the token may see: list them now and again every 10 s (frames come and go).
@@ -181,6 +191,7 @@ async function main() {
     if (d.reconnectInMs === null) setConn('closed', `disconnected (${d.code})`);
     else setConn('waiting', `reconnecting in ${(d.reconnectInMs / 1000).toFixed(1)} s`);
   });
+  for (const type of ['help-requested', 'help-ended', 'close']) client.on(type, showHelpInTitle);
   client.on('fatal', (d) => pageMessage(`The service refused this token (${d.code} ${d.reason}). `
     + 'Tokens are short-lived: ask for a new link.'));
   client.on('error', (d) => {

@@ -5,7 +5,7 @@
 import { test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  HandoffState, controlView, helpView, pointerSpot, refusalText,
+  HandoffState, controlView, helpTitle, helpView, pointerSpot, refusalText,
 } from '../../web/lib/handoff.js';
 import { frameToClient, mapToFrame } from '../../web/lib/coords.js';
 import { b64url, decoders, installWebCodecs, sockets, tick, welcomedClient } from './fakes.mjs';
@@ -87,6 +87,13 @@ test('the connection lost: who drives and the open request are forgotten (the ne
   assert.equal(s.control, null);
   assert.equal(s.help, null);
   assert.equal(s.apply({ type: 'frame-state', frame: 'f1' }), false);
+});
+
+test('the page title says who asks for help, and goes back when nobody does', () => {
+  assert.equal(helpTitle('framestream', []), 'framestream');
+  assert.equal(helpTitle('framestream', ['agent']), '(1) agent asks for help · framestream');
+  assert.equal(helpTitle('framestream', ['agent', 'agent']), '(2) agent asks for help · framestream');
+  assert.equal(helpTitle('framestream', ['agent', 'codex']), '(2) requests for help · framestream');
 });
 
 test('refusals in plain words', () => {

@@ -175,6 +175,8 @@ async def test_the_person_takes_over_in_the_viewer_holds_and_hands_back_with_a_n
           return {{ reason: b.querySelector('.fs-help-reason').textContent,
                     subject: b.querySelector('.fs-help-subject').textContent, open: b.dataset.open }}; }})()""")
         assert banner == {"reason": REASON, "subject": "agent", "open": "true"}, banner
+        # A person on another tab sees it in the tab strip: the page's title says who asks.
+        assert await page.eval("document.title") == "(1) agent asks for help · framestream"
         await agent.move(frame, 30, 30)  # one more agent step: the page's token is older than the driving grant
 
         # The person clicks the banner's Take over: every watcher hears a person holds it (the pointer is on the
@@ -227,6 +229,7 @@ async def test_the_person_takes_over_in_the_viewer_holds_and_hands_back_with_a_n
         await page.wait_for(f"{in_view(frame, '.fs-help')}.dataset.open === 'false'"
                             f" && {in_view(frame, '.fs-help-note')}.textContent.startsWith('Handed back by alice')"
                             f" && {shown(in_view(frame, '.fs-take-over'))}")
+        assert await page.eval("document.title") == "framestream"  # answered: nobody asks any more
 
         # The agent's next click changes the page, in the viewer's decoded canvas.
         mark = len(watcher_heard.messages)

@@ -126,6 +126,19 @@ export function helpView(state, { canDrive, connected }) {
   return null;
 }
 
+/**
+ * The page's title while agents ask for help in `asking` frames (the subjects of their open requests): a person
+ * on another tab sees it in the tab strip. `base` when nobody asks.
+ * @param {string} base the page's own title
+ * @param {string[]} asking who asks, one entry per frame with an open request
+ */
+export function helpTitle(base, asking) {
+  if (!asking.length) return base;
+  const who = [...new Set(asking)];
+  const named = who.length === 1 ? `${who[0]} asks for help` : 'requests for help';
+  return `(${asking.length}) ${named} · ${base}`;
+}
+
 const REFUSAL_TEXT = {
   superseded: {
     'take-over': 'A newer grant drives this frame: take over needs a fresh link (reload)',
