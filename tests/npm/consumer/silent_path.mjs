@@ -7,7 +7,7 @@ import { AgentClient, ConnectionLost } from 'framestream/node';
 
 const cfg = JSON.parse(process.argv[2]);
 const agent = await AgentClient.connect(cfg.base, { token: cfg.token, grants: cfg.grant,
-  liveness: { idleMs: 500, answerMs: 1000 } });
+  liveness: { idleMs: 1000, answerMs: 3000 } });
 const closes = [];
 agent.on('close', (d) => closes.push(d));
 await agent.watch(cfg.frame);
