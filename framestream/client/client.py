@@ -130,11 +130,20 @@ class Client:
         """Make a frame live (control token); returns at once, while it launches."""
         return await self.api.create_frame(url, width, height, dpr)
 
-    async def resize_frame(self, frame: str, width: int, height: int, dpr: int | None = None) -> FrameInfo:
+    async def resize_frame(self, frame: str, width: int, height: int, dpr: int | None = None, *,
+                           timeout: float = 30.0) -> FrameInfo:
         """Give a frame a new CSS size (and dpr, 2 unless given; control token): in place while the dpr stays (the
-        page keeps its state), else its browser relaunches at the new size. Its view, when watched, decodes the new
-        size from the `video-config` that comes before its first keyframe."""
-        return await self.api.resize_frame(frame, width, height, dpr)
+        page keeps its state), else its browser relaunches at the new size. Returns the frame as the service
+        answers; when this client watches it, only once its view has the `video-config` of that size (the service
+        answers HTTP before the socket brings it), so what comes next is of the new size. TimeoutError when that
+        config does not come within `timeout`."""
+        info = await self.api.resize_frame(frame, width, height, dpr)
+        view = self.connection.views.get(frame)
+        if view is not None:
+            size = (info.encoded_width, info.encoded_height)
+            await view.wait_for(lambda v: v.config is not None and (v.config.width, v.config.height) == size,
+                                timeout)
+        return info
 
     async def delete_frame(self, frame: str, *, purge: bool = False) -> None:
         await self.api.delete_frame(frame, purge=purge)

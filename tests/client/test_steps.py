@@ -115,6 +115,8 @@ async def test_a_resized_frames_view_decodes_the_new_size_and_the_page_keeps_its
         resized = await client.resize_frame(info.id, 480, 300, dpr=1)
         assert (resized.width, resized.height, resized.dpr) == (480, 300, 1)
         assert (resized.encoded_width, resized.encoded_height) == (480, 300)
+        # Returned once the view has the new size's config (the HTTP answer comes before the socket brings it).
+        assert view.config is not None and (view.config.width, view.config.height) == (480, 300), view.config
         picture = await view.picture_after(step.sent_us, where=lambda p: (p.width, p.height) == (480, 300))
         assert view.config is not None and (view.config.css_width, view.config.css_height) == (480, 300)
         assert near(picture.pixel(474, 6), green) and near(picture.pixel(474, 294), (240, 200, 0))

@@ -261,6 +261,27 @@ test('a second video-config of another size for a watched frame is followed: its
   await agent.close();
 });
 
+test('resizeFrame of a watched frame resolves once the video-config of the new size came', async () => {
+  const answer = { id: 'f1', url: 'http://127.0.0.1:3000/', state: 'live', width: 240, height: 160, dpr: 2,
+    encoded_width: 480, encoded_height: 320, viewers: 1, driver: null, message: null };
+  const fetch = async () => new Response(JSON.stringify(answer), { status: 200,
+    headers: { 'Content-Type': 'application/json' } });
+  const { agent, ws } = await connected({ fetch });
+  const watching = agent.watch('f1');
+  await ws.next('watch');
+  ws.reply({ type: 'video-config', frame: 'f1', slot: 1, codec: 'avc1.42C01F', width: 640, height: 400, css_width: 320, css_height: 200 });
+  await watching;
+  let done = false;
+  const resized = agent.resizeFrame('f1', { width: 240, height: 160 }).then((info) => { done = true; return info; });
+  for (let i = 0; i < 20; i += 1) await new Promise((r) => setImmediate(r)); // the HTTP answer is in
+  assert.equal(done, false, 'resolved before the new size reached this client');
+  ws.reply({ type: 'frame-state', frame: 'f1', state: 'live', url: answer.url, viewers: 1, driver: null }); // not it
+  ws.reply({ type: 'video-config', frame: 'f1', slot: 1, codec: 'avc1.42C01F', width: 480, height: 320, css_width: 240, css_height: 160 });
+  assert.equal((await resized).encoded_width, 480);
+  assert.equal(agent.info('f1').config.width, 480);
+  await agent.close();
+});
+
 test('a lost socket fails what waits with ConnectionLost; a refused hello is Unauthorized', async () => {
   const { agent, ws } = await connected();
   const step = agent.click('f1', 1, 1);

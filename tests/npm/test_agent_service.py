@@ -87,6 +87,7 @@ def test_node_agent_from_the_tarball_drives_the_real_service(service: Service, s
     assert (resized["id"], resized["width"], resized["height"], resized["dpr"], resized["state"]) == (
         out["frame"]["id"], 240, 160, 1, "live"), resized
     assert (resized["encoded_width"], resized["encoded_height"], resized["message"]) == (240, 160, None), resized
+    assert out["configAtReturn"] == [240, 160], out["configAtReturn"]  # the new size's config came first
     shot = out["resizedShot"]
     assert shot["config"] == [240, 160, 240, 160] and shot["watched"] == [240, 160], shot
     assert (shot["width"], shot["height"]) == (240, 160), shot

@@ -393,14 +393,23 @@ export class AgentClient {
   /**
    * Give a frame a new CSS size (`PATCH /frames/{id}`, control token; `dpr` 2 unless given, as openFrame): in
    * place while the dpr stays (the page keeps its state), else its browser relaunches at the new size (the page
-   * loads again). Resolves with the frame as the service answers;
-   * its watchers get a `video-config` of the new size (`info(id).config`) before its first picture.
+   * loads again). Resolves with the frame as the service answers; when this client watches it, only once the
+   * `video-config` of that size came (`info(id).config`; the service answers HTTP before the socket brings it),
+   * so what comes next is of the new size. Rejects when that config does not come within `timeoutS`.
    */
-  async resizeFrame(frameId, { width, height, dpr } = {}) {
+  async resizeFrame(frameId, { width, height, dpr, timeoutS = 30 } = {}) {
     const body = { width, height, ...(dpr === undefined ? {} : { dpr }) };
     const resp = await this._http('PATCH', `/frames/${encodeURIComponent(frameId)}`, await this._controlToken(),
       body);
-    return frameInfo(await resp.json());
+    const info = frameInfo(await resp.json());
+    if (this._watched.has(frameId)) {
+      await this._until(`video-config of ${frameId} at ${info.encoded_width}x${info.encoded_height}`, () => {
+        const config = this._watched.get(frameId)?.config;
+        return config && config.width === info.encoded_width && config.height === info.encoded_height
+          ? config : undefined;
+      }, { timeoutS });
+    }
+    return info;
   }
 
   /** `DELETE /frames/{id}` (control token); `purge` removes its profile too. */

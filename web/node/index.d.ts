@@ -217,8 +217,10 @@ export class AgentClient {
   openFrame(url: string, options?: { width?: number; height?: number; dpr?: number; watch?: boolean;
     timeoutS?: number }): Promise<FrameObject>;
   /** A new CSS size (control token; `dpr` as openFrame takes it, 2 unless given): in place while the dpr stays
-   * (the page keeps its state), else a relaunch at the new size (the page loads again). Its watchers get a `video-config` of the new size before its first picture. */
-  resizeFrame(frameId: string, size: { width: number; height: number; dpr?: 1 | 2 }): Promise<FrameObject>;
+   * (the page keeps its state), else a relaunch at the new size (the page loads again). Resolves, when this client
+   * watches the frame, once the `video-config` of the new size came (rejects past `timeoutS`, 30). */
+  resizeFrame(frameId: string, size: { width: number; height: number; dpr?: 1 | 2; timeoutS?: number }):
+    Promise<FrameObject>;
   deleteFrame(frameId: string, options?: { purge?: boolean }): Promise<void>;
   /** The frame's newest picture as PNG. */
   screenshot(frameId: string): Promise<Screenshot>;

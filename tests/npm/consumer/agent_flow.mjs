@@ -138,7 +138,7 @@ await driving.close();
 
 // Resized in place (smaller, the same dpr: the display it launched with holds it): the page keeps its state. A
 // click first turns the button green (a page loaded again would be red), then PATCH /frames/{id}; the watched
-// frame's video-config of 240x160 (it may come before the answer: listened for from before), then a picture
+// frame's video-config of 240x160 (there when resizeFrame resolves: listened for from before), then a picture
 // newer than every picture before it, and the screenshot of the new size, its button's colour off its label.
 const green = await agent.click(frame.id, 140, 100);
 await agent.pictureAfter(frame.id, green.sentUs);
@@ -151,6 +151,8 @@ const configured = new Promise((resolve) => {
   });
 });
 out.resized = await agent.resizeFrame(frame.id, { width: 240, height: 160, dpr: 1 });
+const atReturn = agent.info(frame.id).config; // resizeFrame resolves once this client has the new size's config
+out.configAtReturn = [atReturn.width, atReturn.height];
 const { config, lastUs } = await within(configured, 30_000, 'a video-config of 240x160');
 const resizedShot = await agent.pictureAfter(frame.id, lastUs + 1, { timeoutS: 30 });
 writeFileSync(`${cfg.dir}/resized.png`, resizedShot.png);
