@@ -24,7 +24,6 @@ class SilentPath:
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.port = 0
-        self.accepted = 0
         self._server: asyncio.Server | None = None
         self._links: set[_Link] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -57,7 +56,6 @@ class SilentPath:
         return len(live)
 
     async def _carry(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.accepted += 1
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)

@@ -590,6 +590,5 @@ async def test_a_path_that_died_silently_is_noticed_and_the_picture_catches_up(
         green = await wait_pixel(page, frame, BOX, GREEN, within=30)
         await page.wait_for(f"fsView({f}).overlay === null && fsView({f}).state === 'live'")
         assert await page.eval("document.getElementById('conn').textContent") == "connected"
-        assert await page.eval("window.framestream.client.connections") == 2
-        assert path.accepted >= 2  # the page and its socket, then the new socket
+        assert await page.eval("window.framestream.client.connections") == 2  # the first socket, then the new one
     print(f"silent path noticed after {noticed:.1f} s: {first}; then box {green}")
