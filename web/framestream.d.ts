@@ -36,9 +36,10 @@ export interface ConnectOptions {
   transport?: 'websocket' | 'webrtc';
   webrtcTimeoutMs?: number;
   iceServers?: RTCIceServer[];
-  /** A connection silent for `idleMs` (default 5000) is sent `ping`; when nothing at all has come `answerMs`
-   * (default 10000) after it, the connection is given up (`close` with code 1006) and reconnected. */
-  liveness?: { idleMs?: number; answerMs?: number };
+  /** A connection silent for `idleMs` (default 5000) is sent `ping`; nothing at all `quietMs` (2000) after it is
+   * the `quiet` event (the view says `Checking connection…`), and `answerMs` (10000) after it the connection is
+   * given up (`close` with code 1006) and reconnected. */
+  liveness?: { idleMs?: number; quietMs?: number; answerMs?: number };
   /** For tests: another WebSocket constructor. */
   WebSocket?: typeof WebSocket;
 }
@@ -49,6 +50,8 @@ export type ClientState = 'idle' | 'connecting' | 'open' | 'waiting' | 'closed';
 export interface ClientEventMap {
   open: { welcome: WelcomeMessage };
   close: { code: number; reason: string; reconnectInMs: number | null };
+  /** The connection's ping went unanswered for `liveness.quietMs` (true), or a message came after all (false). */
+  quiet: { quiet: boolean };
   fatal: { code: number; reason: string };
   'frame-state': FrameStateMessage;
   'video-config': VideoConfigMessage;

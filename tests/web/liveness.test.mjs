@@ -3,7 +3,7 @@
 // answers, and one that stays silent past the answer time is given up and reconnected.
 import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { ANSWER_MS, DEAD, IDLE_MS, Liveness, PING } from '../../web/lib/liveness.js';
+import { ANSWER_MS, DEAD, IDLE_MS, Liveness, PING, QUIET, QUIET_MS } from '../../web/lib/liveness.js';
 import { NO_ANSWER_CODE, NO_ANSWER_REASON, Transport } from '../../web/lib/transport.js';
 import { FakeSocket, sockets, tick, until } from './fakes.mjs';
 
@@ -21,17 +21,33 @@ test('nothing is due before the start, nor while messages keep coming', () => {
   assert.equal(l.pings, 0);
 });
 
-test('silence sends one ping, then dead only a full answer time after that ping', () => {
-  const l = new Liveness({ idleMs: 100, answerMs: 200 });
+test('silence sends one ping; its late answer is said once; dead only a full answer time after the ping', () => {
+  const l = new Liveness({ idleMs: 100, quietMs: 50, answerMs: 200 });
   l.start(0);
   assert.equal(l.nextCheckAt(), 100);
   assert.equal(l.check(99), null);
   assert.equal(l.check(100), PING);
   assert.equal(l.pings, 1);
+  assert.equal(l.nextCheckAt(), 150);
+  assert.equal(l.check(149), null); // no second ping while one is out
+  assert.equal(l.check(150), QUIET);
   assert.equal(l.nextCheckAt(), 300);
-  assert.equal(l.check(150), null); // no second ping while one is out
+  assert.equal(l.check(160), null); // said once
   assert.equal(l.check(299), null);
   assert.equal(l.check(300), DEAD);
+});
+
+test('a message after the quiet says so (heard is true once), and the next silence starts over', () => {
+  const l = new Liveness({ idleMs: 100, quietMs: 50, answerMs: 200 });
+  l.start(0);
+  assert.equal(l.check(100), PING);
+  assert.equal(l.heard(120), false); // answered in time: nothing was said
+  assert.equal(l.check(220), PING);
+  assert.equal(l.check(270), QUIET);
+  assert.equal(l.heard(280), true);
+  assert.equal(l.heard(281), false);
+  assert.equal(l.check(381), PING);
+  assert.equal(l.pings, 3);
 });
 
 test('any message answers the ping; the next silence pings again', () => {
@@ -49,7 +65,8 @@ test('a timer that fires late pings first and waits its whole answer time: sleep
   const l = new Liveness({ idleMs: 100, answerMs: 200 });
   l.start(0);
   assert.equal(l.check(3_600_000), PING); // an hour asleep
-  assert.equal(l.check(3_600_100), null);
+  assert.equal(l.check(3_600_050), null);
+  assert.equal(l.check(3_600_100), QUIET); // the default quiet time: half the answer time, at most QUIET_MS
   l.heard(3_600_150); // the pong
   assert.equal(l.check(3_600_249), null);
   // and when nothing answers after the wake, it is dead an answer time after the ping
@@ -62,6 +79,7 @@ test('a timer that fires late pings first and waits its whole answer time: sleep
 test('stop forgets the connection; defaults and bad options', () => {
   const l = new Liveness();
   assert.equal(l.idleMs, IDLE_MS);
+  assert.equal(l.quietMs, QUIET_MS);
   assert.equal(l.answerMs, ANSWER_MS);
   l.start(0);
   l.stop();
@@ -69,6 +87,8 @@ test('stop forgets the connection; defaults and bad options', () => {
   assert.throws(() => new Liveness({ idleMs: 0 }), RangeError);
   assert.throws(() => new Liveness({ answerMs: -1 }), RangeError);
   assert.throws(() => new Liveness({ idleMs: Number.NaN }), RangeError);
+  assert.throws(() => new Liveness({ quietMs: ANSWER_MS }), RangeError);
+  assert.throws(() => new Liveness({ quietMs: 0 }), RangeError);
 });
 
 // --- the transport ---------------------------------------------------------------------------------------------
@@ -128,6 +148,20 @@ test('no answer: the socket is given up at once, reported as a drop, and a new o
   assert.deepEqual(sockets[1].sent, [{ type: 'hello', token: 'T' }]);
   sockets[1].receive({ type: 'welcome' });
   assert.equal(t.state, 'open');
+});
+
+test('a late answer is told as quiet, and its arrival as not quiet any more; the connection stays', async () => {
+  const { t, log, clock, ws } = await welcomed(); // idle 30, answer 60: quiet after 30
+  clock.ms = 30;
+  await until(() => ws.types().includes('ping'));
+  clock.ms = 65;
+  await until(() => log.some(([kind]) => kind === 'quiet'));
+  assert.deepEqual(log.at(-1), ['quiet', { quiet: true }]);
+  clock.ms = 70;
+  ws.receive({ type: 'pong', seq: 1 });
+  assert.deepEqual(log.at(-1), ['quiet', { quiet: false }]);
+  assert.equal(t.state, 'open');
+  assert.equal(ws.closedWith, undefined);
 });
 
 test('pictures count as answers: a connection that keeps streaming is never pinged', async () => {

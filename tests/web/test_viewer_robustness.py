@@ -567,8 +567,9 @@ async def test_a_path_that_died_silently_is_noticed_and_the_picture_catches_up(
         service: Service, make_frame: Callable[..., str], page: Page) -> None:
     """The path between viewer and service stops carrying anything, with no close on either side (a laptop that
     slept, a NAT that dropped the connection; tests/silent_path.py). The browser's WebSocket is never told. The
-    viewer's own check (web/lib/liveness.js, at its default times) must notice: it says `Reconnecting…` over its
-    last picture, reconnects over the path that came back, and shows the page as it is now."""
+    viewer's own check (web/lib/liveness.js, at its default times) must notice: once its ping is late it says
+    `Checking connection…` over its last picture, then `Reconnecting…`, reconnects over the path that came back,
+    and shows the page as it is now."""
     frame = make_frame()
     f = json.dumps(frame)
     async with SilentPath(service.port) as path:
@@ -580,6 +581,10 @@ async def test_a_path_that_died_silently_is_noticed_and_the_picture_catches_up(
         cut_at = time.monotonic()
         # The page changes while the path is dead: its box turns green, and nothing of it reaches the viewer.
         await post_input(service, frame, service.token("drive", subject="agent"), click_events(BOX))
+        await page.wait_for(f"fsView({f}).overlay === 'Checking connection…'", within=60)
+        quiet = time.monotonic() - cut_at
+        assert close_to(await pixel(page, frame, BOX), RED)  # the old picture, no longer shown as live
+        assert await page.eval("fsCloses.length") == 0
         await page.wait_for("fsCloses.length > 0", within=60)
         noticed = time.monotonic() - cut_at
         first = (await page.eval("fsCloses"))[0]
@@ -591,4 +596,4 @@ async def test_a_path_that_died_silently_is_noticed_and_the_picture_catches_up(
         await page.wait_for(f"fsView({f}).overlay === null && fsView({f}).state === 'live'")
         assert await page.eval("document.getElementById('conn').textContent") == "connected"
         assert await page.eval("window.framestream.client.connections") == 2  # the first socket, then the new one
-    print(f"silent path noticed after {noticed:.1f} s: {first}; then box {green}")
+    print(f"silent path: checking after {quiet:.1f} s, given up after {noticed:.1f} s: {first}; then box {green}")

@@ -36,8 +36,9 @@ export class FramestreamClient extends EventTarget {
    *   WebRTC peer connection per frame (lib/webrtc.js; back to the WebSocket when ICE does not connect)
    * @param {number} [o.webrtcTimeoutMs] how long ICE may take to connect before falling back
    * @param {RTCIceServer[]} [o.iceServers] STUN/TURN servers for WebRTC (none: host candidates only)
-   * @param {{idleMs?: number, answerMs?: number}} [o.liveness] a silent connection is asked `ping` after idleMs
-   *   (5 s) and given up, then reconnected, when nothing has come answerMs (10 s) after it (lib/liveness.js)
+   * @param {{idleMs?: number, quietMs?: number, answerMs?: number}} [o.liveness] a silent connection is asked
+   *   `ping` after idleMs (5 s), said `quiet` when nothing has come quietMs (2 s) after it, and given up, then
+   *   reconnected, after answerMs (10 s) (lib/liveness.js)
    * @param {typeof WebSocket} [o.WebSocket] for tests
    */
   constructor({ url, token, reconnect = true, backoff, sizeCanvas = true, patches = true, transport = 'websocket',

@@ -2,8 +2,9 @@
 // to the service dies silently (a laptop that slept, a Wi-Fi or NAT that dropped the connection, a proxy that
 // hangs): the socket stays open, nothing more arrives, and the canvas keeps showing its last picture as `live`
 // while the page has moved on. So the client asks: after `idleMs` with no message at all it sends `ping`
-// (answered `pong` at once, docs/protocol.md), and once `answerMs` have passed since that ping with still
-// nothing received, the connection is dead and is given up (then reconnected).
+// (answered `pong` at once, docs/protocol.md); once `quietMs` have passed since that ping with nothing received,
+// the connection is quiet (the viewer says it is checking it, rather than show its last picture as live); and
+// once `answerMs` have, it is dead and is given up (then reconnected).
 //
 // Any message counts as an answer, pictures included: a long keyframe on a slow link may arrive before the pong
 // queued behind it. Pure: time is a parameter (monotonic milliseconds), so a timer that fired late (a throttled
@@ -11,19 +12,26 @@
 // declares anything dead.
 
 export const IDLE_MS = 5000;
+export const QUIET_MS = 2000; // a pong takes milliseconds: two seconds without one is worth saying
 export const ANSWER_MS = 10_000;
 
 export const PING = 'ping';
+export const QUIET = 'quiet';
 export const DEAD = 'dead';
 
 export class Liveness {
-  /** @param {{idleMs?: number, answerMs?: number}} [o] */
-  constructor({ idleMs = IDLE_MS, answerMs = ANSWER_MS } = {}) {
-    if (!(idleMs > 0) || !(answerMs > 0)) throw new RangeError('liveness: idleMs and answerMs must be positive');
+  /** @param {{idleMs?: number, quietMs?: number, answerMs?: number}} [o] */
+  constructor({ idleMs = IDLE_MS, quietMs, answerMs = ANSWER_MS } = {}) {
+    quietMs ??= Math.min(QUIET_MS, answerMs / 2);
+    if (!(idleMs > 0) || !(answerMs > 0) || !(quietMs > 0 && quietMs < answerMs)) {
+      throw new RangeError('liveness: idleMs and answerMs must be positive, quietMs between 0 and answerMs');
+    }
     this.idleMs = idleMs;
+    this.quietMs = quietMs;
     this.answerMs = answerMs;
     this.heardAt = null; // when the last message came (null: not started)
     this.pingAt = null; // when the unanswered ping went (null: none is out)
+    this.quiet = false; // QUIET was said for that ping
     this.pings = 0;
   }
 
@@ -31,28 +39,42 @@ export class Liveness {
   start(now) {
     this.heardAt = now;
     this.pingAt = null;
+    this.quiet = false;
   }
 
   /** No connection any more: nothing to check until the next `start`. */
   stop() {
     this.heardAt = null;
     this.pingAt = null;
-  }
-
-  /** A message (any) came at `now`. */
-  heard(now) {
-    if (this.heardAt === null) return;
-    this.heardAt = now;
-    this.pingAt = null;
+    this.quiet = false;
   }
 
   /**
-   * What is due at `now`: PING (send one now), DEAD (give the connection up) or null.
-   * @returns {'ping'|'dead'|null}
+   * A message (any) came at `now`.
+   * @returns {boolean} whether the connection had been said to be quiet (it is not any more)
+   */
+  heard(now) {
+    if (this.heardAt === null) return false;
+    const wasQuiet = this.quiet;
+    this.heardAt = now;
+    this.pingAt = null;
+    this.quiet = false;
+    return wasQuiet;
+  }
+
+  /**
+   * What is due at `now`: PING (send one now), QUIET (its answer is late: say so), DEAD (give the connection
+   * up) or null.
+   * @returns {'ping'|'quiet'|'dead'|null}
    */
   check(now) {
     if (this.heardAt === null) return null;
-    if (this.pingAt !== null) return now - this.pingAt >= this.answerMs ? DEAD : null;
+    if (this.pingAt !== null) {
+      if (now - this.pingAt >= this.answerMs) return DEAD;
+      if (this.quiet || now - this.pingAt < this.quietMs) return null;
+      this.quiet = true;
+      return QUIET;
+    }
     if (now - this.heardAt < this.idleMs) return null;
     this.pingAt = now;
     this.pings += 1;
@@ -62,6 +84,7 @@ export class Liveness {
   /** When `check` may next have something to do (null: not started). */
   nextCheckAt() {
     if (this.heardAt === null) return null;
-    return this.pingAt !== null ? this.pingAt + this.answerMs : this.heardAt + this.idleMs;
+    if (this.pingAt === null) return this.heardAt + this.idleMs;
+    return this.pingAt + (this.quiet ? this.answerMs : this.quietMs);
   }
 }

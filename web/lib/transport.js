@@ -8,7 +8,7 @@
 
 import { Backoff } from './backoff.js';
 import { monotonicMs } from './clock.js';
-import { DEAD, Liveness, PING } from './liveness.js';
+import { DEAD, Liveness, PING, QUIET } from './liveness.js';
 
 // Close codes after which reconnecting with the same token cannot help.
 export const AUTH_CLOSE_CODES = new Set([4401, 4403]);
@@ -51,14 +51,15 @@ export class Transport {
    * @param {typeof WebSocket} [o.WebSocket] for tests
    * @param {number} [o.helloTimeoutMs] how long to wait for `welcome` before closing with 4408
    * @param {string[]} [o.features] asked for in `hello` (none: the field is left out)
-   * @param {{idleMs?: number, answerMs?: number}} [o.liveness] when to send `ping`, and how long its answer may
-   *   take before the connection is given up (lib/liveness.js)
+   * @param {{idleMs?: number, quietMs?: number, answerMs?: number}} [o.liveness] when to send `ping`, when its
+   *   late answer is said (`quiet`) and when the connection is given up (lib/liveness.js)
    * @param {() => number} [o.now] monotonic milliseconds, for tests
    * @param {(welcome: object) => void} o.onWelcome the connection is open (after its state is updated)
    * @param {(msg: object) => void} o.onMessage every other JSON message
    * @param {(data: ArrayBuffer) => void} o.onBinary every binary message
    * @param {() => void} o.onDown the connection is gone: whatever belonged to it is void (called before `close`)
-   * @param {(type: 'close'|'fatal', detail: object) => void} o.emit the client's events about the connection
+   * @param {(type: 'close'|'fatal'|'quiet', detail: object) => void} o.emit the client's events about the
+   *   connection (`quiet`: `{quiet}`, true when a ping's answer is late, false when a message came after all)
    */
   constructor({ url, token, reconnect = true, backoff, WebSocket: WS, helloTimeoutMs = HELLO_TIMEOUT_MS,
     features = [], liveness, now = monotonicMs, onWelcome, onMessage, onBinary, onDown, emit }) {
@@ -104,7 +105,7 @@ export class Transport {
     };
     ws.onmessage = (ev) => {
       if (ws !== this.ws) return; // a socket we already gave up
-      this.liveness.heard(this.now());
+      if (this.liveness.heard(this.now())) this.emit('quiet', { quiet: false });
       if (typeof ev.data !== 'string') {
         this.onBinary(ev.data);
         return;
@@ -153,6 +154,8 @@ export class Transport {
     const due = this.liveness.check(this.now());
     if (due === PING) {
       this.send({ type: 'ping', seq: this.liveness.pings });
+    } else if (due === QUIET) {
+      this.emit('quiet', { quiet: true });
     } else if (due === DEAD) {
       // Closing a socket whose path died waits for a close handshake that never comes: give it up at once.
       ws.onmessage = null;

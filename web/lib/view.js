@@ -121,6 +121,7 @@ export function mountFrame(client, frameId, container, opts = {}) {
   let frameState = null; // last frame-state
   let connected = client.state === 'open';
   let wasConnected = connected; // before the first welcome it is "connecting", afterwards "reconnecting"
+  let quiet = false; // the connection's ping is unanswered: its last picture may be older than the page
   let lost = false; // control taken back from us
   let ours = false; // our grant drove at the last `control`
   let ended = false;
@@ -139,6 +140,7 @@ export function mountFrame(client, frameId, container, opts = {}) {
       if (client.state === 'closed') text = 'Disconnected';
       else text = wasConnected ? 'Reconnecting…' : 'Connecting…';
     }
+    else if (quiet) text = 'Checking connection…';
     else if (ended) text = STATE_TEXT.ended;
     else if (!state) text = 'Connecting…';
     else if (state !== 'live') {
@@ -250,10 +252,16 @@ export function mountFrame(client, frameId, container, opts = {}) {
   offs.push(client.on('open', () => {
     connected = true;
     wasConnected = true;
+    quiet = false;
     render();
   }));
   offs.push(client.on('close', () => {
     connected = false;
+    quiet = false;
+    render();
+  }));
+  offs.push(client.on('quiet', (d) => {
+    quiet = d.quiet;
     render();
   }));
 

@@ -147,7 +147,7 @@ export interface AgentClientOptions {
   /** A socket silent for `idleMs` (default 5000) is sent `ping`; when nothing at all has come `answerMs` (default
    * 10000) after it, the connection is given up: waiting calls fail with ConnectionLost and `close` is emitted with
    * code 1006. */
-  liveness?: { idleMs?: number; answerMs?: number };
+  liveness?: { idleMs?: number; quietMs?: number; answerMs?: number };
   /** For tests: monotonic milliseconds. */
   now?: () => number;
 }
