@@ -4,6 +4,7 @@
 import { test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeSocket, b64url, decoders, installWebCodecs, sockets, tick, until } from './fakes.mjs';
+import { wallUs } from '../../web/lib/clock.js';
 
 installWebCodecs();
 const { FramestreamClient, defaultUrl } = await import('../../web/framestream.js');
@@ -122,7 +123,6 @@ test('a lost connection reconnects with backoff and watches again; slots are re-
 });
 
 test('pictures captured before the connection\'s welcome are left out of the latency', async () => {
-  const wallUs = () => (performance.timeOrigin + performance.now()) * 1000;
   const c = client();
   c.watch('f1', null);
   c.open();
