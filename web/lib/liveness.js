@@ -88,3 +88,61 @@ export class Liveness {
     return this.pingAt + (this.quiet ? this.answerMs : this.quietMs);
   }
 }
+
+/**
+ * The policy on a timer, for a client's connection: `ping(seq)`, `quiet(true|false)` and `dead()` are called as
+ * they fall due; `heard()` on every message. The timer is set once an idle period (messages only move `heardAt`
+ * on) and looks again when it fires; it never keeps a Node process running.
+ */
+export class LivenessWatch {
+  /**
+   * @param {{idleMs?: number, quietMs?: number, answerMs?: number}|undefined} options the policy's times
+   * @param {{now: () => number, ping: (seq: number) => void, quiet?: (quiet: boolean) => void, dead: () => void}} o
+   */
+  constructor(options, { now, ping, quiet = () => {}, dead }) {
+    this.policy = new Liveness(options);
+    Object.assign(this, { now, ping, quiet, dead });
+    this.timer = null;
+  }
+
+  /** A connection was welcomed: watch it. */
+  start() {
+    this.policy.start(this.now());
+    this._schedule();
+  }
+
+  /** No connection any more. */
+  stop() {
+    clearTimeout(this.timer);
+    this.timer = null;
+    this.policy.stop();
+  }
+
+  /** A message came. */
+  heard() {
+    if (this.policy.heard(this.now())) this.quiet(false);
+  }
+
+  _schedule() {
+    clearTimeout(this.timer);
+    const at = this.policy.nextCheckAt();
+    if (at === null) return;
+    this.timer = setTimeout(() => this._check(), Math.max(50, at - this.now()));
+    this.timer.unref?.();
+  }
+
+  _check() {
+    this.timer = null;
+    const due = this.policy.check(this.now());
+    if (due === PING) {
+      this.ping(this.policy.pings);
+    } else if (due === QUIET) {
+      this.quiet(true);
+    } else if (due === DEAD) {
+      this.stop();
+      this.dead();
+      return;
+    }
+    this._schedule();
+  }
+}

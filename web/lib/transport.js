@@ -8,7 +8,7 @@
 
 import { Backoff } from './backoff.js';
 import { monotonicMs } from './clock.js';
-import { DEAD, Liveness, PING, QUIET } from './liveness.js';
+import { LivenessWatch } from './liveness.js';
 
 // Close codes after which reconnecting with the same token cannot help.
 export const AUTH_CLOSE_CODES = new Set([4401, 4403]);
@@ -77,9 +77,8 @@ export class Transport {
     this.welcome = null;
     this.timer = null; // the reconnect timer
     this.refreshTimer = null; // sends `refresh` before the token expires (token functions only)
-    this.liveness = new Liveness(liveness);
-    this.livenessTimer = null; // checks the connection is still answering
-    this.now = now;
+    this.liveness = new LivenessWatch(liveness, { now, ping: (seq) => this.send({ type: 'ping', seq }),
+      quiet: (quiet) => this.emit('quiet', { quiet }), dead: () => this._dead() });
     this.connections = 0;
   }
 
@@ -105,7 +104,7 @@ export class Transport {
     };
     ws.onmessage = (ev) => {
       if (ws !== this.ws) return; // a socket we already gave up
-      if (this.liveness.heard(this.now())) this.emit('quiet', { quiet: false });
+      this.liveness.heard();
       if (typeof ev.data !== 'string') {
         this.onBinary(ev.data);
         return;
@@ -135,36 +134,19 @@ export class Transport {
     this.state = 'open';
     this.backoff.reset();
     this._scheduleRefresh();
-    this.liveness.start(this.now());
-    this._scheduleLiveness();
+    this.liveness.start();
     this.onWelcome(msg);
   }
 
-  _scheduleLiveness() {
-    clearTimeout(this.livenessTimer);
-    const at = this.liveness.nextCheckAt();
-    // Messages only move `heardAt` on: the timer is set once an idle period and looks again when it fires.
-    this.livenessTimer = at === null ? null : setTimeout(() => this._checkLiveness(), Math.max(50, at - this.now()));
-  }
-
-  _checkLiveness() {
-    this.livenessTimer = null;
+  /** No answer to a ping: closing a socket whose path died waits for a close handshake that never comes, so it
+   * is given up at once. */
+  _dead() {
     const ws = this.ws;
-    if (!ws || this.state !== 'open') return;
-    const due = this.liveness.check(this.now());
-    if (due === PING) {
-      this.send({ type: 'ping', seq: this.liveness.pings });
-    } else if (due === QUIET) {
-      this.emit('quiet', { quiet: true });
-    } else if (due === DEAD) {
-      // Closing a socket whose path died waits for a close handshake that never comes: give it up at once.
-      ws.onmessage = null;
-      ws.onclose = null;
-      try { ws.close(4000, 'no answer'); } catch { /* gone anyway */ }
-      this._lost(NO_ANSWER_CODE, NO_ANSWER_REASON);
-      return;
-    }
-    this._scheduleLiveness();
+    if (!ws) return;
+    ws.onmessage = null;
+    ws.onclose = null;
+    try { ws.close(4000, 'no answer'); } catch { /* gone anyway */ }
+    this._lost(NO_ANSWER_CODE, NO_ANSWER_REASON);
   }
 
   _scheduleRefresh() {
@@ -213,8 +195,6 @@ export class Transport {
   _lost(code, reason) {
     clearTimeout(this.refreshTimer);
     this.refreshTimer = null;
-    clearTimeout(this.livenessTimer);
-    this.livenessTimer = null;
     this.liveness.stop();
     this.ws = null;
     this.welcome = null;
@@ -251,7 +231,6 @@ export class Transport {
     this.state = 'closed';
     clearTimeout(this.timer);
     clearTimeout(this.refreshTimer);
-    clearTimeout(this.livenessTimer);
     this.liveness.stop();
     if (this.ws) {
       const ws = this.ws;

@@ -8,7 +8,7 @@
 import { mintToken, SandboxKey } from './tokens.js';
 import * as steps from './steps.js';
 import { ClientError, ConnectionLost, FATAL_CLOSE, errorFor } from './errors.js';
-import { DEAD, Liveness, PING } from '../lib/liveness.js';
+import { LivenessWatch } from '../lib/liveness.js';
 
 const HEADER_BYTES = 16;
 const KIND_VIDEO = 1;
@@ -117,9 +117,8 @@ export class AgentClient {
     this._refreshTimer = null;
     // A socket whose path died without a close is asked `ping` and given up when nothing answers (lib/liveness.js):
     // waiting calls then fail with ConnectionLost instead of running into their own timeouts.
-    this._liveness = new Liveness(liveness);
-    this._livenessTimer = null;
-    this._now = now;
+    this._liveness = new LivenessWatch(liveness, { now, ping: (seq) => this._send({ type: 'ping', seq }),
+      dead: () => this._dead() });
     this._closed = false;
     this._closedWith = null; // the error the connection ended with
     this.welcome = null;
@@ -146,13 +145,12 @@ export class AgentClient {
           welcomed = true;
           clearTimeout(timer);
           this.welcome = msg;
-          this._liveness.start(this._now());
-          this._scheduleLiveness();
+          this._liveness.start();
           resolve();
           return;
         }
         if (ws !== this._ws) return; // given up for its silence
-        this._liveness.heard(this._now());
+        this._liveness.heard();
         this._onData(event.data);
       });
       ws.addEventListener('close', (event) => {
@@ -187,27 +185,12 @@ export class AgentClient {
     this._refreshTimer.unref?.();
   }
 
-  _scheduleLiveness() {
-    clearTimeout(this._livenessTimer);
-    const at = this._liveness.nextCheckAt();
-    if (at === null) return;
-    this._livenessTimer = setTimeout(() => this._checkLiveness(), Math.max(50, at - this._now()));
-    this._livenessTimer.unref?.(); // never what keeps a script running
-  }
-
-  _checkLiveness() {
-    this._livenessTimer = null;
+  /** No answer to a ping: the socket is given up at once (its close handshake would never end). */
+  _dead() {
     const ws = this._ws;
     if (!ws) return;
-    const due = this._liveness.check(this._now());
-    if (due === PING) {
-      this._send({ type: 'ping', seq: this._liveness.pings });
-    } else if (due === DEAD) {
-      this._lost(1006, 'no answer from the service', null);
-      try { ws.close(4000, 'no answer'); } catch { /* gone anyway */ }
-      return;
-    }
-    this._scheduleLiveness();
+    this._lost(1006, 'no answer from the service', null);
+    try { ws.close(4000, 'no answer'); } catch { /* gone anyway */ }
   }
 
   _send(msg) {
@@ -218,7 +201,6 @@ export class AgentClient {
 
   _lost(code, reason, error) {
     clearTimeout(this._refreshTimer);
-    clearTimeout(this._livenessTimer);
     this._liveness.stop();
     this._ws = null;
     const lost = this._closed ? new ConnectionLost('the client was closed') : new ConnectionLost(
