@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Sequence
-from pathlib import Path
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from framestream.browser.proctable import ProcessInfo
 from framestream.browser.tab_events import ServerAnswered, TabEvent
@@ -29,38 +28,16 @@ from framestream.frames.browsing import Browsing, FrameAction
 from framestream.frames.driving import Driving
 from framestream.frames.events import ControlChanged, FrameEvent, StateChanged
 from framestream.frames.files import FileLimits, FrameFiles
+from framestream.frames.owner import FrameOwner
 from framestream.frames.pictures import FramePictures
 from framestream.frames.recovery import FrameRecovery
 from framestream.frames.resizing import FrameResizing
 from framestream.frames.runtime import Runtime, RuntimeHooks
 from framestream.frames.steps import FrameSteps
 from framestream.recording import recorder as recording  # (a module: recording/ imports frames.events)
-from framestream.recording.store import RecordingStore
-from framestream.service.config import FrameSize, Settings
+from framestream.service.config import FrameSize
 
 log = logging.getLogger("framestream.frames")  # one logger for a frame's whole story
-
-
-class FrameOwner(Protocol):
-    """What a frame asks of whoever owns it (frames/manager.py `FrameManager` implements it): a launch slot under
-    the cap, a runtime, a save, task spawning, a restart count. The manager imports frames, so a frame names only
-    this and never imports the manager."""
-
-    settings: Settings
-    recordings: RecordingStore
-    closing: bool
-
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any] | None: ...
-
-    def files_dir(self, frame_id: str) -> Path: ...
-
-    def new_runtime(self, frame_id: str, size: FrameSize, hooks: RuntimeHooks) -> Runtime: ...
-
-    def note_restart(self) -> None: ...
-
-    def save_soon(self) -> None: ...
-
-    async def make_room_for(self, frame: Frame) -> None: ...
 
 
 class Frame:
