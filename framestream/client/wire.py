@@ -97,7 +97,7 @@ def encode_client_message(message: ClientMessage) -> str:
     if isinstance(message, Refresh):
         return _dumps({"type": "refresh", "token": message.token})
     if isinstance(message, Watch):
-        return _dumps({"type": "watch", "frame": message.frame})
+        return _dumps({"type": "watch", "frame": message.frame, **({} if message.video else {"video": False})})
     if isinstance(message, Unwatch):
         return _dumps({"type": "unwatch", "frame": message.frame})
     if isinstance(message, KeyframeRequest):

@@ -191,6 +191,7 @@ class FrameFeed:
     dropped: int = 0  # pictures not delivered to a viewer that was behind
     skips: int = 0  # times a viewer fell behind and skipped to a keyframe
     viewers: set[Viewer] = field(default_factory=set)
+    listeners: set[Viewer] = field(default_factory=set)  # hear the frame's events only: their pages are hidden
     patch_gate: PatchGate = field(default_factory=PatchGate)  # open while every viewer takes patches
     # The last keyframe and its refinements, with their sequence numbers, while nothing changed after it.
     _since_keyframe: list[tuple[Picture, int]] = field(default_factory=list)
@@ -231,12 +232,22 @@ class FrameFeed:
         """Viewers on the light stream because their link cannot carry the frame's stream."""
         return sum(v.light for v in self.viewers)
 
+    def listen(self, viewer: Viewer) -> None:
+        """`viewer` hears the frame's events but takes none of its pictures (a watcher whose page is hidden)."""
+        self.listeners.add(viewer)
+
+    def audience(self) -> list[Viewer]:
+        """Everyone who hears the frame's events: its viewers and its listeners."""
+        return [*self.viewers, *self.listeners]
+
     def remove(self, viewer: Viewer) -> None:
         self.viewers.discard(viewer)
+        self.listeners.discard(viewer)
         self._update_gate()
 
     def remove_all(self) -> None:
         self.viewers.clear()
+        self.listeners.clear()
         self._update_gate()
 
     def _ask(self, light: bool) -> None:

@@ -147,19 +147,25 @@ class Frame:
 
     # -- viewers and what they hear ----------------------------------------------------------------------
 
-    def add_viewer(self, viewer: Viewer) -> None:
-        # Only a live frame's kept keyframe can still show its page: a paused, closed or launching one makes a
-        # fresh keyframe when it is running again (docs/architecture.md, "Fresh pictures").
-        self.feed.add(viewer, replay=self.state is FrameState.LIVE and self.pictures.showing)
-        self.last_viewed = time.monotonic()
-        self.idle_since = None
-        self._cancel_pause_timer()
-        self._emit(self.state_event())
+    def add_viewer(self, viewer: Viewer, *, video: bool = True) -> None:
+        """`video` false: `viewer` hears what happens to the frame but takes no pictures (its page is hidden), is
+        not counted, and keeps the frame neither from pausing nor from closing (docs/protocol.md, `watch`)."""
+        if not video:
+            self.feed.listen(viewer)
+        else:
+            # Only a live frame's kept keyframe can still show its page: a paused, closed or launching one makes a
+            # fresh keyframe when it is running again (docs/architecture.md, "Fresh pictures").
+            self.feed.add(viewer, replay=self.state is FrameState.LIVE and self.pictures.showing)
+            self.last_viewed = time.monotonic()
+            self.idle_since = None
+            self._cancel_pause_timer()
+            self._emit(self.state_event())
         for question in [*self.driving.joined(), *self.browsing.open_questions()]:  # what the others were told
             viewer.on_event(question)
 
     def remove_viewer(self, viewer: Viewer) -> None:
         if viewer not in self.feed.viewers:
+            self.feed.remove(viewer)  # (one that watched without pictures, or none)
             return
         self.feed.remove(viewer)
         self.last_viewed = time.monotonic()
@@ -171,7 +177,7 @@ class Frame:
 
     def _emit(self, event: FrameEvent) -> None:
         self.recorder.on_event(event)
-        for viewer in list(self.feed.viewers):
+        for viewer in self.feed.audience():
             viewer.on_event(event)
 
     def set_state(self, state: FrameState, message: str | None = None) -> None:

@@ -113,6 +113,7 @@ class ViewerSession(Generic[F]):
         self.features: frozenset[str] = frozenset()  # granted in welcome (hello `features`)
         self.watching: dict[str, int] = {}  # frame id -> slot
         self.webrtc: set[str] = set()  # frames watched over a WebRTC peer connection
+        self.without_video: set[str] = set()  # frames watched for their events only (the client's page is hidden)
         self._next_slot = 1
         self._input_bucket = TokenBucket(settings.input_rate_per_s, settings.input_rate_per_s)
         self._limits = MessageLimits(settings.message_rate_per_s)
@@ -311,11 +312,12 @@ class ViewerSession(Generic[F]):
         if isinstance(message, Ping):
             return [Send(pong(message.seq))]
         if isinstance(message, Watch):
-            return self._watch(message.frame)
+            return self._watch(message.frame, video=message.video)
         if isinstance(message, Unwatch):
             return self._unwatch(message.frame)
-        if isinstance(message, KeyframeRequest):
-            return [RequestKeyframe(self._viewable(message.frame))]
+        if isinstance(message, KeyframeRequest):  # (none for a frame watched without pictures)
+            frame = self._viewable(message.frame)
+            return [] if message.frame in self.without_video else [RequestKeyframe(frame)]
         if isinstance(message, Input | PageRequest | Navigate | DialogAnswer | TakeOver | Release | RequestHelp):
             return self._input(message, now)
         if isinstance(message, WebrtcOffer | WebrtcIce):
@@ -331,31 +333,36 @@ class ViewerSession(Generic[F]):
             raise ProtocolError("forbidden", "this token may not view this frame", frame=frame_id)
         return frame
 
-    def _watch(self, frame_id: str, offer: str | None = None) -> list[Action[F]]:
+    def _watch(self, frame_id: str, offer: str | None = None, *, video: bool = True) -> list[Action[F]]:
         frame = self._viewable(frame_id)
+        before: list[Action[F]] = []
         if frame_id in self.watching:
-            return [RequestKeyframe(frame)]
+            if (frame_id in self.without_video) != video:  # watched so already
+                return [RequestKeyframe(frame)] if video else []
+            before = self._unwatch(frame_id)  # its pictures on or off: watched anew, under a new slot
         limit = self._settings.max_watch_per_connection
         if len(self.watching) >= limit:
             raise ProtocolError("capacity", f"a connection may watch at most {limit} frames", frame=frame_id)
         slot = self._next_slot
         self._next_slot = self._next_slot % MAX_SLOT + 1
         self.watching[frame_id] = slot
+        if not video:
+            self.without_video.add(frame_id)
         state = frame.state_event()
         # A live frame whose codec is known is configured now; otherwise with its first keyframe.
-        configured = frame.feed.codec is not None and state.state == "live"
-        actions: list[Action[F]] = [Send(config_text(frame, slot))] if configured else []
-        actions += [
-            Send(self._frame_state(state), key=state_key(frame_id)),
-            StartWatching(frame, slot, configured, offer),
-            BringUp(frame),
-        ]
+        configured = video and frame.feed.codec is not None and state.state == "live"
+        actions: list[Action[F]] = [*before, *([Send(config_text(frame, slot))] if configured else [])]
+        actions += [Send(self._frame_state(state), key=state_key(frame_id)),
+                    StartWatching(frame, slot, configured, offer, video)]
+        if video:  # (watched without pictures, a frame is neither resumed nor reopened)
+            actions.append(BringUp(frame))
         self._log(logging.DEBUG, "watching", frame=frame_id)  # not INFO: a watch flood must not flood the log
         return actions
 
     def _unwatch(self, frame_id: str) -> list[Action[F]]:
         slot = self.watching.pop(frame_id, None)
         self.webrtc.discard(frame_id)
+        self.without_video.discard(frame_id)
         frame = self._lookup(frame_id)
         if slot is None or frame is None:
             return []

@@ -70,12 +70,14 @@ class Close:
 @dataclass(frozen=True, slots=True)
 class StartWatching(Generic[F]):
     """Add a viewer of `frame` under `slot`; `configured`: its video-config was sent already. With `offer`, its
-    pictures go over a new WebRTC peer connection answering that SDP offer (refused: `peer_ended`)."""
+    pictures go over a new WebRTC peer connection answering that SDP offer (refused: `peer_ended`). Without
+    `video` it takes no pictures: it only hears the frame's events."""
 
     frame: F
     slot: int
     configured: bool
     offer: str | None = None
+    video: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,7 +123,7 @@ class ViewerConnection:
             elif isinstance(action, Close):
                 await close_within(self, action.code, action.reason)
             elif isinstance(action, StartWatching):
-                self._start_watching(action.frame, action.slot, action.configured, action.offer)
+                self._start_watching(action.frame, action.slot, action.configured, action.offer, action.video)
             elif isinstance(action, StopWatching):
                 self._states.forget(state_key(action.frame.id))
                 viewer = self.viewers.pop(action.frame.id, None)
@@ -143,7 +143,7 @@ class ViewerConnection:
             elif isinstance(action, ApplyStep):
                 self._spawn(self._apply(action.frame, action.message), f"input-{action.frame.id}")
 
-    def _start_watching(self, frame: Frame, slot: int, configured: bool, offer: str | None) -> None:
+    def _start_watching(self, frame: Frame, slot: int, configured: bool, offer: str | None, video: bool) -> None:
         # Over WebRTC the pictures go to the peer's track (video only: such a viewer never takes patches).
         outbox = self.outbox if offer is None else self.peers.create(frame)
         viewer = Viewer(
@@ -158,7 +158,7 @@ class ViewerConnection:
         )
         viewer.choice.expect_keyframes(frame.size.width * frame.size.height)
         self.viewers[frame.id] = viewer
-        frame.add_viewer(viewer)
+        frame.add_viewer(viewer, video=video)
         if offer is not None:
             self._spawn(self._run_peer(frame, offer), f"webrtc-{frame.id}")
 

@@ -72,6 +72,8 @@ MOVE = {
 def test_simple_messages() -> None:
     assert parse_client_message('{"type":"hello","token":"T.S"}') == Hello("T.S")
     assert parse_client_message(msg(type="watch", frame="f1")) == Watch("f1")
+    assert parse_client_message(msg(type="watch", frame="f1", video=False)) == Watch("f1", video=False)
+    assert parse_client_message(msg(type="watch", frame="f1", video=True)) == Watch("f1")
     assert parse_client_message(msg(type="unwatch", frame="f1")) == Unwatch("f1")
     assert parse_client_message(msg(type="keyframe", frame="f1")) == KeyframeRequest("f1")
     assert parse_client_message(msg(type="ping", seq=7)) == Ping(7)
@@ -470,7 +472,7 @@ events = st.one_of(
 frames = st.text(min_size=1, max_size=30)
 messages = st.one_of(
     st.builds(Hello, st.text(min_size=1, max_size=100)),
-    st.builds(Watch, frames),
+    st.builds(Watch, frames, st.booleans()),
     st.builds(Unwatch, frames),
     st.builds(KeyframeRequest, frames),
     st.builds(Ping, st.none() | st.integers(0, 2**53 - 1)),

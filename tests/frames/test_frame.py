@@ -79,6 +79,43 @@ async def test_the_last_viewer_leaving_starts_the_pause_timer(state_dir: Path, l
         await frames.shutdown()
 
 
+async def test_a_watcher_without_video_hears_the_frame_pause_takes_no_picture_and_is_not_counted(
+        state_dir: Path, launches: Launches) -> None:
+    frames = manager(state_dir, launches, idle_pause_s=0.05)
+    try:
+        frame, watcher = await live_frame(frames)
+        hidden = Watcher(frame, slot=2)
+        frame.add_viewer(hidden.viewer, video=False)
+        assert frame.viewers == 1 and frame.feed.audience() == [watcher.viewer, hidden.viewer]
+        launches.last.post(picture())
+        assert len(watcher.viewer.outbox) == 1 and len(hidden.viewer.outbox) == 0
+        frame.remove_viewer(watcher.viewer)  # the last viewer with pictures leaves: the pause timer starts
+        paused = await hidden.until_state(PAUSED)
+        assert paused.viewers == 0 and launches.last.frozen
+        frame.add_viewer(Watcher(frame, slot=3).viewer, video=False)
+        assert frame.state is PAUSED, "a watcher without video does not resume a frame"
+        frame.remove_viewer(hidden.viewer)
+        assert hidden.viewer not in frame.feed.audience() and frame.viewers == 0
+    finally:
+        await frames.shutdown()
+
+
+async def test_at_the_cap_a_browser_watched_only_without_video_closes_to_make_room(
+        state_dir: Path, launches: Launches) -> None:
+    frames = manager(state_dir, launches, max_browsers=1)
+    try:
+        first, watcher = await live_frame(frames)
+        hidden = Watcher(first, slot=2)
+        first.add_viewer(hidden.viewer, video=False)
+        first.remove_viewer(watcher.viewer)
+        second = await frames.create("http://pages.test/b", SIZE)
+        await second.ensure_running()
+        assert second.state is LIVE
+        await hidden.until_state(CLOSED)  # told, and it reopens when it is watched with video again
+    finally:
+        await frames.shutdown()
+
+
 async def test_a_deleted_frame_tells_its_viewers_lets_them_go_and_cannot_come_back(
         frames: FrameManager, launches: Launches) -> None:
     frame, watcher = await live_frame(frames)

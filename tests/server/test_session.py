@@ -389,6 +389,44 @@ def test_watching_a_frame_again_asks_for_a_keyframe_and_nothing_else() -> None:
     assert s.watching == {"f1": 1}
 
 
+def test_watching_without_video_sends_the_state_only_and_neither_configures_nor_brings_the_frame_up() -> None:
+    frame = FakeFrame("f1", state=FrameState.PAUSED)
+    s = welcomed(frame)
+    actions = s.receive(message("watch", frame="f1", video=False), 101.0)
+    assert [type(a) for a in actions] == [Send, StartWatching]
+    assert texts(actions[:1])[0]["type"] == "frame-state"
+    assert actions[1] == StartWatching(frame, 1, configured=False, video=False)
+    assert s.watching == {"f1": 1} and s.without_video == {"f1"}
+    assert s.receive(message("watch", frame="f1", video=False), 101.1) == []  # watched so already
+    assert s.receive(keyframe("f1"), 101.2) == []  # no pictures: no keyframe made for it
+
+
+def test_turning_video_on_and_off_watches_the_frame_anew_under_a_new_slot() -> None:
+    frame = FakeFrame("f1")
+    s = welcomed(frame)
+    s.receive(message("watch", frame="f1", video=False), 101.0)
+    on = s.receive(watch("f1"), 102.0)  # the page shows again: pictures from a keyframe, the frame brought up
+    assert [type(a) for a in on] == [StopWatching, Send, Send, StartWatching, BringUp]
+    assert [t["type"] for t in texts(on[1:3])] == ["video-config", "frame-state"]
+    assert texts(on[1:2])[0]["slot"] == 2
+    assert on[3] == StartWatching(frame, 2, configured=True)
+    assert s.without_video == set()
+    off = s.receive(message("watch", frame="f1", video=False), 103.0)
+    assert off[0] == StopWatching(frame) and off[-1] == StartWatching(frame, 3, configured=False, video=False)
+    assert [type(a) for a in off] == [StopWatching, Send, StartWatching]
+    assert s.watching == {"f1": 3} and s.without_video == {"f1"}
+    assert s.receive(unwatch("f1"), 104.0) == [StopWatching(frame)]
+    assert s.watching == {} and s.without_video == set()
+
+
+@pytest.mark.parametrize("video", [0, 1, "false", None, [], {}])
+def test_a_watch_whose_video_is_not_true_or_false_is_a_bad_message_and_changes_nothing(video: Any) -> None:
+    s = welcomed(FakeFrame("f1"))
+    assert error(s.receive(message("watch", frame="f1", video=video), 101.0)) == {
+        "type": "error", "code": "bad-message", "message": "watch: 'video' must be true or false", "frame": "f1"}
+    assert s.watching == {}
+
+
 def test_watching_an_unknown_frame_is_unknown_frame() -> None:
     s = welcomed(FakeFrame("f1"))
     assert error(s.receive(watch("nope"), 101.0)) == {"type": "error", "code": "unknown-frame",

@@ -100,7 +100,10 @@ class Refresh:
 
 @dataclass(frozen=True, slots=True)
 class Watch:
+    """Watch `frame`; without `video`, only what happens to it (a viewer whose page is hidden)."""
+
     frame: str
+    video: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,7 +284,8 @@ def parse_client_message(text: str | bytes, *, max_bytes: int = MAX_MESSAGE_BYTE
         if kind == "refresh":
             return Refresh(string(obj, "token", "refresh", max_len=MAX_TOKEN_CHARS))
         if kind == "watch":
-            return Watch(string(obj, "frame", "watch", max_len=MAX_ID_CHARS))
+            return Watch(string(obj, "frame", "watch", max_len=MAX_ID_CHARS),
+                         boolean(obj, "video", "watch", default=True))
         if kind == "unwatch":
             return Unwatch(string(obj, "frame", "unwatch", max_len=MAX_ID_CHARS))
         if kind == "keyframe":
