@@ -40,6 +40,8 @@ export interface ConnectOptions {
    * the `quiet` event (the view says `Checking connection…`), and `answerMs` (10000) after it the connection is
    * given up (`close` with code 1006) and reconnected. */
   liveness?: { idleMs?: number; quietMs?: number; answerMs?: number };
+  /** While the page is hidden, watch every frame without its pictures (`setHidden`; default true). */
+  pauseWhenHidden?: boolean;
   /** For tests: another WebSocket constructor. */
   WebSocket?: typeof WebSocket;
 }
@@ -52,6 +54,11 @@ export interface ClientEventMap {
   close: { code: number; reason: string; reconnectInMs: number | null };
   /** The connection's ping went unanswered for `liveness.quietMs` (true), or a message came after all (false). */
   quiet: { quiet: boolean };
+  /** The frame's canvas holds a picture drawn before the connection was lost or the page was hidden (true), or
+   * its first picture since was drawn (false). */
+  stale: { frame: string; stale: boolean };
+  /** Every frame is now watched without its pictures (true), or with them again (false): `setHidden`. */
+  hidden: { hidden: boolean };
   fatal: { code: number; reason: string };
   'frame-state': FrameStateMessage;
   'video-config': VideoConfigMessage;
@@ -99,6 +106,8 @@ export interface FrameInfo {
   state: FrameStateMessage | null;
   control: ControlMessage | null;
   waitingForKeyframe: boolean;
+  /** The canvas holds a picture drawn before the connection was lost or the page was hidden. */
+  stale: boolean;
   /** The VideoDecoder's state, null when it has none. */
   decoderState: CodecState | null;
   drawn: number;
@@ -183,7 +192,12 @@ export class FramestreamClient extends EventTarget {
   readonly role: Role | null;
   /** Input steps sent and not yet acknowledged. */
   readonly inputInFlight: number;
+  /** Every frame is watched without its pictures (`setHidden`). */
+  readonly hidden: boolean;
   open(): void;
+  /** Watch every frame without its pictures while `hidden` (called on the page's visibilitychange unless
+   * `pauseWhenHidden` is false); with them again when not, each frame `stale` until its first picture. */
+  setHidden(hidden: boolean): void;
   /** Close for good. */
   close(): void;
   /** Decode the frame into `canvas` (it gets a 2D context). Callable before the connection is open. */

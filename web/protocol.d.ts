@@ -96,6 +96,8 @@ export interface RefreshMessage {
 export interface WatchMessage {
   type: 'watch' | 'unwatch' | 'keyframe';
   frame: string;
+  /** `watch` only: false watches the frame's events without its pictures (a hidden page); default true. */
+  video?: boolean;
 }
 /** Is the connection alive? Answered at once with `pong` (same `seq`, an integer 0..2^53-1, when given). */
 export interface PingMessage {

@@ -36,14 +36,17 @@ export class FramestreamClient extends EventTarget {
    *   WebRTC peer connection per frame (lib/webrtc.js; back to the WebSocket when ICE does not connect)
    * @param {number} [o.webrtcTimeoutMs] how long ICE may take to connect before falling back
    * @param {RTCIceServer[]} [o.iceServers] STUN/TURN servers for WebRTC (none: host candidates only)
+   * @param {boolean} [o.pauseWhenHidden=true] while the page is hidden (a background tab, a minimised window),
+   *   watch every frame without its pictures (setHidden)
    * @param {{idleMs?: number, quietMs?: number, answerMs?: number}} [o.liveness] a silent connection is asked
    *   `ping` after idleMs (5 s), said `quiet` when nothing has come quietMs (2 s) after it, and given up, then
    *   reconnected, after answerMs (10 s) (lib/liveness.js)
    * @param {typeof WebSocket} [o.WebSocket] for tests
    */
   constructor({ url, token, reconnect = true, backoff, sizeCanvas = true, patches = true, transport = 'websocket',
-    webrtcTimeoutMs, iceServers = [], liveness, WebSocket } = {}) {
+    webrtcTimeoutMs, iceServers = [], liveness, pauseWhenHidden = true, WebSocket } = {}) {
     super();
+    this.hidden = false; // every frame watched without its pictures (setHidden)
     this.videoTransport = transport === 'webrtc' && webRtcAvailable() ? 'webrtc' : 'websocket';
     this.webrtcTimeoutMs = webrtcTimeoutMs;
     this.iceServers = iceServers;
@@ -67,6 +70,36 @@ export class FramestreamClient extends EventTarget {
       },
       emit: (type, detail) => this.emit(type, detail),
     });
+    const doc = globalThis.document;
+    if (pauseWhenHidden && doc?.addEventListener) {
+      this.hidden = doc.visibilityState === 'hidden';
+      this._followVisibility = () => this.setHidden(doc.visibilityState === 'hidden');
+      doc.addEventListener('visibilitychange', this._followVisibility);
+    }
+  }
+
+  /**
+   * Watch every frame without its pictures while `hidden` (nobody sees them: the service encodes nothing for this
+   * viewer, a frame nobody else views pauses, and nothing is decoded here), and with them again when not: each
+   * frame then comes back at a keyframe of its page as it is, its canvas `stale` until then. The client calls
+   * this on the page's visibilitychange unless `pauseWhenHidden` is false; an embedder may call it too (a view
+   * scrolled out of sight). Events, requests for help and input still go both ways while hidden.
+   */
+  setHidden(hidden) {
+    const now = Boolean(hidden);
+    if (now === this.hidden) return;
+    this.hidden = now;
+    for (const f of this.router.frames.values()) {
+      if (now) {
+        this.rtc.get(f.id)?.close();
+        this.rtc.delete(f.id);
+        f.video.hide();
+      } else {
+        f.video.show();
+      }
+      this._startVideo(f);
+    }
+    this.emit('hidden', { hidden: now });
   }
 
   /** idle | connecting | open | waiting (to reconnect) | closed */
@@ -140,6 +173,7 @@ export class FramestreamClient extends EventTarget {
       onKeyframeNeeded: (reason) => this.requestKeyframe(frameId, reason),
       onError: (detail) => this.emit('decoder-error', { frame: frameId, ...detail }),
       onPatchFailure: (error) => this._videoOnly(error),
+      onStale: (stale) => this.emit('stale', { frame: frameId, stale }),
     }));
     this.router.add(f);
     this._startVideo(f);
@@ -148,6 +182,10 @@ export class FramestreamClient extends EventTarget {
 
   /** Watch `f` over the chosen transport (once the connection is open; welcome starts the others). */
   _startVideo(f) {
+    if (this.hidden) {
+      this.transport.send({ type: 'watch', frame: f.id, video: false });
+      return;
+    }
     if (this.videoTransport !== 'webrtc' || f.webrtcFellBack) {
       this.transport.send({ type: 'watch', frame: f.id });
       return;
@@ -159,7 +197,7 @@ export class FramestreamClient extends EventTarget {
       send: (msg) => this.transport.send(msg),
       target: () => ({ canvas: f.video.canvas, ctx: f.video.ctx }),
       onFallback: (reason) => this._webrtcFellBack(f, rtc, reason),
-      onDrawn: () => { f.video.counts.drawn += 1; },
+      onDrawn: () => f.video.drawn(),
       iceServers: this.iceServers,
       ...(this.webrtcTimeoutMs ? { connectTimeoutMs: this.webrtcTimeoutMs } : {}),
     });
@@ -290,6 +328,7 @@ export class FramestreamClient extends EventTarget {
 
   /** Close for good. */
   close() {
+    if (this._followVisibility) globalThis.document.removeEventListener('visibilitychange', this._followVisibility);
     this.transport.close();
     this.router.dispose();
   }

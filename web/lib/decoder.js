@@ -50,12 +50,17 @@ export class FrameDecoder {
    * @param {(detail: {error: string, fatal?: boolean}) => void} o.onError the decoder failed (fatal: it
    *   cannot even be configured)
    * @param {(error: string) => void} [o.onPatchFailure] a patch could not be decoded (go video-only)
+   * @param {(stale: boolean) => void} [o.onStale] the canvas's picture may be older than the page (true: the
+   *   connection was lost or the page hidden since it was drawn), or shows the page again (false)
    */
-  constructor(canvas, { sizeCanvas = true, onKeyframeNeeded, onError, onPatchFailure }) {
+  constructor(canvas, { sizeCanvas = true, onKeyframeNeeded, onError, onPatchFailure, onStale }) {
     this.sizeCanvas = sizeCanvas;
     this.onKeyframeNeeded = onKeyframeNeeded;
     this.onError = onError;
     this.onPatchFailure = onPatchFailure;
+    this.onStale = onStale;
+    this.stale = false; // the canvas holds a picture drawn before the connection was lost or the page hidden
+    this.hidden = false; // watched without pictures (the page is hidden): whatever still comes is not decoded
     this.present = new PresentQueue((entry) => this.drawEntry(entry));
     this.config = null; // last video-config
     this.decoder = null;
@@ -96,6 +101,7 @@ export class FrameDecoder {
     return {
       config: this.config,
       waitingForKeyframe: this.sync.waiting,
+      stale: this.stale,
       decoderState: this.decoder ? this.decoder.state : null,
       ...this.counts,
       dropped: this.sync.dropped,
@@ -223,6 +229,7 @@ export class FrameDecoder {
 
   /** One binary video message for this frame (parsed by header.js). */
   onPicture(pic, byteLength) {
+    if (this.hidden) return;
     const t = now();
     this.arrived(pic, byteLength, t);
     if (this.dropNext > 0) {
@@ -267,6 +274,7 @@ export class FrameDecoder {
 
   /** One patch message for this frame (parsed by header.js): decoded off the main thread, then presented. */
   onPatch(pic, byteLength) {
+    if (this.hidden) return;
     const t = now();
     this.arrived(pic, byteLength, t);
     if (this.dropNext > 0) {
@@ -353,7 +361,7 @@ export class FrameDecoder {
       this.counts.patchesDrawn += 1;
     }
     const drawnUs = wallUs();
-    this.counts.drawn += 1;
+    this.drawn();
     this.lastDraw = { captureUs: entry.captureUs, drawnUs };
     const latencyMs = entry.captureUs >= this.liveFromUs ? (drawnUs - entry.captureUs) / 1000 : null;
     this.stats.drawn(t, entry.decodeMs || 0, latencyMs);
@@ -366,11 +374,39 @@ export class FrameDecoder {
     return Math.max(p.x, p.source.x) + p.width <= width && Math.max(p.y, p.source.y) + p.height <= height;
   }
 
-  /** The connection is gone: wait for the keyframe that starts the next watch. */
+  /** A picture was drawn (here, or by WebRTC's video): the canvas shows the page as the service sent it. */
+  drawn() {
+    this.counts.drawn += 1;
+    this.setStale(false);
+  }
+
+  setStale(stale) {
+    if (stale === this.stale) return;
+    this.stale = stale;
+    this.onStale?.(stale);
+  }
+
+  /** The connection is gone: wait for the keyframe that starts the next watch. Until it is drawn the canvas's
+   * picture may be older than the page. */
   reset() {
     this.inflight = [];
     this.present.clear();
     this.sync.reset(now());
+    if (this.counts.drawn) this.setStale(true);
+  }
+
+  /** The page is hidden and the frame watched without pictures: what still comes is not decoded. */
+  hide() {
+    this.hidden = true;
+    this.reset();
+  }
+
+  /** The page shows again and the frame is watched anew: wait for its keyframe (pictures captured before now
+   * are from its past for the statistics). */
+  show() {
+    this.hidden = false;
+    this.markLive();
+    this.reset();
   }
 
   dispose() {

@@ -122,6 +122,7 @@ export function mountFrame(client, frameId, container, opts = {}) {
   let connected = client.state === 'open';
   let wasConnected = connected; // before the first welcome it is "connecting", afterwards "reconnecting"
   let quiet = false; // the connection's ping is unanswered: its last picture may be older than the page
+  let stale = false; // the canvas's picture was drawn before the connection was lost or the page hidden
   let lost = false; // control taken back from us
   let ours = false; // our grant drove at the last `control`
   let ended = false;
@@ -147,6 +148,7 @@ export function mountFrame(client, frameId, container, opts = {}) {
       text = STATE_TEXT[state] || state;
       if (frameState.message) text += `: ${frameState.message}`;
     }
+    else if (stale) text = 'Updating…'; // until the first picture of the watch: never an older page as current
     overlay.hidden = text === null;
     if (text !== null) overlayText.textContent = text;
     el.dataset.state = badge.dataset.state;
@@ -260,6 +262,10 @@ export function mountFrame(client, frameId, container, opts = {}) {
     quiet = false;
     render();
   }));
+  mine('stale', (d) => {
+    stale = d.stale;
+    render();
+  });
   offs.push(client.on('quiet', (d) => {
     quiet = d.quiet;
     render();

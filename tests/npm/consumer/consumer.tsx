@@ -62,12 +62,18 @@ const input: InputHandle = attachInput(canvas, { send: (events: InputEvent[]) =>
 const claims: TokenClaims | null = decodeClaims(client.token);
 const role: 'view' | 'drive' | 'control' | null = roleOf(client.token);
 const ok: boolean = webCodecsAvailable();
-const constructed = new FramestreamClient({ token: 't' });
+const constructed = new FramestreamClient({ token: 't', pauseWhenHidden: false });
+// A hidden page watches without pictures; a canvas is stale until its first picture after.
+constructed.setHidden(!constructed.hidden);
+client.on('stale', (d) => console.log(d.frame, d.stale, info?.stale));
+const hiddenWatch: ClientMessage = { type: 'watch', frame: 'f1', video: false };
+// @ts-expect-error: video is true or false
+const badWatch: ClientMessage = { type: 'watch', frame: 'f1', video: 'no' };
 const code: ErrorCode = 'taken-over';
 const help: HelpEndedMessage = { type: 'help-ended', frame: 'f1', id: 'h1', outcome: 'answered', note: 'done' };
 const message: ServerMessage = help;
 const sent: ClientMessage = { type: 'request-help', frame: 'f1', grant: 'g', seq: 1, reason: 'log in' };
-console.log(off, detail, watched.tab.pages, seq, info?.decoderState, tab?.activePage, input.sink, claims?.exp, role,
+console.log(hiddenWatch, badWatch, off, detail, watched.tab.pages, seq, info?.decoderState, tab?.activePage, input.sink, claims?.exp, role,
   ok, constructed.state, code, message.type, sent.type, tabUi.destroy);
 
 // --- the app's server ---

@@ -1,0 +1,114 @@
+// A hidden page (lib/client.js `setHidden`, on the page's visibilitychange): every frame is watched without its
+// pictures and nothing is decoded; shown again, each frame is watched anew and its canvas is `stale` (the view says
+// `Updating…`) until its first picture since is drawn. So is a canvas after a lost connection.
+import { test, beforeEach, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeCanvas, FakeSocket, b64url, decoders, installWebCodecs, sockets, tick, until } from './fakes.mjs';
+
+installWebCodecs();
+const { FramestreamClient } = await import('../../web/framestream.js');
+
+const TOKEN = `${b64url(JSON.stringify({ role: 'view', sub: 'v' }))}.mac`;
+const CONFIG = { type: 'video-config', frame: 'f1', slot: 1, codec: 'avc1.42C01F', width: 640, height: 400,
+  css_width: 320, css_height: 200 };
+
+const made = [];
+function client(opts = {}) {
+  const c = new FramestreamClient({ url: 'ws://x/ws', token: TOKEN, WebSocket: FakeSocket, sizeCanvas: false,
+    backoff: { baseMs: 5, maxMs: 20, jitter: 0 }, ...opts });
+  made.push(c);
+  return c;
+}
+
+beforeEach(() => { sockets.length = 0; decoders.length = 0; });
+afterEach(() => {
+  for (const c of made.splice(0)) c.close();
+  delete globalThis.document;
+});
+
+/** A client watching f1 into a canvas, welcomed, with one picture drawn; and what it told of stale canvases. */
+async function drawing(opts) {
+  const c = client(opts);
+  const stale = [];
+  c.on('stale', (d) => stale.push(d));
+  c.watch('f1', new FakeCanvas());
+  c.open();
+  await tick();
+  const ws = sockets[0];
+  ws.receive({ type: 'welcome' });
+  ws.receive(CONFIG);
+  ws.binary({ slot: 1, sequence: 1, captureUs: 1, keyframe: true });
+  decoders[0].emit({ timestamp: 1 });
+  assert.equal(c.info('f1').drawn, 1);
+  return { c, ws, stale };
+}
+
+test('hidden, a frame is watched without pictures and nothing is decoded; shown, it is stale until its next picture', async () => {
+  const { c, ws, stale } = await drawing();
+  const hidden = [];
+  c.on('hidden', (d) => hidden.push(d.hidden));
+  c.setHidden(true);
+  assert.deepEqual(ws.sent.at(-1), { type: 'watch', frame: 'f1', video: false });
+  assert.deepEqual(stale, [{ frame: 'f1', stale: true }]);
+  // Pictures already on their way when the page hid are not decoded, nor is a keyframe asked for.
+  ws.binary({ slot: 1, sequence: 2, captureUs: 2 });
+  ws.binary({ slot: 1, sequence: 3, captureUs: 3, keyframe: true });
+  assert.deepEqual(decoders[0].chunks.map((k) => k.timestamp), [1]);
+  assert.deepEqual(ws.types().filter((t) => t === 'keyframe'), []);
+  c.setHidden(true); // (said once)
+  c.setHidden(false);
+  assert.deepEqual(ws.sent.at(-1), { type: 'watch', frame: 'f1' });
+  assert.equal(c.info('f1').stale, true, 'the old picture is not the page until the new watch draws');
+  ws.receive({ ...CONFIG, slot: 2 });
+  ws.binary({ slot: 2, sequence: 9, captureUs: 9, keyframe: true });
+  assert.deepEqual(decoders[0].chunks.map((k) => k.timestamp), [1, 9]);
+  assert.deepEqual(stale, [{ frame: 'f1', stale: true }], 'decoded is not drawn yet');
+  decoders[0].emit({ timestamp: 9 });
+  assert.deepEqual(stale, [{ frame: 'f1', stale: true }, { frame: 'f1', stale: false }]);
+  assert.deepEqual(hidden, [true, false]);
+});
+
+test('a connection lost leaves the canvas stale until a picture of the next one is drawn; hidden, it watches without pictures', async () => {
+  const { c, ws, stale } = await drawing();
+  ws.close(1006);
+  await tick();
+  assert.deepEqual(stale, [{ frame: 'f1', stale: true }]);
+  c.setHidden(true);
+  await until(() => sockets.length === 2);
+  const again = sockets[1];
+  await tick();
+  again.receive({ type: 'welcome' });
+  assert.deepEqual(again.sent.at(-1), { type: 'watch', frame: 'f1', video: false });
+  c.setHidden(false);
+  assert.deepEqual(again.sent.at(-1), { type: 'watch', frame: 'f1' });
+  again.receive({ ...CONFIG, slot: 3 });
+  again.binary({ slot: 3, sequence: 4, captureUs: 4, keyframe: true });
+  decoders.at(-1).emit({ timestamp: 4 });
+  assert.deepEqual(stale.at(-1), { frame: 'f1', stale: false });
+});
+
+test('the page\'s visibility drives it, from the start, unless pauseWhenHidden is false', async () => {
+  const doc = new EventTarget();
+  doc.visibilityState = 'hidden'; // a page opened in a background tab
+  globalThis.document = doc;
+  const c = client();
+  const fixed = client({ pauseWhenHidden: false });
+  for (const x of [c, fixed]) {
+    x.watch('f1', null);
+    x.open();
+  }
+  await until(() => sockets.length === 2);
+  await tick();
+  for (const ws of sockets) ws.receive({ type: 'welcome' });
+  assert.deepEqual(sockets.map((ws) => ws.sent.at(-1)), [{ type: 'watch', frame: 'f1', video: false },
+    { type: 'watch', frame: 'f1' }]);
+  doc.visibilityState = 'visible';
+  doc.dispatchEvent(new Event('visibilitychange'));
+  assert.equal(c.hidden, false);
+  assert.deepEqual(sockets[0].sent.at(-1), { type: 'watch', frame: 'f1' });
+  assert.equal(sockets[1].sent.length, 2, 'pauseWhenHidden false: nothing more sent');
+  c.close();
+  doc.visibilityState = 'hidden';
+  doc.dispatchEvent(new Event('visibilitychange'));
+  assert.equal(c.hidden, false, 'a closed client no longer follows the page');
+});
