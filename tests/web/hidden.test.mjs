@@ -112,3 +112,17 @@ test('the page\'s visibility drives it, from the start, unless pauseWhenHidden i
   doc.dispatchEvent(new Event('visibilitychange'));
   assert.equal(c.hidden, false, 'a closed client no longer follows the page');
 });
+
+test('a canvas watched again holds an older picture: stale until the new watch draws into it', async () => {
+  const { c, ws, stale } = await drawing();
+  const canvas = c.router.get('f1').video.canvas;
+  c.unwatch('f1');
+  c.watch('f1', canvas);
+  assert.deepEqual(stale, [{ frame: 'f1', stale: true }]);
+  c.watch('f2', new FakeCanvas()); // a fresh canvas holds nothing older
+  assert.deepEqual(stale, [{ frame: 'f1', stale: true }]);
+  ws.receive({ ...CONFIG, slot: 4 });
+  ws.binary({ slot: 4, sequence: 7, captureUs: 7, keyframe: true });
+  decoders.at(-1).emit({ timestamp: 7 });
+  assert.deepEqual(stale.at(-1), { frame: 'f1', stale: false });
+});

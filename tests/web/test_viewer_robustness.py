@@ -166,6 +166,12 @@ def click_events(css: tuple[int, int]) -> list[dict[str, Any]]:
              "modifiers": 0}]
 
 
+def live_over(record: dict[str, Any], old: tuple[int, int, int]) -> bool:
+    """A `live` record as the view showed it: no overlay, or, when its first picture of the page since was not yet
+    drawn, `Updating…` over the `old` one."""
+    return record["overlay"] is None or (record["overlay"], close_to(record["px"], old)) == ("Updating…", True)
+
+
 async def records(page: Page, frame: str) -> list[dict[str, Any]]:
     return await page.eval(f"fsRecords[{json.dumps(frame)}]")  # type: ignore[no-any-return]
 
@@ -423,7 +429,7 @@ async def test_paused_and_closed_show_over_the_last_picture(service: Service, ma
     paused = next(r for r in recs if r["state"] == "paused")
     assert paused["overlay"] == "Paused" and paused["state"] == "paused", paused
     assert close_to(paused["px"], RED), paused  # the last picture under the overlay, not a black box
-    assert recs[-1]["state"] == "live" and recs[-1]["overlay"] is None, recs
+    assert recs[-1]["state"] == "live" and live_over(recs[-1], RED), recs
     assert (await view(page, frame))["overlay"] is None
     red = await wait_pixel(page, frame, BOX, RED)
     print(f"paused: {paused}; live again, box {red}")
@@ -558,8 +564,7 @@ async def test_service_restart_reconnects_and_the_picture_comes_back(
     launching = next(r for r in recs if r["state"] == "launching")
     assert closed["overlay"] == "Closed" and launching["overlay"] == "Starting…", recs
     assert close_to(closed["px"], GREEN) and close_to(launching["px"], GREEN), recs
-    # Told `live` before its first picture of the page since was drawn, the view says it is updating.
-    assert recs[-1]["overlay"] is None or (recs[-1]["overlay"], close_to(recs[-1]["px"], GREEN)) == ("Updating…", True)
+    assert live_over(recs[-1], GREEN), recs
     assert (await asyncio.to_thread(service.get, f"/frames/{frame}"))[1]["viewers"] == 1
     print(f"closed 1001: {first}; {connections} connections; states: {states}; "
           f"'Starting…' over {launching['px']}; then box {red}")

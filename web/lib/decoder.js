@@ -41,6 +41,9 @@ export function canvasSize(canvas, config) {
   return { width: config.width, height: config.height };
 }
 
+// Canvases a picture was drawn into: one watched again (after an unwatch, or moved here) holds an older picture.
+const drawnInto = new WeakSet();
+
 export class FrameDecoder {
   /**
    * @param {HTMLCanvasElement|null} canvas where pictures are drawn (null: decode only)
@@ -93,6 +96,7 @@ export class FrameDecoder {
   setCanvas(canvas) {
     this.canvas = canvas;
     this.ctx = canvas ? canvas.getContext('2d', { alpha: false }) : null;
+    if (canvas && drawnInto.has(canvas)) this.setStale(true);
     if (this.config) this.configure(this.config);
   }
 
@@ -377,6 +381,7 @@ export class FrameDecoder {
   /** A picture was drawn (here, or by WebRTC's video): the canvas shows the page as the service sent it. */
   drawn() {
     this.counts.drawn += 1;
+    if (this.canvas) drawnInto.add(this.canvas);
     this.setStale(false);
   }
 
