@@ -41,6 +41,9 @@ def render(ctx: ServiceContext, memory: MemoryReport | None = None) -> str:
            [_line("framestream_frame_released", int(f.released), {"frame": f.id}) for f in frames])
     family("framestream_viewers", "gauge", "Viewers watching each frame.",
            [_line("framestream_viewers", f.viewers, {"frame": f.id}) for f in frames])
+    family("framestream_hidden_watchers", "gauge",
+           "Connections watching each frame without its pictures (their pages hidden): not counted as viewers.",
+           [_line("framestream_hidden_watchers", len(f.feed.listeners), {"frame": f.id}) for f in frames])
     family("framestream_connections", "gauge", "Open viewer WebSocket connections.",
            [_line("framestream_connections", len(ctx.connections))])
     family("framestream_waiting_connections", "gauge",

@@ -11,6 +11,7 @@ test has looked, as a slow link would.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -49,6 +50,10 @@ async def hidden_and_back(tab: BrowserTab, service: Service, frame: str, *, at: 
     await service.wait_state_async(frame, "paused", 15)
     await tab.wait_for(f"window.framestream.client.info({f}).state.state === 'paused'")
     assert (await info(tab, frame))["state"]["viewers"] == 0
+    status, metrics = await asyncio.to_thread(service.request, "GET", "/metrics", None, None)
+    assert status == 200
+    for name, value in (("framestream_viewers", 0), ("framestream_hidden_watchers", 1)):
+        assert f'{name}{{frame="{frame}"}} {value}\n' in metrics.decode(), name
     await tab.eval("window.fsBinary = 0")  # (what was on its way when the page hid has come by now)
     await change()  # an agent's input: it resumes the frame, which runs its idle time, then pauses again
     await service.wait_state_async(frame, "live", 15)

@@ -86,11 +86,11 @@ export class FramestreamClient extends EventTarget {
    * scrolled out of sight). Events, requests for help and input still go both ways while hidden.
    */
   setHidden(hidden) {
-    const now = Boolean(hidden);
-    if (now === this.hidden) return;
-    this.hidden = now;
+    const hide = Boolean(hidden);
+    if (hide === this.hidden) return;
+    this.hidden = hide;
     for (const f of this.router.frames.values()) {
-      if (now) {
+      if (hide) {
         this.rtc.get(f.id)?.close();
         this.rtc.delete(f.id);
         f.video.hide();
@@ -99,7 +99,7 @@ export class FramestreamClient extends EventTarget {
       }
       this._startVideo(f);
     }
-    this.emit('hidden', { hidden: now });
+    this.emit('hidden', { hidden: hide });
   }
 
   /** idle | connecting | open | waiting (to reconnect) | closed */
