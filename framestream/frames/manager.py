@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from framestream.browser.process import end_leftover_browsers
 from framestream.core.lifecycle import FrameState, choose_browser_to_close
 from framestream.frames.frame import Frame
+from framestream.frames.owner import BrowserSeeker
 from framestream.frames.registry import Registry, SavedFrame
 from framestream.frames.runtime import FrameRuntime, Runtime, RuntimeFactory, RuntimeHooks
 from framestream.frames.urls import check_url
@@ -85,7 +86,7 @@ class FrameManager:
         if not self.closing:
             self.registry.save_soon()
 
-    async def make_room_for(self, frame: Frame) -> None:
+    async def make_room_for(self, frame: BrowserSeeker) -> None:
         """Reserve a browser for `frame` (closing the least recently viewed unwatched one if at the cap).
 
         The reservation (state `launching`) is taken inside the same lock as the decision, so two frames

@@ -12,8 +12,18 @@ from framestream.recording.store import RecordingStore
 from framestream.service.config import FrameSize, Settings
 
 if TYPE_CHECKING:
-    from framestream.frames.frame import Frame
     from framestream.frames.runtime import Runtime, RuntimeHooks
+
+
+class BrowserSeeker(Protocol):
+    """A frame as the owner reserves it a browser under the cap (`make_room_for`)."""
+
+    id: str
+
+    @property
+    def browser_running(self) -> bool: ...
+
+    def reserve_launch(self) -> None: ...
 
 
 class FrameOwner(Protocol):
@@ -35,7 +45,7 @@ class FrameOwner(Protocol):
 
     def save_soon(self) -> None: ...
 
-    async def make_room_for(self, frame: Frame) -> None: ...
+    async def make_room_for(self, frame: BrowserSeeker) -> None: ...
 
 
-__all__ = ["FrameOwner"]
+__all__ = ["BrowserSeeker", "FrameOwner"]

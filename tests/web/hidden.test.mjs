@@ -126,3 +126,33 @@ test('a canvas watched again holds an older picture: stale until the new watch d
   decoders.at(-1).emit({ timestamp: 7 });
   assert.deepEqual(stale.at(-1), { frame: 'f1', stale: false });
 });
+
+test('over WebRTC, hiding ends the frame\'s peer connection and showing offers a new one', async () => {
+  const pcs = [];
+  globalThis.RTCPeerConnection = class extends EventTarget {
+    constructor(config) { super(); Object.assign(this, { config, closed: false, iceGatheringState: 'new' }); pcs.push(this); }
+    addTransceiver() { return { setCodecPreferences() {} }; }
+    async createOffer() { return { type: 'offer', sdp: 'v=0 offer' }; }
+    async setLocalDescription(d) { this.localDescription = d; this.iceGatheringState = 'complete'; }
+    close() { this.closed = true; }
+  };
+  try {
+    const c = client({ transport: 'webrtc', webrtcTimeoutMs: 60_000 });
+    c.watch('f1', null);
+    c.open();
+    await tick();
+    const ws = sockets[0];
+    ws.receive({ type: 'welcome' });
+    await until(() => ws.types().includes('webrtc-offer'));
+    c.setHidden(true);
+    assert.equal(pcs[0].closed, true);
+    assert.deepEqual(ws.sent.at(-1), { type: 'watch', frame: 'f1', video: false });
+    c.setHidden(false);
+    await until(() => ws.types().filter((t) => t === 'webrtc-offer').length === 2);
+    assert.equal(pcs.length, 2);
+    assert.equal(pcs[1].closed, false);
+    assert.equal(c.info('f1').transport, 'webrtc-connecting');
+  } finally {
+    delete globalThis.RTCPeerConnection;
+  }
+});
