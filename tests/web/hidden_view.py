@@ -39,9 +39,11 @@ JS_SAMPLE = """(() => {{ window.fsShown = [];
 async def hidden_and_back(tab: BrowserTab, service: Service, frame: str, *, at: tuple[int, int],
                           before: tuple[int, int, int], after: tuple[int, int, int],
                           change: Callable[[], Awaitable[Any]], hide: Callable[[], Awaitable[Any]],
-                          show: Callable[[], Awaitable[Any]]) -> str:
+                          show: Callable[[], Awaitable[Any]],
+                          while_hidden: Callable[[], Awaitable[Any]] | None = None) -> str:
     """The viewer on `tab` shows `frame` with `before` at CSS point `at`; `hide` puts another tab in front of it,
-    `change` makes the page show `after` there, `show` brings the viewer back. Returns what it saw, for the log."""
+    `change` makes the page show `after` there, `while_hidden` checks what else the hidden viewer hears, `show`
+    brings the viewer back. Returns what it saw, for the log."""
     f = json.dumps(frame)
     await wait_pixel(tab, frame, at, before)
     await tab.eval(JS_OBSERVE)
@@ -60,6 +62,8 @@ async def hidden_and_back(tab: BrowserTab, service: Service, frame: str, *, at: 
     await service.wait_state_async(frame, "paused", 15)
     assert await tab.eval("window.fsBinary") == 0, "a hidden viewer was sent pictures"
     assert close_to(await pixel(tab, frame, at), before)
+    if while_hidden is not None:
+        await while_hidden()
     await tab.eval(JS_SAMPLE.format(f=f, x=at[0], y=at[1]))
     await tab.eval("window.fsHeld = []")
     await show()

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from framestream.client import Client
 from framestream.tokens import mint_token
 from tests.fixtures import service_fixture
 from tests.silent_path import SilentPath
@@ -609,7 +610,8 @@ async def test_a_path_that_died_silently_is_noticed_and_the_picture_catches_up(
 async def test_a_hidden_viewer_takes_no_pictures_lets_the_frame_pause_and_comes_back_to_the_page_as_it_is(
         service: Service, make_frame: Callable[..., str], page: Page) -> None:
     """A person leaves the viewer in a background tab: another tab comes to the front, the real visibilitychange
-    (tests/web/hidden_view.py says what must hold, here and in Firefox)."""
+    (tests/web/hidden_view.py says what must hold, here and in Firefox). Hidden, it still hears an agent's request
+    for help."""
     frame = make_frame()
     await open_viewer(page, service.base, service.token("view"), [frame])
     other: dict[str, Any] = {}
@@ -620,7 +622,19 @@ async def test_a_hidden_viewer_takes_no_pictures_lets_the_frame_pause_and_comes_
     async def show() -> None:
         await page.send("Target.closeTarget", {"targetId": other["targetId"]})
 
-    agent = service.token("drive", subject="agent")
+    def agent(frame_id: str = frame) -> str:  # a one-step grant, as an agent's every step
+        return service.token("drive", frame=frame_id, subject="agent", step=True)
+
+    async def ask_for_help() -> None:
+        # The agent's request for help reaches the hidden viewer: its page's title says so in the tab strip.
+        async with await Client.connect(service.base, token=service.token("drive", subject="agent"),
+                                        grants=agent) as client:
+            asking = asyncio.create_task(client.request_help(frame, "log in, please", timeout=2))
+            await page.wait_for("document.title === '(1) agent asks for help · framestream'")
+            assert await asking is None  # nobody took over: the request ends, and the title goes back
+            await page.wait_for("document.title === 'framestream'")
+
     seen = await hidden_and_back(page, service, frame, at=BOX, before=RED, after=GREEN, hide=hide, show=show,
-                                 change=lambda: post_input(service, frame, agent, click_events(BOX)))
+                                 change=lambda: post_input(service, frame, agent(), click_events(BOX)),
+                                 while_hidden=ask_for_help)
     print(seen)
