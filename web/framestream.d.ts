@@ -108,6 +108,8 @@ export interface FrameInfo {
   waitingForKeyframe: boolean;
   /** The canvas holds a picture drawn before the connection was lost or the page was hidden. */
   stale: boolean;
+  /** Its view is out of sight: watched without pictures (`setOffscreen`). */
+  offscreen: boolean;
   /** The VideoDecoder's state, null when it has none. */
   decoderState: CodecState | null;
   drawn: number;
@@ -198,6 +200,8 @@ export class FramestreamClient extends EventTarget {
   /** Watch every frame without its pictures while `hidden` (called on the page's visibilitychange unless
    * `pauseWhenHidden` is false); with them again when not, each frame `stale` until its first picture. */
   setHidden(hidden: boolean): void;
+  /** Watch one frame without its pictures while its view is out of sight, with them again when not. */
+  setOffscreen(frameId: string, offscreen: boolean): void;
   /** Close for good. */
   close(): void;
   /** Decode the frame into `canvas` (it gets a 2D context). Callable before the connection is open. */
@@ -275,6 +279,9 @@ export interface MountFrameOptions {
   /** This viewer may drive (input, Take over, Hand back). Default: the client's token is a drive grant; say it when
    * the token comes from a function (the client knows its token only once the function answered). */
   drive?: boolean;
+  /** While the view is out of sight (scrolled or panned away, or not displayed), watch its frame without pictures
+   * (`setOffscreen`; default true). */
+  pauseOffscreen?: boolean;
 }
 
 /** The ready-made frame view of mountFrame. */

@@ -156,3 +156,34 @@ test('over WebRTC, hiding ends the frame\'s peer connection and showing offers a
     delete globalThis.RTCPeerConnection;
   }
 });
+
+test('a frame whose view is out of sight is watched without pictures, on its own and beside a hidden page', async () => {
+  const c = client();
+  c.watch('f1', null);
+  c.watch('f2', null);
+  c.open();
+  await tick();
+  const ws = sockets[0];
+  ws.receive({ type: 'welcome' });
+  const watches = () => ws.sent.filter((m) => m.type === 'watch').slice(2);
+  c.setOffscreen('f2', true);
+  assert.deepEqual(watches(), [{ type: 'watch', frame: 'f2', video: false }]);
+  assert.equal(c.info('f2').offscreen, true);
+  c.setOffscreen('f2', true); // (said once)
+  c.setOffscreen('nope', true); // not watched: nothing
+  c.setHidden(true); // only f1 changes
+  assert.deepEqual(watches().slice(1), [{ type: 'watch', frame: 'f1', video: false }]);
+  c.setOffscreen('f2', false); // the page is still hidden: nothing changes
+  assert.equal(watches().length, 2);
+  c.setOffscreen('f1', true);
+  c.setHidden(false); // f2 is in sight, f1 is not
+  assert.deepEqual(watches().slice(2), [{ type: 'watch', frame: 'f2' }]);
+  c.setOffscreen('f1', false);
+  assert.deepEqual(watches().slice(3), [{ type: 'watch', frame: 'f1' }]);
+  ws.close(1006); // a reconnect watches each as it is seen
+  c.setOffscreen('f2', true);
+  await until(() => sockets.length === 2);
+  await tick();
+  sockets[1].receive({ type: 'welcome' });
+  assert.deepEqual(sockets[1].sent.slice(1), [{ type: 'watch', frame: 'f1' }, { type: 'watch', frame: 'f2', video: false }]);
+});

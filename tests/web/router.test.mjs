@@ -104,5 +104,5 @@ test('info puts the frame, its slot and its messages before the decoder\'s accou
   const state = { type: 'frame-state', frame: 'a', state: 'live' };
   r.route(state);
   assert.deepEqual(Object.entries(r.get('a').info()), [['frame', 'a'], ['slot', 7], ['config', config('a', 7)],
-    ['state', state], ['control', null], ['drawn', 0]]);
+    ['state', state], ['control', null], ['offscreen', false], ['drawn', 0]]);
 });

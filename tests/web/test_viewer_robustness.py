@@ -638,3 +638,33 @@ async def test_a_hidden_viewer_takes_no_pictures_lets_the_frame_pause_and_comes_
                                  change=lambda: post_input(service, frame, agent(), click_events(BOX)),
                                  while_hidden=ask_for_help)
     print(seen)
+
+
+async def test_a_view_out_of_sight_takes_no_pictures_and_its_frame_pauses_while_the_one_in_sight_goes_on(
+        service: Service, make_frame: Callable[..., str], page: Page) -> None:
+    """A canvas of several frames, one of them scrolled out of sight: its view watches its frame without pictures
+    (mountFrame's IntersectionObserver, `client.setOffscreen`), so that frame pauses while the one in sight stays
+    live. Scrolled into sight, it shows its page as it is now."""
+    near, far = make_frame(), make_frame()
+    await open_viewer(page, service.base, service.token("view"), [near, far])
+    await wait_pixel(page, near, BOX, RED)
+    await wait_pixel(page, far, BOX, RED)
+    n, f = json.dumps(near), json.dumps(far)
+    # The second view is laid out far below the window's bottom.
+    await page.eval(f"(() => {{ document.querySelector('.fs-frame[data-frame=\"{far}\"]').style.marginTop = '4000px';"
+                    " return true; })()")
+    await page.wait_for(f"window.framestream.client.info({f}).offscreen")
+    await service.wait_state_async(far, "paused", 15)
+    await page.wait_for(f"fsView({f}).state === 'paused'")  # it still hears its frame's state
+    assert (await asyncio.to_thread(service.get, f"/frames/{near}"))[1]["state"] == "live"
+    # Meanwhile its page changes: an agent's click turns its box green (the frame resumes for it, then pauses).
+    await post_input(service, far, service.token("drive", frame=far, subject="agent", step=True), click_events(BOX))
+    await service.wait_state_async(far, "paused", 15)
+    assert close_to(await pixel(page, far, BOX), RED)
+    # Scrolled to it: the far view is in sight, the near one out of it.
+    await page.eval(f"document.querySelector('.fs-frame[data-frame=\"{far}\"]').scrollIntoView() ?? 1")
+    green = await wait_pixel(page, far, BOX, GREEN)
+    await page.wait_for(f"fsView({f}).overlay === null && window.framestream.client.info({n}).offscreen")
+    await service.wait_state_async(near, "paused", 15)
+    assert not (await info(page, far))["offscreen"]
+    print(f"out of sight: paused while the other stayed live; in sight again: box {green}")

@@ -88,18 +88,41 @@ export class FramestreamClient extends EventTarget {
   setHidden(hidden) {
     const hide = Boolean(hidden);
     if (hide === this.hidden) return;
+    const before = [...this.router.frames.values()].map((f) => [f, this._unseen(f)]);
     this.hidden = hide;
-    for (const f of this.router.frames.values()) {
-      if (hide) {
-        this.rtc.get(f.id)?.close();
-        this.rtc.delete(f.id);
-        f.video.hide();
-      } else {
-        f.video.show();
-      }
-      this._startVideo(f);
-    }
+    for (const [f, was] of before) this._seenChanged(f, was);
     this.emit('hidden', { hidden: hide });
+  }
+
+  /**
+   * Watch one frame without its pictures while `offscreen` (its view scrolled or panned out of sight: mountFrame
+   * follows its view so), with them again when not, as setHidden does for every frame.
+   */
+  setOffscreen(frameId, offscreen) {
+    const f = this.router.get(frameId);
+    if (!f || f.offscreen === Boolean(offscreen)) return;
+    const was = this._unseen(f);
+    f.offscreen = Boolean(offscreen);
+    this._seenChanged(f, was);
+  }
+
+  /** Whether nobody sees `f`: the page is hidden or its view is out of sight. */
+  _unseen(f) {
+    return this.hidden || f.offscreen;
+  }
+
+  /** `f` was unseen (`was`) before a change: its pictures off or on when that changed. */
+  _seenChanged(f, was) {
+    const unseen = this._unseen(f);
+    if (unseen === was) return;
+    if (unseen) {
+      this.rtc.get(f.id)?.close();
+      this.rtc.delete(f.id);
+      f.video.hide();
+    } else {
+      f.video.show();
+    }
+    this._startVideo(f);
   }
 
   /** idle | connecting | open | waiting (to reconnect) | closed */
@@ -182,7 +205,7 @@ export class FramestreamClient extends EventTarget {
 
   /** Watch `f` over the chosen transport (once the connection is open; welcome starts the others). */
   _startVideo(f) {
-    if (this.hidden) {
+    if (this._unseen(f)) {
       this.transport.send({ type: 'watch', frame: f.id, video: false });
       return;
     }

@@ -19,6 +19,7 @@ export class WatchedFrame {
     this.id = id;
     this.video = video;
     this.slot = null;
+    this.offscreen = false; // its view is out of sight: watched without pictures (client.setOffscreen)
     this.state = null; // last frame-state message
     this.control = null; // last control message
     this.tab = new TabState(); // its pages, dialogs, file choosers, downloads, copied text
@@ -28,7 +29,7 @@ export class WatchedFrame {
   info() {
     const video = this.video.info();
     return { frame: this.id, slot: this.slot, config: video.config, state: this.state, control: this.control,
-      ...video };
+      offscreen: this.offscreen, ...video };
   }
 }
 

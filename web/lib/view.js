@@ -70,14 +70,15 @@ const ERROR_TEXT = {
  * @param {import('../framestream.js').FramestreamClient} client
  * @param {string} frameId
  * @param {HTMLElement} container
- * @param {{showStats?: boolean, title?: string, drive?: boolean}} [opts] `drive`: this viewer may drive (input, Take
- *   over); default: the client's token is a drive grant (unknown before a token function gave the first token:
- *   then say it)
+ * @param {{showStats?: boolean, title?: string, drive?: boolean, pauseOffscreen?: boolean}} [opts] `drive`: this
+ *   viewer may drive (input, Take over); default: the client's token is a drive grant (unknown before a token
+ *   function gave the first token: then say it). `pauseOffscreen` (default true): while the view is out of sight
+ *   (scrolled or panned away, or not displayed), its frame is watched without pictures (client.setOffscreen)
  * @returns {{el: HTMLElement, canvas: HTMLCanvasElement, frameId: string, toggleStats(on?: boolean): boolean,
  *            destroy(): void}}
  */
 export function mountFrame(client, frameId, container, opts = {}) {
-  const { showStats = false, title, drive = canDrive(client.role) } = opts;
+  const { showStats = false, title, drive = canDrive(client.role), pauseOffscreen = true } = opts;
   const doc = container.ownerDocument;
   ensureStyle(doc, STYLE_ID, CSS);
   const el = doc.createElement('figure');
@@ -291,6 +292,12 @@ export function mountFrame(client, frameId, container, opts = {}) {
   const cursor = drive ? followPageCursor(client, frameId, canvas) : null;
 
   client.watch(frameId, canvas);
+  // Out of sight, nobody sees its pictures: the frame is watched without them, and may pause.
+  const IO = doc.defaultView?.IntersectionObserver;
+  const sight = pauseOffscreen && IO ? new IO((entries) => {
+    client.setOffscreen(frameId, !entries[entries.length - 1].isIntersecting);
+  }) : null;
+  sight?.observe($('.fs-stage'));
 
   return {
     el,
@@ -300,6 +307,7 @@ export function mountFrame(client, frameId, container, opts = {}) {
     toggleStats,
     toast,
     destroy() {
+      sight?.disconnect();
       for (const off of offs) off();
       clearInterval(statsTimer);
       clearTimeout(toastTimer);

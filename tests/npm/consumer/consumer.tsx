@@ -65,6 +65,8 @@ const ok: boolean = webCodecsAvailable();
 const constructed = new FramestreamClient({ token: 't', pauseWhenHidden: false });
 // A hidden page watches without pictures; a canvas is stale until its first picture after.
 constructed.setHidden(!constructed.hidden);
+constructed.setOffscreen('f1', info?.offscreen === false);
+const unpaused: MountFrameOptions = { pauseOffscreen: false };
 client.on('stale', (d) => console.log(d.frame, d.stale, info?.stale));
 const hiddenWatch: ClientMessage = { type: 'watch', frame: 'f1', video: false };
 // @ts-expect-error: video is true or false
@@ -73,7 +75,7 @@ const code: ErrorCode = 'taken-over';
 const help: HelpEndedMessage = { type: 'help-ended', frame: 'f1', id: 'h1', outcome: 'answered', note: 'done' };
 const message: ServerMessage = help;
 const sent: ClientMessage = { type: 'request-help', frame: 'f1', grant: 'g', seq: 1, reason: 'log in' };
-console.log(hiddenWatch, badWatch, off, detail, watched.tab.pages, seq, info?.decoderState, tab?.activePage, input.sink, claims?.exp, role,
+console.log(unpaused, hiddenWatch, badWatch, off, detail, watched.tab.pages, seq, info?.decoderState, tab?.activePage, input.sink, claims?.exp, role,
   ok, constructed.state, code, message.type, sent.type, tabUi.destroy);
 
 // --- the app's server ---
