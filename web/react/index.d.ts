@@ -16,6 +16,9 @@ export interface FrameProps {
   tabs?: boolean;
   showStats?: boolean;
   title?: string;
+  /** While the frame's view is out of sight (panned or scrolled away), watch it without pictures: it may pause.
+   * Default true. */
+  pauseOffscreen?: boolean;
   className?: string;
   style?: CSSProperties;
   /** The mounted view (mountFrame's), and null when it is destroyed. */

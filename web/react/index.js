@@ -54,9 +54,11 @@ function viewOnly(client) {
  * One frame: `client` (a FramestreamClient, e.g. from useFramestreamClient; nothing is shown while null), `frame`
  * (its id), `drive` (send this viewer's input; default: when the client's token is a drive grant; false shows a
  * drive token view-only). `tabs` (default true) adds the tab UI (pages, navigation, dialogs, downloads);
- * `showStats`, `title` go to mountFrame; `onView(view)` hears the mounted view (null on cleanup).
+ * `showStats`, `title` and `pauseOffscreen` (default true: out of sight, the frame is watched without pictures) go
+ * to mountFrame; `onView(view)` hears the mounted view (null on cleanup).
  */
-export function Frame({ client, frame, drive, tabs = true, showStats = false, title, className, style, onView }) {
+export function Frame({ client, frame, drive, tabs = true, showStats = false, title, pauseOffscreen = true, className,
+  style, onView }) {
   const ref = useRef(null);
   const onViewRef = useRef(onView);
   onViewRef.current = onView;
@@ -67,7 +69,8 @@ export function Frame({ client, frame, drive, tabs = true, showStats = false, ti
     const container = ref.current;
     if (!client || !container || !frame) return undefined;
     const drives = drive ?? role === 'drive';
-    const view = mountFrame(drives ? client : viewOnly(client), frame, container, { showStats, title });
+    const view = mountFrame(drives ? client : viewOnly(client), frame, container,
+      { showStats, title, pauseOffscreen });
     const tabUi = tabs ? mountTabUi(client, view, { drive: drives && role === 'drive' }) : null;
     onViewRef.current?.(view);
     return () => {
@@ -75,7 +78,7 @@ export function Frame({ client, frame, drive, tabs = true, showStats = false, ti
       view.destroy();
       onViewRef.current?.(null);
     };
-  }, [client, frame, drive, tabs, role]);
+  }, [client, frame, drive, tabs, role, pauseOffscreen]);
   return createElement('div', {
     ref, className, 'data-framestream-frame': frame, style: { maxWidth: '100%', ...style },
   });

@@ -139,7 +139,7 @@ async function server(): Promise<void> {
 // --- React ---
 function App({ token }: { token: string }): ReactElement {
   const c = useFramestreamClient({ token, url: 'ws://127.0.0.1:7682/ws' });
-  const props: FrameProps = { client: c, frame: 'f1', drive: false, onView: (v) => v?.toggleStats(true) };
+  const props: FrameProps = { client: c, frame: 'f1', drive: false, pauseOffscreen: false, onView: (v) => v?.toggleStats(true) };
   return <div><Frame {...props} /><Frame client={c} frame="f2" tabs={false} style={{ width: 320 }} /></div>;
 }
 // @ts-expect-error: `frame` is required
