@@ -205,7 +205,7 @@ export class FramestreamClient extends EventTarget {
   /** Close for good. */
   close(): void;
   /** Decode the frame into `canvas` (it gets a 2D context). Callable before the connection is open. */
-  watch(frameId: string, canvas: HTMLCanvasElement): WatchedFrame;
+  watch(frameId: string, canvas: HTMLCanvasElement, options?: { offscreen?: boolean }): WatchedFrame;
   unwatch(frameId: string): void;
   requestKeyframe(frameId: string, reason?: string): void;
   /** One `input` step; the seq, or null when not connected. */

@@ -191,7 +191,7 @@ class FrameFeed:
     dropped: int = 0  # pictures not delivered to a viewer that was behind
     skips: int = 0  # times a viewer fell behind and skipped to a keyframe
     viewers: set[Viewer] = field(default_factory=set)
-    listeners: set[Viewer] = field(default_factory=set)  # hear the frame's events only: their pages are hidden
+    listeners: set[Viewer] = field(default_factory=set)  # hear its events only: hidden or out of sight
     patch_gate: PatchGate = field(default_factory=PatchGate)  # open while every viewer takes patches
     # The last keyframe and its refinements, with their sequence numbers, while nothing changed after it.
     _since_keyframe: list[tuple[Picture, int]] = field(default_factory=list)

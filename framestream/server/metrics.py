@@ -42,7 +42,7 @@ def render(ctx: ServiceContext, memory: MemoryReport | None = None) -> str:
     family("framestream_viewers", "gauge", "Viewers watching each frame.",
            [_line("framestream_viewers", f.viewers, {"frame": f.id}) for f in frames])
     family("framestream_hidden_watchers", "gauge",
-           "Connections watching each frame without its pictures (their pages hidden): not counted as viewers.",
+           "Connections watching each frame without its pictures (hidden, or out of sight): not counted as viewers.",
            [_line("framestream_hidden_watchers", len(f.feed.listeners), {"frame": f.id}) for f in frames])
     family("framestream_connections", "gauge", "Open viewer WebSocket connections.",
            [_line("framestream_connections", len(ctx.connections))])

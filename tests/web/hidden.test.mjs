@@ -187,3 +187,14 @@ test('a frame whose view is out of sight is watched without pictures, on its own
   sockets[1].receive({ type: 'welcome' });
   assert.deepEqual(sockets[1].sent.slice(1), [{ type: 'watch', frame: 'f1' }, { type: 'watch', frame: 'f2', video: false }]);
 });
+
+test('a view out of sight from the start never watches its frame with pictures', async () => {
+  const c = client();
+  c.watch('f1', null, { offscreen: true });
+  c.open();
+  await tick();
+  sockets[0].receive({ type: 'welcome' });
+  assert.deepEqual(sockets[0].sent.slice(1), [{ type: 'watch', frame: 'f1', video: false }]);
+  c.setOffscreen('f1', false);
+  assert.deepEqual(sockets[0].sent.slice(2), [{ type: 'watch', frame: 'f1' }]);
+});

@@ -181,9 +181,10 @@ export class FramestreamClient extends EventTarget {
 
   /**
    * Watch a frame and draw it into `canvas` (which gets a 2D context: do not use it for anything else).
-   * Watching again with another canvas moves the frame there. Works before the connection is open.
+   * Watching again with another canvas moves the frame there. Works before the connection is open. `offscreen`:
+   * its view starts out of sight (setOffscreen), for a first watch.
    */
-  watch(frameId, canvas) {
+  watch(frameId, canvas, { offscreen = false } = {}) {
     let f = this.router.get(frameId);
     if (f && f.video.canvas !== canvas) {
       f.video.setCanvas(canvas);
@@ -198,6 +199,7 @@ export class FramestreamClient extends EventTarget {
       onPatchFailure: (error) => this._videoOnly(error),
       onStale: (stale) => this.emit('stale', { frame: frameId, stale }),
     }));
+    f.offscreen = Boolean(offscreen);
     this.router.add(f);
     this._startVideo(f);
     return f;

@@ -291,12 +291,14 @@ export function mountFrame(client, frameId, container, opts = {}) {
   // The page's cursor (a hand over links, an I-beam over text) on the canvas while this viewer drives.
   const cursor = drive ? followPageCursor(client, frameId, canvas) : null;
 
-  client.watch(frameId, canvas);
-  // Out of sight, nobody sees its pictures: the frame is watched without them, and may pause.
+  // Out of sight, nobody sees its pictures: the frame is watched without them, and may pause. Watched so until
+  // the observer's first answer (before the connection opens, as a rule), so a view out of sight at the start
+  // never resumes or reopens its frame.
   const IO = doc.defaultView?.IntersectionObserver;
   const sight = pauseOffscreen && IO ? new IO((entries) => {
     client.setOffscreen(frameId, !entries[entries.length - 1].isIntersecting);
   }) : null;
+  client.watch(frameId, canvas, { offscreen: sight !== null });
   sight?.observe($('.fs-stage'));
 
   return {
