@@ -668,3 +668,36 @@ async def test_a_view_out_of_sight_takes_no_pictures_and_its_frame_pauses_while_
     await service.wait_state_async(near, "paused", 15)
     assert not (await info(page, far))["offscreen"]
     print(f"out of sight: paused while the other stayed live; in sight again: box {green}")
+
+
+async def test_a_view_out_of_sight_from_the_start_never_resumes_its_paused_frame(
+        service: Service, make_frame: Callable[..., str], page: Page) -> None:
+    """An app adds a view of a paused frame where the person does not look (far below, as a canvas places a frame
+    away from the part in sight) on its open connection: the view watches the frame without pictures from its first
+    watch on, so the frame is never resumed for it (nor, closed, reopened)."""
+    near, far = make_frame(), make_frame()
+    await service.wait_state_async(far, "paused", 15)  # nobody watches it yet
+    await open_viewer(page, service.base, service.token("view"), [near])
+    await wait_pixel(page, near, BOX, RED)
+    f = json.dumps(far)
+    # What the client sends, recorded as it goes (then sent as before).
+    await page.eval("""(() => { const t = window.framestream.client.transport, send = t.send.bind(t);
+      window.fsSent = []; t.send = (m) => { window.fsSent.push(m); return send(m); }; return true; })()""")
+    await page.eval(f"""(async () => {{ const {{ mountFrame }} = await import('./web/framestream.js');
+      const box = document.createElement('div');
+      box.style.marginTop = '4000px';
+      document.body.append(box);
+      mountFrame(window.framestream.client, {f}, box);
+      return true; }})()""")
+    await page.wait_for(f"fsView({f}).state === 'paused' && window.framestream.client.info({f}).offscreen")
+    sent = await page.eval(f"window.fsSent.filter((m) => m.frame === {f})")
+    assert sent == [{"type": "watch", "frame": far, "video": False}], sent
+    seen = await info(page, far)
+    assert (seen["config"], seen["drawn"]) == (None, 0), seen
+    assert (await asyncio.to_thread(service.get, f"/frames/{far}"))[1]["state"] == "paused"
+    _, metrics = await asyncio.to_thread(service.request, "GET", "/metrics", None, None)
+    assert f'framestream_hidden_watchers{{frame="{far}"}} 1\n' in metrics.decode()
+    # Scrolled into sight, it resumes and shows its page.
+    await page.eval(f"document.querySelector('.fs-frame[data-frame=\"{far}\"]').scrollIntoView() ?? 1")
+    await wait_pixel(page, far, BOX, RED)
+    print("out of sight from the start: stayed paused; in sight: resumed and drawn")
