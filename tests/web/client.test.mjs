@@ -3,7 +3,7 @@
 // no reconnect after a refused token.
 import { test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeSocket, b64url, decoders, installWebCodecs, sockets, tick, until } from './fakes.mjs';
+import { b64url, decoders, fakeClient, installWebCodecs, sockets, tick, until } from './fakes.mjs';
 import { wallUs } from '../../web/lib/clock.js';
 
 installWebCodecs();
@@ -13,12 +13,7 @@ const TOKEN = `${b64url(JSON.stringify({ role: 'view', sub: 'v' }))}.mac`;
 const CONFIG = { type: 'video-config', frame: 'f1', slot: 5, codec: 'avc1.42C01F', width: 640, height: 400, css_width: 320, css_height: 200 };
 
 const made = [];
-function client(opts = {}) {
-  const c = new FramestreamClient({ url: 'ws://x/ws', token: TOKEN, WebSocket: FakeSocket, sizeCanvas: false,
-    backoff: { baseMs: 5, maxMs: 20, jitter: 0 }, ...opts });
-  made.push(c);
-  return c;
-}
+const client = (opts) => fakeClient(FramestreamClient, TOKEN, made, opts);
 
 beforeEach(() => { sockets.length = 0; decoders.length = 0; });
 afterEach(() => { for (const c of made.splice(0)) c.close(); }); // a failed test must not go on reconnecting

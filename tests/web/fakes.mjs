@@ -105,12 +105,18 @@ export async function until(predicate, withinMs = 2000) {
   }
 }
 
-/** A FramestreamClient (the class, imported after installWebCodecs()) over a FakeSocket, watching `frames`, open
- * and welcomed; pushed onto `made` for the test's afterEach to close. */
-export async function welcomedClient(FramestreamClient, token, frames, made) {
+/** A FramestreamClient (the class, imported after installWebCodecs()) over a FakeSocket that reconnects within
+ * 5-20 ms, with `opts` beside; pushed onto `made` for the test's afterEach to close. */
+export function fakeClient(FramestreamClient, token, made, opts = {}) {
   const c = new FramestreamClient({ url: 'ws://x/ws', token, WebSocket: FakeSocket, sizeCanvas: false,
-    backoff: { baseMs: 5, maxMs: 20, jitter: 0 } });
+    backoff: { baseMs: 5, maxMs: 20, jitter: 0 }, ...opts });
   made.push(c);
+  return c;
+}
+
+/** fakeClient watching `frames`, open and welcomed. */
+export async function welcomedClient(FramestreamClient, token, frames, made) {
+  const c = fakeClient(FramestreamClient, token, made);
   for (const frame of frames) c.watch(frame, null);
   c.open();
   await until(() => sockets.length === 1 && sockets[0].sent.length === 1);

@@ -3,7 +3,7 @@
 // `Updating…`) until its first picture since is drawn. So is a canvas after a lost connection.
 import { test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeCanvas, FakeSocket, b64url, decoders, installWebCodecs, sockets, tick, until } from './fakes.mjs';
+import { FakeCanvas, b64url, decoders, fakeClient, installWebCodecs, sockets, tick, until } from './fakes.mjs';
 
 installWebCodecs();
 const { FramestreamClient } = await import('../../web/framestream.js');
@@ -13,12 +13,7 @@ const CONFIG = { type: 'video-config', frame: 'f1', slot: 1, codec: 'avc1.42C01F
   css_width: 320, css_height: 200 };
 
 const made = [];
-function client(opts = {}) {
-  const c = new FramestreamClient({ url: 'ws://x/ws', token: TOKEN, WebSocket: FakeSocket, sizeCanvas: false,
-    backoff: { baseMs: 5, maxMs: 20, jitter: 0 }, ...opts });
-  made.push(c);
-  return c;
-}
+const client = (opts) => fakeClient(FramestreamClient, TOKEN, made, opts);
 
 beforeEach(() => { sockets.length = 0; decoders.length = 0; });
 afterEach(() => {
