@@ -54,7 +54,7 @@ export class FrameDecoder {
    *   cannot even be configured)
    * @param {(error: string) => void} [o.onPatchFailure] a patch could not be decoded (go video-only)
    * @param {(stale: boolean) => void} [o.onStale] the canvas's picture may be older than the page (true: the
-   *   connection was lost or the page hidden since it was drawn), or shows the page again (false)
+   *   connection was lost, or the frame unseen, since it was drawn), or shows the page again (false)
    */
   constructor(canvas, { sizeCanvas = true, onKeyframeNeeded, onError, onPatchFailure, onStale }) {
     this.sizeCanvas = sizeCanvas;
@@ -62,8 +62,8 @@ export class FrameDecoder {
     this.onError = onError;
     this.onPatchFailure = onPatchFailure;
     this.onStale = onStale;
-    this.stale = false; // the canvas holds a picture drawn before the connection was lost or the page hidden
-    this.hidden = false; // watched without pictures (the page is hidden): whatever still comes is not decoded
+    this.stale = false; // the canvas holds a picture drawn before the connection was lost or the frame unseen
+    this.hidden = false; // watched without pictures (unseen: the page hidden or the view out of sight)
     this.present = new PresentQueue((entry) => this.drawEntry(entry));
     this.config = null; // last video-config
     this.decoder = null;
@@ -400,14 +400,15 @@ export class FrameDecoder {
     if (this.counts.drawn) this.setStale(true);
   }
 
-  /** The page is hidden and the frame watched without pictures: what still comes is not decoded. */
+  /** Nobody sees the frame (its page hidden, its view out of sight), which is watched without pictures: what still
+   * comes is not decoded. */
   hide() {
     this.hidden = true;
     this.reset();
   }
 
-  /** The page shows again and the frame is watched anew: wait for its keyframe (pictures captured before now
-   * are from its past for the statistics). */
+  /** The frame is seen again and watched anew: wait for its keyframe (pictures captured before now are from its
+   * past for the statistics). */
   show() {
     this.hidden = false;
     this.markLive();

@@ -123,7 +123,7 @@ export function mountFrame(client, frameId, container, opts = {}) {
   let connected = client.state === 'open';
   let wasConnected = connected; // before the first welcome it is "connecting", afterwards "reconnecting"
   let quiet = false; // the connection's ping is unanswered: its last picture may be older than the page
-  let stale = false; // the canvas's picture was drawn before the connection was lost or the page hidden
+  let stale = false; // the canvas's picture was drawn before the connection was lost or the frame unseen
   let lost = false; // control taken back from us
   let ours = false; // our grant drove at the last `control`
   let ended = false;
