@@ -54,8 +54,8 @@ export interface ClientEventMap {
   close: { code: number; reason: string; reconnectInMs: number | null };
   /** The connection's ping went unanswered for `liveness.quietMs` (true), or a message came after all (false). */
   quiet: { quiet: boolean };
-  /** The frame's canvas holds a picture drawn before the connection was lost or the page was hidden (true), or
-   * its first picture since was drawn (false). */
+  /** The frame's canvas holds a picture drawn before the connection was lost or the frame was unseen (its page
+   * hidden, its view out of sight): true; its first picture since was drawn: false. */
   stale: { frame: string; stale: boolean };
   /** Every frame is now watched without its pictures (true), or with them again (false): `setHidden`. */
   hidden: { hidden: boolean };
@@ -106,7 +106,8 @@ export interface FrameInfo {
   state: FrameStateMessage | null;
   control: ControlMessage | null;
   waitingForKeyframe: boolean;
-  /** The canvas holds a picture drawn before the connection was lost or the page was hidden. */
+  /** The canvas holds a picture drawn before the connection was lost or the frame was unseen (its page hidden, its
+   * view out of sight). */
   stale: boolean;
   /** Its view is out of sight: watched without pictures (`setOffscreen`). */
   offscreen: boolean;
