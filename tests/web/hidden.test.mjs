@@ -147,6 +147,8 @@ test('over WebRTC, hiding ends the frame\'s peer connection and showing offers a
     assert.equal(pcs.length, 2);
     assert.equal(pcs[1].closed, false);
     assert.equal(c.info('f1').transport, 'webrtc-connecting');
+    c.close(); // a closed client leaves no peer connection open (nor its connect timer running)
+    assert.equal(pcs[1].closed, true);
   } finally {
     delete globalThis.RTCPeerConnection;
   }

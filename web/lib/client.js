@@ -354,6 +354,8 @@ export class FramestreamClient extends EventTarget {
   /** Close for good. */
   close() {
     if (this._followVisibility) globalThis.document.removeEventListener('visibilitychange', this._followVisibility);
+    for (const rtc of this.rtc.values()) rtc.close(); // (the transport's close does not go through onDown)
+    this.rtc.clear();
     this.transport.close();
     this.router.dispose();
   }
