@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from framestream.frames.manager import FrameManager
-from tests.frames.fakes import Launches, manager
+from tests.frames.fakes import Launches, managed
 
 
 @pytest.fixture
@@ -17,6 +17,5 @@ def launches() -> Launches:
 @pytest.fixture
 async def frames(state_dir: Path, launches: Launches) -> AsyncIterator[FrameManager]:
     """A manager whose frames launch fake runtimes (cap 2, no idle pause within a test)."""
-    m = manager(state_dir, launches)
-    yield m
-    await m.shutdown()
+    async with managed(state_dir, launches) as m:
+        yield m

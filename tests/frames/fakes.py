@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,16 @@ def picture(keyframe: bool = True) -> Picture:
 
 def manager(state_dir: Path, launches: Launches, **overrides: Any) -> FrameManager:
     return FrameManager(settings(state_dir, **overrides), new_runtime=launches)
+
+
+@contextlib.asynccontextmanager
+async def managed(state_dir: Path, launches: Launches, **overrides: Any) -> AsyncIterator[FrameManager]:
+    """`manager(...)`, shut down when the block ends (a test with its own settings)."""
+    frames = manager(state_dir, launches, **overrides)
+    try:
+        yield frames
+    finally:
+        await frames.shutdown()
 
 
 async def live_frame(frames: FrameManager, url: str = URL) -> tuple[Frame, Watcher]:

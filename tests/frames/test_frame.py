@@ -12,7 +12,7 @@ from framestream.core.lifecycle import FrameState
 from framestream.frames.events import StateChanged
 from framestream.frames.manager import FrameManager
 from framestream.frames.recovery import RESTARTS_PER_MINUTE, RestartBudget
-from tests.frames.fakes import SIZE, URL, Launches, Watcher, live_frame, manager, picture, states
+from tests.frames.fakes import SIZE, URL, Launches, Watcher, live_frame, managed, picture, states
 
 LAUNCHING, LIVE, PAUSED, CLOSED, ERROR = (FrameState.LAUNCHING, FrameState.LIVE, FrameState.PAUSED,
                                           FrameState.CLOSED, FrameState.ERROR)
@@ -69,20 +69,16 @@ async def test_an_unwatched_frame_pauses_and_resumes_with_the_same_browser(frame
 
 
 async def test_the_last_viewer_leaving_starts_the_pause_timer(state_dir: Path, launches: Launches) -> None:
-    frames = manager(state_dir, launches, idle_pause_s=0.05)
-    try:
+    async with managed(state_dir, launches, idle_pause_s=0.05) as frames:
         frame, watcher = await live_frame(frames)
         frame.remove_viewer(watcher.viewer)
         await asyncio.wait_for(launches.last.froze.wait(), 5.0)
         assert frame.state is PAUSED
-    finally:
-        await frames.shutdown()
 
 
 async def test_a_watcher_without_video_hears_the_frame_pause_takes_no_picture_and_is_not_counted(
         state_dir: Path, launches: Launches) -> None:
-    frames = manager(state_dir, launches, idle_pause_s=0.05)
-    try:
+    async with managed(state_dir, launches, idle_pause_s=0.05) as frames:
         frame, watcher = await live_frame(frames)
         hidden = Watcher(frame, slot=2)
         frame.add_viewer(hidden.viewer, video=False)
@@ -96,14 +92,11 @@ async def test_a_watcher_without_video_hears_the_frame_pause_takes_no_picture_an
         assert frame.state is PAUSED, "a watcher without video does not resume a frame"
         frame.remove_viewer(hidden.viewer)
         assert hidden.viewer not in frame.feed.audience() and frame.viewers == 0
-    finally:
-        await frames.shutdown()
 
 
 async def test_at_the_cap_a_browser_watched_only_without_video_closes_to_make_room(
         state_dir: Path, launches: Launches) -> None:
-    frames = manager(state_dir, launches, max_browsers=1)
-    try:
+    async with managed(state_dir, launches, max_browsers=1) as frames:
         first, watcher = await live_frame(frames)
         hidden = Watcher(first, slot=2)
         first.add_viewer(hidden.viewer, video=False)
@@ -112,8 +105,6 @@ async def test_at_the_cap_a_browser_watched_only_without_video_closes_to_make_ro
         await second.ensure_running()
         assert second.state is LIVE
         await hidden.until_state(CLOSED)  # told, and it reopens when it is watched with video again
-    finally:
-        await frames.shutdown()
 
 
 async def test_a_deleted_frame_tells_its_viewers_lets_them_go_and_cannot_come_back(
@@ -129,8 +120,7 @@ async def test_a_deleted_frame_tells_its_viewers_lets_them_go_and_cannot_come_ba
 
 async def test_at_the_cap_the_least_recently_viewed_unwatched_browser_closes(
         state_dir: Path, launches: Launches) -> None:
-    frames = manager(state_dir, launches, max_browsers=1)
-    try:
+    async with managed(state_dir, launches, max_browsers=1) as frames:
         first = await frames.create(URL, SIZE)
         await first.ensure_running()
         second = await frames.create("http://pages.test/b", SIZE)
@@ -142,42 +132,38 @@ async def test_at_the_cap_the_least_recently_viewed_unwatched_browser_closes(
         with pytest.raises(CapacityError):
             await first.ensure_running()  # the only browser is watched
         assert first.state is CLOSED and second.state is LIVE
-    finally:
-        await frames.shutdown()
 
 
 async def test_a_browser_closing_to_make_room_does_not_hold_up_the_launch_and_a_watch_waits_for_it(
         state_dir: Path, launches: Launches) -> None:
     """The victim's close (its page's last storage writes get up to 1.5 s: ChromeBrowser.close) goes on beside the
     newcomer's launch: a reopen waited for it (0.59 -> 2.49 s in `benchmarks.run --only lifecycle`)."""
-    frames = manager(state_dir, launches, max_browsers=1)
     closed = asyncio.Event()
-    try:
-        first = await frames.create(URL, SIZE)
-        await first.ensure_running()
-        launches.runtimes[0].stop_gate = closed
-        second = await frames.create("http://pages.test/b", SIZE)
-        await second.ensure_running()
-        # Still closing, and `paused` meanwhile (its page is stopped), not `live`: a frame goes live, paused, closed.
-        assert second.state is LIVE and first.state is PAUSED and not launches.runtimes[0].stopped
-        reopen = asyncio.create_task(first.ensure_running())
-        await asyncio.sleep(0)
-        assert not reopen.done() and len(launches.runtimes) == 2  # a watch of it waits for its close
-        closed.set()
-        await reopen
-        async with second.run_lock:  # closing now, to make room for the first again
-            assert launches.runtimes[0].stopped and first.state is LIVE and second.state is CLOSED
-    finally:
-        closed.set()  # (a failed assertion above must not leave the shutdown waiting for that close)
-        await frames.shutdown()
+    async with managed(state_dir, launches, max_browsers=1) as frames:
+        try:
+            first = await frames.create(URL, SIZE)
+            await first.ensure_running()
+            launches.runtimes[0].stop_gate = closed
+            second = await frames.create("http://pages.test/b", SIZE)
+            await second.ensure_running()
+            # Still closing, and `paused` meanwhile (its page is stopped), not `live`: live, paused, closed.
+            assert second.state is LIVE and first.state is PAUSED and not launches.runtimes[0].stopped
+            reopen = asyncio.create_task(first.ensure_running())
+            await asyncio.sleep(0)
+            assert not reopen.done() and len(launches.runtimes) == 2  # a watch of it waits for its close
+            closed.set()
+            await reopen
+            async with second.run_lock:  # closing now, to make room for the first again
+                assert launches.runtimes[0].stopped and first.state is LIVE and second.state is CLOSED
+        finally:
+            closed.set()  # (a failed assertion above must not leave the shutdown waiting for that close)
 
 
 async def test_a_frame_watched_while_the_cap_waited_for_its_lock_is_not_closed(
         state_dir: Path, launches: Launches) -> None:
     """The victim is chosen unwatched, but its run lock may be held (a step under way) and a watch may come before
     the cap has it: that frame is passed over, and with no other the newcomer is refused `capacity`."""
-    frames = manager(state_dir, launches, max_browsers=1)
-    try:
+    async with managed(state_dir, launches, max_browsers=1) as frames:
         first = await frames.create(URL, SIZE)
         await first.ensure_running()
         async with first.run_lock:  # a step under way
@@ -190,16 +176,13 @@ async def test_a_frame_watched_while_the_cap_waited_for_its_lock_is_not_closed(
             await second
         await first.ensure_running()
         assert first.state is LIVE and not launches.runtimes[0].stopped and len(frames.frames) == 1
-    finally:
-        await frames.shutdown()
 
 
 async def test_a_browser_whose_close_for_room_failed_reads_closed_and_reopens(
         state_dir: Path, launches: Launches) -> None:
     """Its runtime is gone whatever its close did: `paused` (while closing) must not outlive it, or a watch would
     'resume' a frame with no browser."""
-    frames = manager(state_dir, launches, max_browsers=1)
-    try:
+    async with managed(state_dir, launches, max_browsers=1) as frames:
         first = await frames.create(URL, SIZE)
         await first.ensure_running()
         launches.runtimes[0].stop_error = OSError("the browser's close failed")
@@ -210,8 +193,6 @@ async def test_a_browser_whose_close_for_room_failed_reads_closed_and_reopens(
         await first.ensure_running()
         async with second.run_lock:  # closing now, to make room for the first again
             assert first.state is LIVE and first.runtime is launches.runtimes[2] and second.state is CLOSED
-    finally:
-        await frames.shutdown()
 
 
 async def test_a_fault_relaunches_the_frame_until_the_budget_is_spent(frames: FrameManager,
