@@ -18,6 +18,7 @@ from typing import Any
 
 from tests.support import Service
 from tests.web.browser import BrowserTab, close_to, info, pixel, wait_pixel
+from tests.webrtc.metrics import metric
 
 # Every binary message that reaches the client is counted, and passed on unless held back (an observer of the
 # client's router, which it then calls itself).
@@ -52,10 +53,9 @@ async def hidden_and_back(tab: BrowserTab, service: Service, frame: str, *, at: 
     await service.wait_state_async(frame, "paused", 15)
     await tab.wait_for(f"window.framestream.client.info({f}).state.state === 'paused'")
     assert (await info(tab, frame))["state"]["viewers"] == 0
-    status, metrics = await asyncio.to_thread(service.request, "GET", "/metrics", None, None)
-    assert status == 200
-    for name, value in (("framestream_viewers", 0), ("framestream_hidden_watchers", 1)):
-        assert f'{name}{{frame="{frame}"}} {value}\n' in metrics.decode(), name
+    label = f'frame="{frame}"'
+    assert await asyncio.to_thread(metric, service, "framestream_hidden_watchers", label) == 1
+    assert await asyncio.to_thread(metric, service, "framestream_viewers", label) == 0
     await tab.eval("window.fsBinary = 0")  # (what was on its way when the page hid has come by now)
     await change()  # an agent's input: it resumes the frame, which runs its idle time, then pauses again
     await service.wait_state_async(frame, "live", 15)

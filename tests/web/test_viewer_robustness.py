@@ -30,6 +30,7 @@ from tests.silent_path import SilentPath
 from tests.support import Service
 from tests.web.browser import JS_CANVAS_POINT, Page, close_to, info, open_viewer, pixel, wait_pixel
 from tests.web.hidden_view import hidden_and_back
+from tests.webrtc.metrics import metric
 
 # One event loop, one viewer browser for the module (a fresh Chromium per test costs ~1.5 s each).
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
@@ -695,8 +696,7 @@ async def test_a_view_out_of_sight_from_the_start_never_resumes_its_paused_frame
     seen = await info(page, far)
     assert (seen["config"], seen["drawn"]) == (None, 0), seen
     assert (await asyncio.to_thread(service.get, f"/frames/{far}"))[1]["state"] == "paused"
-    _, metrics = await asyncio.to_thread(service.request, "GET", "/metrics", None, None)
-    assert f'framestream_hidden_watchers{{frame="{far}"}} 1\n' in metrics.decode()
+    assert await asyncio.to_thread(metric, service, "framestream_hidden_watchers", f'frame="{far}"') == 1
     # Scrolled into sight, it resumes and shows its page.
     await page.eval(f"document.querySelector('.fs-frame[data-frame=\"{far}\"]').scrollIntoView() ?? 1")
     await wait_pixel(page, far, BOX, RED)
