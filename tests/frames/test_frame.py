@@ -10,6 +10,7 @@ import pytest
 from framestream.core.errors import BrowserError, CapacityError, FrameGone
 from framestream.core.lifecycle import FrameState
 from framestream.frames.events import StateChanged
+from framestream.frames.frame import Frame
 from framestream.frames.manager import FrameManager
 from framestream.frames.recovery import RESTARTS_PER_MINUTE, RestartBudget
 from tests.frames.fakes import SIZE, URL, Launches, Watcher, live_frame, managed, picture, states
@@ -76,19 +77,25 @@ async def test_the_last_viewer_leaving_starts_the_pause_timer(state_dir: Path, l
         assert frame.state is PAUSED
 
 
+def watch_without_video(frame: Frame, slot: int) -> Watcher:
+    """A watcher of `frame` without its pictures, as a hidden page's connection makes one."""
+    watcher = Watcher(frame, slot)
+    frame.add_viewer(watcher.viewer, video=False)
+    return watcher
+
+
 async def test_a_watcher_without_video_hears_the_frame_pause_takes_no_picture_and_is_not_counted(
         state_dir: Path, launches: Launches) -> None:
     async with managed(state_dir, launches, idle_pause_s=0.05) as frames:
         frame, watcher = await live_frame(frames)
-        hidden = Watcher(frame, slot=2)
-        frame.add_viewer(hidden.viewer, video=False)
+        hidden = watch_without_video(frame, 2)
         assert frame.viewers == 1 and frame.feed.audience() == [watcher.viewer, hidden.viewer]
         launches.last.post(picture())
         assert len(watcher.viewer.outbox) == 1 and len(hidden.viewer.outbox) == 0
         frame.remove_viewer(watcher.viewer)  # the last viewer with pictures leaves: the pause timer starts
         paused = await hidden.until_state(PAUSED)
         assert paused.viewers == 0 and launches.last.frozen
-        frame.add_viewer(Watcher(frame, slot=3).viewer, video=False)
+        watch_without_video(frame, 3)
         assert frame.state is PAUSED, "a watcher without video does not resume a frame"
         frame.remove_viewer(hidden.viewer)
         assert hidden.viewer not in frame.feed.audience() and frame.viewers == 0
@@ -98,8 +105,7 @@ async def test_at_the_cap_a_browser_watched_only_without_video_closes_to_make_ro
         state_dir: Path, launches: Launches) -> None:
     async with managed(state_dir, launches, max_browsers=1) as frames:
         first, watcher = await live_frame(frames)
-        hidden = Watcher(first, slot=2)
-        first.add_viewer(hidden.viewer, video=False)
+        hidden = watch_without_video(first, 2)
         first.remove_viewer(watcher.viewer)
         second = await frames.create("http://pages.test/b", SIZE)
         await second.ensure_running()
