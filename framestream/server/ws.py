@@ -278,6 +278,11 @@ async def handle_ws(request: web.Request) -> web.StreamResponse:
     # anything up to 4x the limit and only truly huge messages end the connection.
     ws = web.WebSocketResponse(max_msg_size=4 * ctx.settings.max_message_bytes, heartbeat=30.0, compress=False)
     await ws.prepare(request)
+    if ctx.manager.closing:
+        # The port stopped listening, but an HTTP connection kept alive from before (Node's fetch and WebSocket
+        # share one pool) can still ask: welcomed, a reconnecting client would stay on a service about to exit.
+        await ws.close(code=CLOSE_GOING_AWAY, message=b"shutting down")
+        return ws
     conn = ViewerConnection(ctx, ws, request.remote)
     conn.start_sending(request.transport)
     # Only welcomed connections count against max_connections (the session asks at hello); one still

@@ -213,6 +213,63 @@ def test_stopping_leaves_no_browser_or_display(state_dir: Path, pages: str, how:
         svc.kill_leftovers()
 
 
+def _read_http_head(sock: socket.socket) -> tuple[bytes, bytes]:
+    """One HTTP response's head from `sock`, and what came after it."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(4096)
+        assert chunk, f"the connection ended: {data!r}"
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head, rest
+
+
+async def test_a_kept_alive_connection_cannot_join_a_service_that_shuts_down(state_dir: Path, pages: str) -> None:
+    """A client reusing an HTTP connection kept alive from before the shutdown (as Node's fetch and WebSocket do,
+    sharing one pool) gets 1001 on its upgrade, never a welcome: the port no longer listens, yet that connection
+    could otherwise join a service about to exit and reconnect only once the process is gone."""
+    svc = Service(state_dir, frames=[f"{pages}/box.html@320x200"]).start()
+    kept = socket.create_connection(("127.0.0.1", svc.port), timeout=30)
+    try:
+        (frame_id,) = svc.frame_ids()
+        await svc.wait_state_async(frame_id, "live")
+        kept.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{svc.port}\r\n\r\n".encode())
+        head, _ = _read_http_head(kept)
+        assert head.startswith(b"HTTP/1.1 200"), head
+        async with websockets.connect(svc.ws_url) as watcher:
+            await watcher.send(json.dumps({"type": "hello", "token": svc.token("view")}))
+            assert json.loads(await watcher.recv())["type"] == "welcome"
+            await watcher.send(json.dumps({"type": "watch", "frame": frame_id}))  # its browser closes slowly
+            assert svc.proc is not None
+            svc.proc.send_signal(signal.SIGTERM)
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                while True:
+                    await watcher.recv()
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001  # the shutdown began
+        key = "dGhlIHNhbXBsZSBub25jZQ=="
+        kept.sendall((f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{svc.port}\r\nUpgrade: websocket\r\n"
+                      f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                      ).encode())
+        head, rest = _read_http_head(kept)
+        assert head.startswith(b"HTTP/1.1 101"), head
+        hello = json.dumps({"type": "hello", "token": svc.token("view")}).encode()
+        mask = b"\x01\x02\x03\x04"
+        kept.sendall(bytes([0x81, 0x80 | 126]) + len(hello).to_bytes(2, "big") + mask
+                     + bytes(b ^ mask[i % 4] for i, b in enumerate(hello)))
+        while len(rest) < 4:
+            chunk = kept.recv(4096)
+            assert chunk, rest
+            rest += chunk
+        # The first frame is a close (opcode 8) with 1001: no welcome.
+        assert rest[0] == 0x88 and int.from_bytes(rest[2:4], "big") == 1001, rest[:64]
+        kept.sendall(bytes([0x88, 0x82]) + mask + bytes(b ^ mask[i] for i, b in enumerate((1001).to_bytes(2, "big"))))
+        assert svc.proc.wait(30) == 0, svc.log()[-2000:]  # (the shutdown goes on as it would)
+    finally:
+        kept.close()
+        svc.stop()
+        svc.kill_leftovers()
+
+
 async def test_sigkill_leaves_nothing_and_next_start_cleans_up(state_dir: Path, pages: str) -> None:
     svc = Service(state_dir, frames=[f"{pages}/box.html@320x200"]).start()
     try:
