@@ -289,6 +289,7 @@ test('a lost socket fails what waits with ConnectionLost; a refused hello is Una
   ws.serverClose(1006);
   await assert.rejects(step, ConnectionLost);
   await assert.rejects(agent.click('f1', 1, 1), ConnectionLost);
+  await agent.close(); // (before its reconnect: no socket follows)
 
   const refused = AgentClient.connect('http://127.0.0.1:1', { token: 'forged.token', WebSocket: ScriptedSocket });
   await new Promise((r) => setImmediate(r));
@@ -315,9 +316,116 @@ test('a silent socket is pinged; one that stays silent is given up: what waits f
   await ws.next('ping');
   clock.ms = 260; // an answer time after that ping
   await assert.rejects(step, ConnectionLost);
-  assert.deepEqual(closes, [{ code: 1006, reason: 'no answer from the service' }]);
+  assert.equal(closes.length, 1);
+  assert.deepEqual({ ...closes[0], reconnectInMs: undefined },
+    { code: 1006, reason: 'no answer from the service', reconnectInMs: undefined });
+  assert.ok(closes[0].reconnectInMs >= 125 && closes[0].reconnectInMs <= 250, closes[0]); // it comes back by itself
   assert.equal(agent.connected, false);
   ws.serverClose(1006); // the dead socket's own close, much later: told once only
   assert.equal(closes.length, 1);
   await assert.rejects(agent.click('f1', 1, 1), ConnectionLost);
+  await agent.close();
+});
+
+/** Until the client made a socket after `ws` (failing after 5 s). */
+async function madeAfter(ws) {
+  const deadline = Date.now() + 5000;
+  while (ScriptedSocket.last === ws) {
+    assert.ok(Date.now() < deadline, 'no new socket within 5 s');
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
+/** The client's next socket once it made one after `ws`, welcomed; its hello. */
+async function reconnected(ws) {
+  await madeAfter(ws);
+  const next = ScriptedSocket.last;
+  const hello = await next.next('hello');
+  next.reply({ type: 'welcome', protocol: 1, sandbox: 'unit', shared_frames: true });
+  return { next, hello };
+}
+
+test('a lost connection comes back by itself: a fresh hello, the same frames watched again, steps work again',
+  async () => {
+    const { agent, ws, hello } = await connected({ backoff: { baseMs: 5, maxMs: 20 } });
+    const events = [];
+    agent.on('close', (d) => events.push(['close', d.code, d.reconnectInMs !== null]));
+    agent.on('open', (d) => events.push(['open', d.connects]));
+    const watching = agent.watch('f1');
+    await ws.next('watch');
+    ws.reply({ type: 'video-config', frame: 'f1', slot: 1, codec: 'avc1.42e01f', width: 640, height: 400,
+      css_width: 320, css_height: 200 });
+    await watching;
+    agent.watch('f2').catch(() => {}); // not answered before the loss: watched again too
+    await ws.next('watch');
+    const step = agent.click('f1', 1, 1);
+    await ws.next('input');
+
+    ws.serverClose(1011, 'restarting');
+    await assert.rejects(step, ConnectionLost); // it may or may not have been applied: the caller decides
+    assert.equal(agent.info('f1').config, null); // slots were the lost connection's
+    await assert.rejects(agent.click('f1', 1, 1), ConnectionLost); // not connected yet: fails at once
+    const back = agent.waitConnected({ timeoutS: 5 });
+
+    const { next, hello: again } = await reconnected(ws);
+    await back;
+    assert.equal(agent.connected, true);
+    assert.equal(agent.connects, 2);
+    assert.notEqual(again.token, hello.token); // minted anew (a connection token may have expired meanwhile)
+    assert.deepEqual([await next.next('watch'), await next.next('watch')].map((m) => m.frame).sort(), ['f1', 'f2']);
+    next.reply({ type: 'video-config', frame: 'f1', slot: 3, codec: 'avc1.42e01f', width: 640, height: 400,
+      css_width: 320, css_height: 200 });
+    next.picture(3, 1234);
+    assert.equal(agent.info('f1').lastCaptureUs, 1234); // pictures count under the new connection's slot
+    const after = agent.click('f1', 2, 2);
+    const msg = await next.next('input');
+    next.reply({ type: 'input-ack', frame: 'f1', seq: msg.seq });
+    assert.equal((await after).seq, msg.seq);
+    assert.deepEqual(events, [['close', 1011, true], ['open', 2]]);
+    await agent.close();
+  });
+
+test('a reconnect attempt that errors without a close (undici, refused) is given up at once: the next follows',
+  async () => {
+    const { agent, ws } = await connected({ backoff: { baseMs: 5, maxMs: 20 }, helloTimeoutMs: 60_000 });
+    ws.serverClose(1001, 'shutting down');
+    await madeAfter(ws);
+    const refused = ScriptedSocket.last;
+    refused.fire('error', {}); // and never a close, as Node's WebSocket after ECONNREFUSED
+    const { next } = await reconnected(refused);
+    await agent.waitConnected({ timeoutS: 5 });
+    assert.equal(agent.connects, 2);
+    assert.equal(next.readyState, 1);
+    await agent.close();
+  });
+
+test('a reconnect whose hello is refused stops there; reconnect:false and close() make none', async () => {
+  const { agent, ws } = await connected({ backoff: { baseMs: 5, maxMs: 20 } });
+  const closes = [];
+  agent.on('close', (d) => closes.push(d));
+  ws.serverClose(1006);
+  await madeAfter(ws);
+  await ScriptedSocket.last.next('hello');
+  ScriptedSocket.last.serverClose(4401, 'expired token');
+  await assert.rejects(agent.waitConnected(), Unauthorized);
+  assert.equal(closes.at(-1).reconnectInMs, null);
+  await assert.rejects(agent.click('f1', 1, 1), Unauthorized);
+  const refusedSocket = ScriptedSocket.last;
+  await new Promise((r) => setTimeout(r, 40)); // longer than any backoff here: no attempt follows
+  assert.equal(ScriptedSocket.last, refusedSocket);
+
+  const { agent: plain, ws: plainWs } = await connected({ reconnect: false, backoff: { baseMs: 5, maxMs: 5 } });
+  const told = [];
+  plain.on('close', (d) => told.push(d.reconnectInMs));
+  plainWs.serverClose(1006);
+  await assert.rejects(plain.waitConnected(), ConnectionLost);
+  await new Promise((r) => setTimeout(r, 40));
+  assert.equal(ScriptedSocket.last, plainWs);
+  assert.deepEqual(told, [null]);
+
+  const { agent: closing, ws: closingWs } = await connected({ backoff: { baseMs: 30, maxMs: 30, jitter: 0 } });
+  closingWs.serverClose(1006); // a reconnect is due in 30 ms...
+  await closing.close(); // ...and closing cancels it
+  await new Promise((r) => setTimeout(r, 60));
+  assert.equal(ScriptedSocket.last, closingWs);
 });

@@ -47,6 +47,8 @@ async def test_the_node_agent_gives_up_a_silent_path_and_fails_what_waits(servic
                 proc.kill()
             await proc.wait()
     assert out["lost"] is True and out["error"] == "ConnectionLost", out  # not a step timeout's ClientError
-    assert out["closes"] == [{"code": 1006, "reason": "no answer from the service"}], out
+    [close] = out["closes"]
+    assert (close["code"], close["reason"]) == (1006, "no answer from the service"), out
+    assert close["reconnectInMs"] is not None, out  # then it tries again by itself
     assert out["connected"] is False
     print(f"the node agent gave up the silent path; its click failed after {out['ms']} ms: {out}")

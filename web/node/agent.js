@@ -3,11 +3,14 @@
 // its own grant (with a key: a fresh one-step grant per step), answers matched by `seq`, refusals as typed errors.
 // It decodes no video: it reads the binary messages' headers (capture time, refinement flag) to know when a
 // picture came, and takes the picture itself as PNG from `GET /frames/{id}/screenshot`.
+// A lost connection comes back by itself (backoff, a fresh token, the same frames watched again), as the Python
+// client's does; what waited on the lost one fails with ConnectionLost.
 // No dependency: Node's global WebSocket and fetch, or a `ws`-compatible constructor passed in.
 
 import { mintToken, SandboxKey } from './tokens.js';
 import * as steps from './steps.js';
-import { ClientError, ConnectionLost, FATAL_CLOSE, errorFor } from './errors.js';
+import { ClientError, ConnectionLost, FATAL_CLOSE, ServiceError, errorFor } from './errors.js';
+import { Backoff } from '../lib/backoff.js';
 import { LivenessWatch } from '../lib/liveness.js';
 
 const HEADER_BYTES = 16;
@@ -15,6 +18,8 @@ const KIND_VIDEO = 1;
 const KIND_PATCH = 2;
 const FLAG_REFINEMENT = 2;
 const HELP_GRACE_S = 30; // how long past its own timeout a help request may take to be told ended
+// Refusals of the connection itself (a forged or expired token): connecting again cannot help.
+const REFUSED = new Set(Object.values(FATAL_CLOSE));
 
 /** This machine's wall clock in µs since the epoch (the service's capture clock). */
 export const nowUs = () => Date.now() * 1000;
@@ -87,7 +92,7 @@ export class AgentClient {
   }
 
   constructor(url, { key, token, grants, control, subject = 'agent', WebSocket: WS, fetch: fetchImpl,
-    helloTimeoutMs = 10_000, liveness, now = () => performance.now() } = {}) {
+    helloTimeoutMs = 10_000, liveness, now = () => performance.now(), reconnect = true, backoff } = {}) {
     if (key !== undefined && !(key instanceof SandboxKey)) throw new TypeError('key must be a SandboxKey');
     if (key) {
       token ??= () => mintToken(key, { role: 'drive', sub: subject });
@@ -120,7 +125,13 @@ export class AgentClient {
     this._liveness = new LivenessWatch(liveness, { now, ping: (seq) => this._send({ type: 'ping', seq }),
       dead: () => this._dead() });
     this._closed = false;
-    this._closedWith = null; // the error the connection ended with
+    this._closedWith = null; // while not connected: the error the connection ended with
+    this._reconnect = reconnect;
+    this._backoff = new Backoff(backoff);
+    this._retryTimer = null;
+    this._welcomed = false; // the socket in _ws has said welcome: messages may go
+    this._reconnecting = false; // lost, and coming back by itself
+    this.connects = 0; // connections welcomed, the first included
     this.welcome = null;
   }
 
@@ -128,13 +139,19 @@ export class AgentClient {
 
   async _open() {
     const token = await tokenOf(this._token);
+    if (this._closed) throw new ConnectionLost('the client was closed');
     const ws = new this._WS(this.wsUrl);
     ws.binaryType = 'arraybuffer';
     this._ws = ws;
+    this._welcomed = false;
     await new Promise((resolve, reject) => {
       let welcomed = false;
+      const failed = (error) => {
+        if (this._ws === ws) this._ws = null;
+        reject(error);
+      };
       const timer = setTimeout(() => {
-        reject(new ClientError(`no welcome from ${this.wsUrl} within ${this._helloTimeoutMs} ms`));
+        failed(new ClientError(`no welcome from ${this.wsUrl} within ${this._helloTimeoutMs} ms`));
         try { ws.close(); } catch { /* not open */ }
       }, this._helloTimeoutMs);
       ws.addEventListener('open', () => ws.send(JSON.stringify({ type: 'hello', token })));
@@ -145,6 +162,10 @@ export class AgentClient {
           welcomed = true;
           clearTimeout(timer);
           this.welcome = msg;
+          this.connects += 1;
+          this._closedWith = null;
+          this._welcomed = true;
+          this._reconnecting = false;
           this._liveness.start();
           resolve();
           return;
@@ -159,10 +180,17 @@ export class AgentClient {
         const code = event.code ?? 0;
         const error = errorFor(FATAL_CLOSE[code] ?? 'internal',
           `the service closed the socket (${code}${event.reason ? ` ${event.reason}` : ''})`);
-        if (!welcomed) reject(error);
+        if (!welcomed) failed(error);
         else this._lost(code, event.reason ?? '', error);
       });
-      ws.addEventListener('error', () => { /* a close follows */ });
+      ws.addEventListener('error', () => {
+        // Before the welcome, an error is the attempt's end: Node's WebSocket (undici) may send no close after a
+        // refused connection, which would leave the attempt to the hello timeout (10 s of a reconnect lost).
+        if (welcomed) return; // (a close follows)
+        clearTimeout(timer);
+        failed(new ClientError(`could not connect to ${this.wsUrl}`));
+        try { ws.close(); } catch { /* never opened */ }
+      });
     });
     this._keepFresh(token);
   }
@@ -194,7 +222,7 @@ export class AgentClient {
   }
 
   _send(msg) {
-    if (!this._ws || this._ws.readyState !== 1) return false;
+    if (!this.connected) return false;
     this._ws.send(JSON.stringify(msg));
     return true;
   }
@@ -203,25 +231,82 @@ export class AgentClient {
     clearTimeout(this._refreshTimer);
     this._liveness.stop();
     this._ws = null;
+    this._welcomed = false;
     const lost = this._closed ? new ConnectionLost('the client was closed') : new ConnectionLost(
       `the socket closed (${code})`);
     this._closedWith = FATAL_CLOSE[code] && error ? error : lost;
     for (const { reject } of this._pending.values()) reject(lost);
     this._pending.clear();
     for (const w of [...this._waiters]) w.reject(lost);
-    this._emit('close', { code, reason });
+    // Slots are the connection's: a frame's pictures count again from its next video-config.
+    this._slots.clear();
+    for (const f of this._watched.values()) f.config = null;
+    this._reconnecting = !this._closed && this._reconnect && !FATAL_CLOSE[code];
+    const reconnectInMs = this._reconnecting ? this._backoff.next() : null;
+    if (this._reconnecting) this._retryLater(reconnectInMs);
+    this._emit('close', { code, reason, reconnectInMs });
   }
 
+  /** Connect again after `delayMs`, saying hello with a fresh token, and watch the same frames again. */
+  _retryLater(delayMs) {
+    this._retryTimer = setTimeout(async () => {
+      this._retryTimer = null;
+      if (this._closed) return;
+      try {
+        await this._open();
+      } catch (err) {
+        if (this._closed) return;
+        if (err instanceof ServiceError && REFUSED.has(err.code)) {
+          this._reconnecting = false;
+          this._closedWith = err;
+          this._emit('close', { code: 0, reason: err.message, reconnectInMs: null });
+          return;
+        }
+        this._retryLater(this._backoff.next());
+        return;
+      }
+      this._backoff.reset();
+      for (const f of this._watched.values()) this._send({ type: 'watch', frame: f.id });
+      this._emit('open', { connects: this.connects });
+    }, delayMs);
+  }
+
+  /** Resolves once connected (at once when it is); rejects when it will not be (closed, or its token refused), or
+   * after `timeoutS`. */
+  waitConnected({ timeoutS = 30 } = {}) {
+    if (this.connected) return Promise.resolve();
+    if (!this._reconnecting) return Promise.reject(this._closedWith ?? new ConnectionLost('not connected'));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => end(new ClientError(`not connected within ${timeoutS} s`)), timeoutS * 1000);
+      const stops = [
+        this.on('open', () => end(null)),
+        this.on('close', ({ reconnectInMs }) => {
+          if (reconnectInMs === null) end(this._closedWith ?? new ConnectionLost('closed'));
+        }),
+      ];
+      const end = (error) => {
+        clearTimeout(timer);
+        for (const stop of stops) stop();
+        if (error) reject(error);
+        else resolve();
+      };
+    });
+  }
+
+  /** Welcomed on an open socket: steps can go. */
   get connected() {
-    return this._ws !== null && this._ws.readyState === 1;
+    return this._welcomed && this._ws !== null && this._ws.readyState === 1;
   }
 
   /** Close the socket: every waiting call fails with ConnectionLost; resolves once the socket has closed. */
   async close() {
     this._closed = true;
     clearTimeout(this._refreshTimer);
+    clearTimeout(this._retryTimer);
+    this._retryTimer = null;
+    this._reconnecting = false;
     const ws = this._ws;
-    if (!ws) return;
+    if (!ws || ws.readyState === 3) return;
     const closed = new Promise((resolve) => ws.addEventListener('close', resolve));
     ws.close(1000, 'done');
     await closed;

@@ -148,6 +148,11 @@ export interface AgentClientOptions {
    * 10000) after it, the connection is given up: waiting calls fail with ConnectionLost and `close` is emitted with
    * code 1006. */
   liveness?: { idleMs?: number; quietMs?: number; answerMs?: number };
+  /** Connect again by itself after a lost connection (default true): a fresh token, the same frames watched again.
+   * What waited on the lost connection fails with ConnectionLost, and so does a step sent before it is back. */
+  reconnect?: boolean;
+  /** Delays between attempts: exponential from `baseMs` (250) to `maxMs` (10000), each random in [d/2, d]. */
+  backoff?: { baseMs?: number; maxMs?: number; factor?: number; jitter?: number };
   /** For tests: monotonic milliseconds. */
   now?: () => number;
 }
@@ -185,7 +190,11 @@ export interface StepOptions {
 }
 
 export interface AgentEventMap {
-  close: { code: number; reason: string };
+  /** The connection ended; `reconnectInMs` is when the next attempt goes (null: none will, as after close() or a
+   * refused token). */
+  close: { code: number; reason: string; reconnectInMs: number | null };
+  /** Connected again (`connects` counts every welcome, the first included). */
+  open: { connects: number };
   'refresh-error': { error: unknown };
 }
 
@@ -204,8 +213,14 @@ export class AgentClient {
   readonly base: string;
   readonly wsUrl: string;
   readonly welcome: WelcomeMessage | null;
+  /** Welcomed on an open socket: steps can go. */
   readonly connected: boolean;
-  /** Close the socket; what waits fails with ConnectionLost. */
+  /** Connections welcomed, the first included. */
+  readonly connects: number;
+  /** Resolves once connected (at once when it is); rejects when it will not be (closed, its token refused) or after
+   * `timeoutS` (30). */
+  waitConnected(options?: { timeoutS?: number }): Promise<void>;
+  /** Close the socket; what waits fails with ConnectionLost, and no reconnect follows. */
   close(): Promise<void>;
   on<K extends keyof AgentEventMap>(type: K, fn: (detail: AgentEventMap[K]) => void): () => void;
   on<K extends ServerMessage['type']>(type: K, fn: (msg: Extract<ServerMessage, { type: K }>) => void): () => void;

@@ -116,7 +116,11 @@ async function server(): Promise<void> {
   });
   const dropped: string[] = await agent.dropFiles(opened.id, 400, 140, [new File(['hi'], 'hi.txt')]);
   agent.on('help-ended', (m) => console.log(m.outcome, m.note));
-  agent.on('close', (d) => console.log(d.code));
+  agent.on('close', (d) => console.log(d.code, d.reconnectInMs === null ? 'for good' : `again in ${d.reconnectInMs} ms`));
+  agent.on('open', (d) => console.log(`connected (${d.connects})`));
+  const back: Promise<void> = agent.waitConnected({ timeoutS: 5 });
+  const tries: number = agent.connects;
+  const plain: AgentClientOptions = { key, reconnect: false, backoff: { baseMs: 100, maxMs: 2000 } };
   try {
     const note: string | null = await agent.requestHelp(opened.id, 'please log in', { timeoutS: 120 });
     await agent.release(opened.id, note ?? 'nobody came');
