@@ -139,7 +139,7 @@ class Client:
         config does not come within `timeout`."""
         info = await self.api.resize_frame(frame, width, height, dpr)
         view = self.connection.views.get(frame)
-        if view is not None:
+        if view is not None and view.video:
             size = (info.encoded_width, info.encoded_height)
             await view.wait_for(lambda v: v.config is not None and (v.config.width, v.config.height) == size,
                                 timeout)
@@ -148,9 +148,12 @@ class Client:
     async def delete_frame(self, frame: str, *, purge: bool = False) -> None:
         await self.api.delete_frame(frame, purge=purge)
 
-    async def watch(self, frame: str, *, decode: bool = True, timeout: float = 60.0) -> FrameView:
-        """Watch `frame` (resuming or reopening it): its pictures decoded unless `decode` is false."""
-        return await self.connection.watch(frame, decode=decode, timeout=timeout)
+    async def watch(self, frame: str, *, decode: bool = True, video: bool = True, timeout: float = 60.0,
+                    ) -> FrameView:
+        """Watch `frame` (resuming or reopening it): its pictures decoded unless `decode` is false. Without `video`,
+        only what happens to it (state, who drives, dialogs, requests for help): nothing is encoded for this client,
+        and the frame pauses as one nobody views. Watching it again with `video` turns its pictures on."""
+        return await self.connection.watch(frame, decode=decode, video=video, timeout=timeout)
 
     async def unwatch(self, frame: str) -> None:
         await self.connection.unwatch(frame)

@@ -171,8 +171,8 @@ class Connection:
                 log.debug("reconnect to %s failed: %s", self.ws_url, exc)
                 delay = min(ceiling, delay * 2)
                 continue
-            for frame in self.views:
-                await self._send(Watch(frame))
+            for frame, view in self.views.items():
+                await self._send(Watch(frame, video=view.video))
             return
 
     def _drop(self, error: ClientError) -> None:
@@ -227,10 +227,12 @@ class Connection:
             elif fut is not None and not fut.done():
                 fut.set_exception(error)
         if isinstance(frame, str) and (view := self.views.get(frame)) is not None:
+            # A watch is answered by its video-config, or without pictures by the frame's state.
+            answered = kind == "video-config" if view.video else kind == "frame-state"
             if kind == "video-config":
                 self._slots[int(msg["slot"])] = view
-                if (fut_watch := self._watch_errors.pop(frame, None)) is not None and not fut_watch.done():
-                    fut_watch.set_result(None)
+            if answered and (fut_watch := self._watch_errors.pop(frame, None)) is not None and not fut_watch.done():
+                fut_watch.set_result(None)
             view.on_message(msg)
         for listener in list(self._listeners):
             listener(msg)
@@ -260,17 +262,24 @@ class Connection:
             raise ConnectionLost("not connected")
         await ws.send_str(encode_client_message(message))
 
-    async def watch(self, frame: str, *, decode: bool = True, timeout: float = 60.0) -> FrameView:
-        """Watch `frame`: returns once its `video-config` arrived (`UnknownFrame`, `Forbidden`... otherwise)."""
+    async def watch(self, frame: str, *, decode: bool = True, video: bool = True, timeout: float = 60.0,
+                    ) -> FrameView:
+        """Watch `frame`: returns once its `video-config` arrived, or without `video` its `frame-state`
+        (`UnknownFrame`, `Forbidden`... otherwise). A watched frame's pictures go on or off as `video` says."""
         view = self.views.get(frame)
-        if view is not None and view.config is not None:
+        if view is not None and view.video == video and (view.config if video else view.state) is not None:
             return view
         if view is None:
-            view = self.views[frame] = FrameView(frame, decode=decode, on_keyframe_needed=self.ask_keyframe)
+            view = self.views[frame] = FrameView(frame, decode=decode, video=video,
+                                                 on_keyframe_needed=self.ask_keyframe)
+        elif view.video != video:
+            view.video = video  # watched anew: the service moves it to a new slot, or ends its pictures
+            self._slots = {slot: v for slot, v in self._slots.items() if v is not view}
+            view.on_disconnect()
         answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._watch_errors[frame] = answered
         try:
-            await self._send(Watch(frame))
+            await self._send(Watch(frame, video=video))
             async with asyncio.timeout(timeout):
                 await answered
         except BaseException:

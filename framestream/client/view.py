@@ -70,9 +70,13 @@ _BROWSER_RUNS = frozenset(("live", "paused"))
 class FrameView:
     """A frame this connection watches. Made by `Connection.watch`; steps go through `framestream.client.Agent`."""
 
-    def __init__(self, frame: str, *, decode: bool = True, on_keyframe_needed: Callable[[str], None]) -> None:
+    def __init__(self, frame: str, *, decode: bool = True, video: bool = True,
+                 on_keyframe_needed: Callable[[str], None]) -> None:
         self.frame = frame
         self.decode = decode
+        # False: watched for its events alone (docs/protocol.md, `watch` without pictures): no config, no picture,
+        # and the frame may pause meanwhile.
+        self.video = video
         self.config: VideoConfig | None = None
         self.state: FrameState | None = None
         self.you_drive: bool | None = None  # from the last `control` message

@@ -152,6 +152,7 @@ class Frame:
         not counted, and keeps the frame neither from pausing nor from closing (docs/protocol.md, `watch`)."""
         if not video:
             self.feed.listen(viewer)
+            viewer.on_event(self.state_event())  # what the frame is now: the others were told as it changed
         else:
             # Only a live frame's kept keyframe can still show its page: a paused, closed or launching one makes a
             # fresh keyframe when it is running again (docs/architecture.md, "Fresh pictures").

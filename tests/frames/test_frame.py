@@ -90,6 +90,7 @@ async def test_a_watcher_without_video_hears_the_frame_pause_takes_no_picture_an
         frame, watcher = await live_frame(frames)
         hidden = watch_without_video(frame, 2)
         assert frame.viewers == 1 and frame.feed.audience() == [watcher.viewer, hidden.viewer]
+        assert states(hidden) == [(LIVE, None)]  # told what the frame is at once (the others heard it change)
         launches.last.post(picture())
         assert len(watcher.viewer.outbox) == 1 and len(hidden.viewer.outbox) == 0
         frame.remove_viewer(watcher.viewer)  # the last viewer with pictures leaves: the pause timer starts

@@ -115,8 +115,9 @@ test('requestHelp: request-help under a fresh step grant, the note of the help-e
   const { agent, ws } = await connected();
   const watching = ws.next('watch');
   const help = agent.requestHelp('f1', 'log in, please', { timeoutS: 60 });
-  await watching;
-  ws.reply({ type: 'video-config', frame: 'f1', slot: 0, codec: 'avc1.42C01F', width: 8, height: 8, css_width: 8, css_height: 8 });
+  // Waiting for a person takes no pictures: the frame may pause meanwhile.
+  assert.equal((await watching).video, false);
+  ws.reply({ type: 'frame-state', frame: 'f1', state: 'live', url: 'http://127.0.0.1:1/', viewers: 1, driver: null });
   const req = await ws.next('request-help');
   assert.equal(req.reason, 'log in, please');
   assert.equal(req.timeout_s, 60);
@@ -384,6 +385,35 @@ test('a lost connection comes back by itself: a fresh hello, the same frames wat
     assert.deepEqual(events, [['close', 1011, true], ['open', 2]]);
     await agent.close();
   });
+
+test('watch without video: answered by the frame-state, watched so again after a reconnect, and turned into a ' +
+  'watch with pictures by watch() or pictureAfter', async () => {
+  const { agent, ws } = await connected({ backoff: { baseMs: 5, maxMs: 20 } });
+  const quiet = agent.watch('f1', { video: false });
+  assert.deepEqual({ ...(await ws.next('watch')), seen: undefined }, { type: 'watch', frame: 'f1', video: false,
+    seen: undefined });
+  const state = { type: 'frame-state', frame: 'f1', state: 'paused', url: 'http://127.0.0.1:1/', viewers: 0,
+    driver: null };
+  ws.reply(state);
+  assert.equal((await quiet).state, 'paused');
+  assert.equal(agent.info('f1').config, null);
+  assert.equal((await agent.watch('f1', { video: false })).state, 'paused'); // already so: nothing sent
+
+  ws.serverClose(1006);
+  const { next } = await reconnected(ws);
+  assert.equal((await next.next('watch')).video, false);
+
+  const loud = agent.watch('f1');
+  const again = await next.next('watch');
+  assert.equal(again.video, undefined); // with pictures: the service watches it anew under a new slot
+  next.reply({ type: 'video-config', frame: 'f1', slot: 4, codec: 'avc1.42e01f', width: 640, height: 400,
+    css_width: 320, css_height: 200 });
+  assert.equal((await loud).slot, 4);
+  next.picture(4, 99);
+  assert.equal(agent.info('f1').lastCaptureUs, 99);
+  assert.ok(!next.sent.some((m) => m.type === 'watch' && !m.seen)); // one watch each way, no more
+  await agent.close();
+});
 
 test('a reconnect attempt that errors without a close (undici, refused) is given up at once: the next follows',
   async () => {

@@ -66,8 +66,9 @@ function frameInfo(obj) {
 
 /** One watched frame: its config and state, and when its pictures came (headers only). */
 class Watched {
-  constructor(id) {
+  constructor(id, video) {
     this.id = id;
+    this.video = video; // false: watched for its events alone (no config, no pictures; the frame may pause)
     this.config = null; // the last video-config
     this.state = null; // the last frame-state
     this.control = null; // the last control
@@ -75,6 +76,10 @@ class Watched {
     this.lastCaptureUs = 0; // capture time of the newest picture (or patch)
     this.lastChangeAt = 0; // performance.now() of the last picture that was not a refinement
   }
+}
+
+function watchMessage(f) {
+  return f.video ? { type: 'watch', frame: f.id } : { type: 'watch', frame: f.id, video: false };
 }
 
 export class AgentClient {
@@ -266,7 +271,7 @@ export class AgentClient {
         return;
       }
       this._backoff.reset();
-      for (const f of this._watched.values()) this._send({ type: 'watch', frame: f.id });
+      for (const f of this._watched.values()) this._send(watchMessage(f));
       this._emit('open', { connects: this.connects });
     }, delayMs);
   }
@@ -469,7 +474,7 @@ export class AgentClient {
     const resp = await this._http('PATCH', `/frames/${encodeURIComponent(frameId)}`, await this._controlToken(),
       body);
     const info = frameInfo(await resp.json());
-    if (this._watched.has(frameId)) {
+    if (this._watched.get(frameId)?.video) {
       await this._until(`video-config of ${frameId} at ${info.encoded_width}x${info.encoded_height}`, () => {
         const config = this._watched.get(frameId)?.config;
         return config && config.width === info.encoded_width && config.height === info.encoded_height
@@ -535,19 +540,27 @@ export class AgentClient {
 
   // -- watching ---------------------------------------------------------------------------------------------------
 
-  /** Watch `frameId` (resuming or reopening it); resolves with its `video-config` once its pictures start. */
-  async watch(frameId, { timeoutS = 60 } = {}) {
+  /**
+   * Watch `frameId` (resuming or reopening it); resolves with its `video-config` once its pictures start. With
+   * `video: false`, for what happens to it alone (state, who drives, dialogs, requests for help): nothing is
+   * encoded for this client and the frame pauses as one nobody views; resolves with its `frame-state`. Watching
+   * it again the other way turns its pictures on or off.
+   */
+  async watch(frameId, { timeoutS = 60, video = true } = {}) {
     let f = this._watched.get(frameId);
-    if (f?.config) return f.config;
-    if (!f) {
-      f = new Watched(frameId);
+    const answer = () => (f.video ? f.config : f.state) ?? undefined;
+    if (f && f.video === video && answer() !== undefined) return answer();
+    if (!f || f.video !== video) {
+      if (f?.config) this._slots.delete(f.config.slot);
+      f = f ?? new Watched(frameId, video);
+      Object.assign(f, { video, config: null, state: null });
       this._watched.set(frameId, f);
-      if (!this._send({ type: 'watch', frame: frameId })) throw this._closedWith ?? new ConnectionLost('not connected');
+      if (!this._send(watchMessage(f))) throw this._closedWith ?? new ConnectionLost('not connected');
     }
     let refused = null;
-    return this._until(`video-config of ${frameId}`, () => {
+    return this._until(`${video ? 'video-config' : 'frame-state'} of ${frameId}`, () => {
       if (refused) throw refused;
-      return f.config ?? undefined;
+      return answer();
     }, {
       timeoutS,
       message: (msg) => {
@@ -694,7 +707,9 @@ export class AgentClient {
    * null when nobody did before `timeoutS`; ClientError when it was cancelled (a newer request, the frame deleted).
    */
   async requestHelp(frameId, reason, { timeoutS = 300, grant } = {}) {
-    await this.watch(frameId); // help-requested and help-ended go to the frame's watchers
+    // help-requested and help-ended go to the frame's watchers. Waiting for a person takes no pictures: the frame
+    // pauses while nobody views it, as it would without us.
+    if (!this._watched.has(frameId)) await this.watch(frameId, { video: false });
     const token = await this._grant(frameId, grant);
     const sub = claimsOf(token)?.sub;
     let id = null;

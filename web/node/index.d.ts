@@ -240,7 +240,11 @@ export class AgentClient {
   /** The frame's newest picture as PNG. */
   screenshot(frameId: string): Promise<Screenshot>;
 
-  watch(frameId: string, options?: { timeoutS?: number }): Promise<VideoConfigMessage>;
+  /** Watch the frame (resuming or reopening it): resolves with its `video-config` once its pictures start. */
+  watch(frameId: string, options?: { timeoutS?: number; video?: true }): Promise<VideoConfigMessage>;
+  /** Watch the frame for what happens to it alone (state, who drives, dialogs, requests for help): nothing is
+   * encoded for this client, and it pauses as a frame nobody views. Resolves with its `frame-state`. */
+  watch(frameId: string, options: { timeoutS?: number; video: false }): Promise<FrameStateMessage>;
   unwatch(frameId: string): void;
   info(frameId: string): WatchInfo | null;
   /** A PNG of the frame captured at or after `afterUs` (a step's `sentUs`). */

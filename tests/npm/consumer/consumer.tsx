@@ -108,6 +108,9 @@ async function server(): Promise<void> {
   const still: Screenshot = await agent.settle(opened.id, { quietS: 0.5 });
   const png: Uint8Array = (await agent.screenshot(opened.id)).png;
   const watchInfo: WatchInfo | null = agent.info(opened.id);
+  const heard: FrameStateMessage = await agent.watch(opened.id, { video: false }); // events alone: it may pause
+  const shown: VideoConfigMessage = await agent.watch(opened.id);
+  console.log(heard.state, shown.width);
   const files: AgentDownload[] = await agent.downloads(opened.id);
   const bytes: Uint8Array = await agent.download(opened.id, files[0]?.id ?? 'd1');
   agent.on('file-chooser', async (m) => {
