@@ -415,6 +415,45 @@ test('watch without video: answered by the frame-state, watched so again after a
   await agent.close();
 });
 
+test('dialogs are tracked per watched frame and answered with answerDialog; page acts on a tab; doubleClick',
+  async () => {
+    const { agent, ws } = await connected();
+    const watching = agent.watch('f1', { video: false });
+    await ws.next('watch');
+    ws.reply({ type: 'frame-state', frame: 'f1', state: 'live', url: 'http://127.0.0.1:1/', viewers: 0, driver: null });
+    await watching;
+    const dialog = { type: 'dialog', frame: 'f1', id: 'd3', page: 'p1', kind: 'prompt', message: 'say yes',
+      default: 'no' };
+    ws.reply(dialog);
+    assert.deepEqual(agent.info('f1').dialogs, [dialog]);
+    const answered = agent.answerDialog('f1', 'd3', true, { text: 'yes' });
+    const answer = await ws.next('dialog-answer');
+    assert.deepEqual([answer.id, answer.accept, answer.text], ['d3', true, 'yes']);
+    assert.ok(verifyToken(key, answer.grant).step);
+    ws.reply({ type: 'input-ack', frame: 'f1', seq: answer.seq });
+    await answered;
+    ws.reply({ type: 'dialog-closed', frame: 'f1', id: 'd3', reason: 'answered' });
+    assert.deepEqual(agent.info('f1').dialogs, []);
+    const cancelled = agent.answerDialog('f1', 'd4', false);
+    const cancel = await ws.next('dialog-answer');
+    assert.equal('text' in cancel, false); // only a prompt's answer carries text
+    ws.reply({ type: 'error', code: 'unknown-dialog', message: 'no such dialog', frame: 'f1', seq: cancel.seq });
+    await assert.rejects(cancelled, (err) => err.code === 'unknown-dialog');
+
+    const closed = agent.page('f1', 'close', 'p2');
+    const page = await ws.next('page');
+    assert.deepEqual([page.action, page.page], ['close', 'p2']);
+    ws.reply({ type: 'input-ack', frame: 'f1', seq: page.seq });
+    await closed;
+    const twice = agent.doubleClick('f1', 5, 6);
+    const dbl = await ws.next('input');
+    assert.deepEqual(dbl.events.filter((e) => e.action !== 'move').map((e) => [e.action, e.clicks]),
+      [['down', 1], ['up', 1], ['down', 2], ['up', 2]]);
+    ws.reply({ type: 'input-ack', frame: 'f1', seq: dbl.seq });
+    await twice;
+    await agent.close();
+  });
+
 test('a reconnect attempt that errors without a close (undici, refused) is given up at once: the next follows',
   async () => {
     const { agent, ws } = await connected({ backoff: { baseMs: 5, maxMs: 20 }, helloTimeoutMs: 60_000 });

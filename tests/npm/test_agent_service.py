@@ -73,6 +73,11 @@ def test_node_agent_from_the_tarball_drives_the_real_service(service: Service, s
     # Files: the page's CSV read back; a file chooser answered (the page's marker: one file, its first two bytes);
     # a text file and a PNG dropped on a drop zone (its bar green once it read both).
     assert out["downloaded"] == {"name": "report.csv", "text": "id,value\n1,42\n"}
+    # The page's prompt, heard and answered "yes": its marker green; the tab its link opened, closed by `page`.
+    assert out["dialog"] == {"kind": "prompt", "message": "say yes", "open": [out["dialog"]["open"][0]]}
+    assert np.abs(colour_at(tmp_path / "answered.png", 320, 360) - GREEN).max() < 30
+    assert out["tabs"]["left"] == [["p1", "tab.html"]] and out["tabs"]["opened"] != "p1", out["tabs"]
+    assert out["tabs"]["dialogsLeft"] == 0
     assert out["chosen"] == ["picked.bin"]
     assert np.abs(colour_at(tmp_path / "chosen.png", 320, 360) - np.array([60, 200, 10])).max() < 30
     assert out["dropped"] == ["hello.txt", "blue.png"]

@@ -72,6 +72,7 @@ class Watched {
     this.config = null; // the last video-config
     this.state = null; // the last frame-state
     this.control = null; // the last control
+    this.dialogs = new Map(); // the page's open dialogs (alert, confirm, prompt, beforeunload) by id
     this.pictures = 0;
     this.lastCaptureUs = 0; // capture time of the newest picture (or patch)
     this.lastChangeAt = 0; // performance.now() of the last picture that was not a refinement
@@ -245,7 +246,10 @@ export class AgentClient {
     for (const w of [...this._waiters]) w.reject(lost);
     // Slots are the connection's: a frame's pictures count again from its next video-config.
     this._slots.clear();
-    for (const f of this._watched.values()) f.config = null;
+    for (const f of this._watched.values()) {
+      f.config = null;
+      f.dialogs.clear(); // (the service tells a joining watcher the dialogs open then)
+    }
     this._reconnecting = !this._closed && this._reconnect && !FATAL_CLOSE[code];
     const reconnectInMs = this._reconnecting ? this._backoff.next() : null;
     if (this._reconnecting) this._retryLater(reconnectInMs);
@@ -361,6 +365,10 @@ export class AgentClient {
       f.state = msg;
     } else if (f && msg.type === 'control') {
       f.control = msg;
+    } else if (f && msg.type === 'dialog') {
+      f.dialogs.set(msg.id, msg);
+    } else if (f && msg.type === 'dialog-closed') {
+      f.dialogs.delete(msg.id);
     }
     this._emit(msg.type, msg);
     for (const w of [...this._waiters]) w.message?.(msg);
@@ -585,6 +593,7 @@ export class AgentClient {
     const f = this._watched.get(frameId);
     return f ? {
       config: f.config, state: f.state, control: f.control, pictures: f.pictures, lastCaptureUs: f.lastCaptureUs,
+      dialogs: [...f.dialogs.values()],
     } : null;
   }
 
@@ -671,6 +680,10 @@ export class AgentClient {
     return this.send(frameId, steps.click(x, y, { button, modifiers, count }), { grant });
   }
 
+  doubleClick(frameId, x, y, { button, modifiers, grant } = {}) {
+    return this.send(frameId, steps.click(x, y, { button, modifiers, count: 2 }), { grant });
+  }
+
   move(frameId, x, y, { grant } = {}) {
     return this.send(frameId, steps.move(x, y), { grant });
   }
@@ -697,6 +710,18 @@ export class AgentClient {
   navigate(frameId, target, { grant, timeoutS = 40 } = {}) {
     const fields = ['back', 'forward', 'reload'].includes(target) ? { action: target } : { url: target };
     return this.step(frameId, 'navigate', fields, { grant, timeoutS });
+  }
+
+  /** Activate, close or reload one of the frame's pages (ids from `info(id).state.pages`); resolves once done. */
+  page(frameId, action, pageId, { grant } = {}) {
+    return this.step(frameId, 'page', { action, page: pageId }, { grant });
+  }
+
+  /** OK (`accept`) or Cancel a page's open dialog (ids from `info(id).dialogs` or the `dialog` message); `text`
+   * answers a prompt. */
+  answerDialog(frameId, dialogId, accept, { text, grant } = {}) {
+    return this.step(frameId, 'dialog-answer', { id: dialogId, accept, ...(text === undefined ? {} : { text }) },
+      { grant });
   }
 
   // -- handoff (issue 27) -----------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // framestream/node: types of index.js (hand-written). Needs no DOM and no @types/node.
 import type {
-  ErrorCode, FrameObject, FrameStateMessage, ControlMessage, InputEvent, MouseButton, Role, ServerMessage,
-  TokenClaims, VideoConfigMessage, WelcomeMessage,
+  ErrorCode, FrameObject, FrameStateMessage, ControlMessage, DialogMessage, InputEvent, MouseButton, Role,
+  ServerMessage, TokenClaims, VideoConfigMessage, WelcomeMessage,
 } from '../protocol.js';
 
 export type * from '../protocol.js';
@@ -181,6 +181,8 @@ export interface WatchInfo {
   pictures: number;
   /** Capture time of the newest, µs. */
   lastCaptureUs: number;
+  /** The page's open dialogs, oldest first (answer one with `answerDialog`). */
+  dialogs: DialogMessage[];
 }
 
 export interface StepOptions {
@@ -256,6 +258,8 @@ export class AgentClient {
   send(frameId: string, events: InputEvent | InputEvent[], options?: StepOptions): Promise<Step>;
   click(frameId: string, x: number, y: number, options?: { button?: Exclude<MouseButton, 'none'>;
     modifiers?: number; count?: number; grant?: string }): Promise<Step>;
+  doubleClick(frameId: string, x: number, y: number, options?: { button?: Exclude<MouseButton, 'none'>;
+    modifiers?: number; grant?: string }): Promise<Step>;
   move(frameId: string, x: number, y: number, options?: { grant?: string }): Promise<Step>;
   drag(frameId: string, x0: number, y0: number, x1: number, y1: number, options?: { moves?: number;
     button?: Exclude<MouseButton, 'none'>; grant?: string }): Promise<Step>;
@@ -267,6 +271,12 @@ export class AgentClient {
   press(frameId: string, keys: string, options?: { grant?: string }): Promise<Step>;
   /** A URL, or 'back' | 'forward' | 'reload'; resolves once committed. */
   navigate(frameId: string, target: string, options?: StepOptions): Promise<Step>;
+  /** Activate, close or reload one of the frame's pages (ids from `info(id).state.pages`). */
+  page(frameId: string, action: 'activate' | 'close' | 'reload', pageId: string, options?: { grant?: string }):
+    Promise<Step>;
+  /** OK (`accept`) or Cancel a page's open dialog; `text` answers a prompt. */
+  answerDialog(frameId: string, dialogId: string, accept: boolean, options?: { text?: string; grant?: string }):
+    Promise<Step>;
 
   /** What the frame's pages downloaded or printed, oldest first (a grant that may drive the frame). */
   downloads(frameId: string, options?: { grant?: string }): Promise<AgentDownload[]>;

@@ -118,6 +118,25 @@ for (let i = 0; i < 600 && !(listed.length && listed.every((d) => d.state === 'd
 }
 const csv = await agent.download(tab.id, listed[0].id);
 out.downloaded = { name: listed[0]?.name, text: new TextDecoder().decode(csv) };
+// A page's prompt answered (the marker goes green for "yes"), then a tab it opened closed with `page`.
+await agent.watch(tab.id, { video: false }); // (dialogs and pages are told to watchers)
+const heardOf = (type, test) => new Promise((resolve) => {
+  const off = agent.on(type, (m) => { if (m.frame === tab.id && test(m)) { off(); resolve(m); } });
+});
+const prompted = heardOf('dialog', () => true);
+await agent.click(tab.id, 320, 130);
+const dialog = await prompted;
+out.dialog = { kind: dialog.kind, message: dialog.message, open: agent.info(tab.id).dialogs.map((d) => d.id) };
+await agent.answerDialog(tab.id, dialog.id, true, { text: 'yes' });
+writeFileSync(`${cfg.dir}/answered.png`, (await agent.settle(tab.id)).png);
+const twoTabs = heardOf('frame-state', (m) => m.pages?.length === 2);
+await agent.click(tab.id, 320, 40); // the page's link to a new tab
+const opened2 = (await twoTabs).pages.find((pg) => pg.active);
+const oneTab = heardOf('frame-state', (m) => m.pages?.length === 1);
+await agent.page(tab.id, 'close', opened2.id);
+const left = (await oneTab).pages;
+out.tabs = { opened: opened2.id, left: left.map((pg) => [pg.id, pg.url.split('/').pop()]),
+  dialogsLeft: agent.info(tab.id).dialogs.length };
 // A key's client says hello as one who may drive: it hears the file chooser its own click opens.
 const driving = await AgentClient.connect(cfg.base, { key });
 const files = await driving.openFrame(`${cfg.pages}/files.html`, { width: 640, height: 400, dpr: 1 });

@@ -111,6 +111,14 @@ async function server(): Promise<void> {
   const heard: FrameStateMessage = await agent.watch(opened.id, { video: false }); // events alone: it may pause
   const shown: VideoConfigMessage = await agent.watch(opened.id);
   console.log(heard.state, shown.width);
+  for (const d of agent.info(opened.id)?.dialogs ?? []) {
+    await agent.answerDialog(opened.id, d.id, d.kind !== 'beforeunload', d.kind === 'prompt' ? { text: 'yes' } : {});
+  }
+  const newest = (heard.pages ?? []).at(-1);
+  if (newest && !newest.active) await agent.page(opened.id, 'close', newest.id);
+  // @ts-expect-error: no such page action
+  await agent.page(opened.id, 'open', 'p1');
+  await agent.doubleClick(opened.id, 10, 10);
   const files: AgentDownload[] = await agent.downloads(opened.id);
   const bytes: Uint8Array = await agent.download(opened.id, files[0]?.id ?? 'd1');
   agent.on('file-chooser', async (m) => {
