@@ -559,11 +559,15 @@ export class AgentClient {
     const answer = () => (f.video ? f.config : f.state) ?? undefined;
     if (f && f.video === video && answer() !== undefined) return answer();
     if (!f || f.video !== video) {
+      const known = f !== undefined;
       if (f?.config) this._slots.delete(f.config.slot);
       f = f ?? new Watched(frameId, video);
       Object.assign(f, { video, config: null, state: null });
       this._watched.set(frameId, f);
-      if (!this._send(watchMessage(f))) throw this._closedWith ?? new ConnectionLost('not connected');
+      if (!this._send(watchMessage(f))) {
+        if (!known) this._watched.delete(frameId); // (one watched before is watched again once connected)
+        throw this._closedWith ?? new ConnectionLost('not connected');
+      }
     }
     let refused = null;
     return this._until(`${video ? 'video-config' : 'frame-state'} of ${frameId}`, () => {
