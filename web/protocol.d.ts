@@ -193,6 +193,9 @@ export interface FrameStateMessage {
   driver: string | null;
   message?: string;
   pages?: PageInfo[];
+  /** Extension: the frame's CSS size (its pictures' css_width and css_height). */
+  width?: number;
+  height?: number;
 }
 export interface ControlMessage {
   type: 'control';

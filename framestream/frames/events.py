@@ -24,6 +24,7 @@ class StateChanged:
     driver: str | None
     message: str | None
     pages: list[dict[str, Any]] | None = None  # while a browser runs: its pages (core/pages.Page.describe)
+    css_size: tuple[int, int] | None = None  # the frame's CSS width and height: a view keeps its place before pictures
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,7 +112,7 @@ class Frame:
 
     def state_event(self) -> StateChanged:
         return StateChanged(self.id, self.state, self.url, self.viewers, self.control.driver, self.message,
-                            self.browsing.pages)
+                            self.browsing.pages, (self.size.css_width, self.size.css_height))
 
     @property
     def runtime(self) -> Runtime | None:

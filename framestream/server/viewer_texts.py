@@ -42,7 +42,8 @@ def frame_state_text(state: StateChanged, may_drive: bool) -> str:
     if not may_drive:
         url = without_query(url)
         pages = None if pages is None else [{**p, "url": without_query(str(p.get("url", "")))} for p in pages]
-    return frame_state(state.frame_id, state.state, url, state.viewers, state.driver, state.message, pages)
+    return frame_state(state.frame_id, state.state, url, state.viewers, state.driver, state.message, pages,
+                       state.css_size)
 
 
 def event_text(event: FrameEvent, presenter: int | None, may_drive: bool, clipboard_to_viewers: bool) -> str | None:

@@ -356,6 +356,10 @@ def test_server_messages_exact_json() -> None:
         '{"type":"frame-state","frame":"f1","state":"error","url":"u","viewers":0,"driver":"bob",'
         '"message":"Chromium exited"}'
     )
+    assert wire.frame_state("f1", "paused", "u", 0, None, css_size=(1280, 800)) == (
+        '{"type":"frame-state","frame":"f1","state":"paused","url":"u","viewers":0,"driver":null,'
+        '"width":1280,"height":800}'
+    )
     assert (
         wire.control_message("f1", "agent", False, kind="agent", since_us=7)
         == '{"type":"control","frame":"f1","driver":"agent","you":false,"kind":"agent","since_us":7,"held":false}'

@@ -26,7 +26,7 @@ async def test_a_watched_frame_goes_live_and_its_viewers_hear_each_state(frames:
     frame.add_viewer(watcher.viewer)
     await frame.ensure_running()
     assert states(watcher) == [(LAUNCHING, None), (LIVE, None)]
-    assert frame.state_event() == StateChanged(frame.id, LIVE, URL, 1, None, None)
+    assert frame.state_event() == StateChanged(frame.id, LIVE, URL, 1, None, None, css_size=(320, 200))
     assert len(launches.runtimes) == 1 and frame.browser_running
 
 

@@ -44,6 +44,21 @@ test('video-config sizes the canvas once; the same codec and size keep the decod
   assert.deepEqual(d.info().config, { ...CONFIG, width: 1280, height: 800 });
 });
 
+test('before its video-config the frame-state\'s CSS size lays the canvas out; the video-config rules after', () => {
+  const { d, canvas } = frameDecoder();
+  d.reserve(1280, 800);
+  assert.deepEqual([canvas.style, canvas.sizeSets], [{ width: '1280px', aspectRatio: '1280 / 800' }, 0]);
+  d.reserve(undefined, undefined); // (a service before the extension)
+  d.reserve(-1, 800);
+  assert.deepEqual(canvas.style, { width: '1280px', aspectRatio: '1280 / 800' });
+  d.configure(CONFIG);
+  d.reserve(1280, 800); // a later frame-state: the pictures' size stands
+  assert.deepEqual(canvas.style, { width: '320px', aspectRatio: '320 / 200' });
+  const fixed = frameDecoder(new FakeCanvas(), { sizeCanvas: false });
+  fixed.d.reserve(1280, 800);
+  assert.deepEqual(fixed.canvas.style, {});
+});
+
 test('sizeCanvas false leaves the CSS size alone; a null canvas decodes without drawing', () => {
   const { canvas, d } = frameDecoder(new FakeCanvas(), { sizeCanvas: false });
   d.configure(CONFIG);

@@ -7,9 +7,10 @@ import { encodeVideoMessage } from '../../web/lib/header.js';
 
 /** A decoder stand-in that records what the router gave it. */
 function video() {
-  const v = { got: [], configured: [], resets: 0, disposed: 0 };
+  const v = { got: [], configured: [], reserved: [], resets: 0, disposed: 0 };
   Object.assign(v, {
     configure: (msg) => { v.configured.push(msg); v.config = msg; },
+    reserve: (width, height) => v.reserved.push([width, height]),
     onPicture: (pic, bytes) => v.got.push([pic.sequence, bytes]),
     reset: () => { v.resets += 1; },
     dispose: () => { v.disposed += 1; },
@@ -62,11 +63,12 @@ test('short, foreign-kind and unparseable binary messages are ignored', () => {
 
 test('frame-state and control are kept on their frame; a video-config of an unwatched frame is not passed on', () => {
   const r = routerWith('a');
-  const state = { type: 'frame-state', frame: 'a', state: 'live', viewers: 1 };
+  const state = { type: 'frame-state', frame: 'a', state: 'live', viewers: 1, width: 640, height: 400 };
   const control = { type: 'control', frame: 'a', driver: 'ana', you: false };
   assert.equal(r.route(state), true);
   assert.equal(r.route(control), true);
   assert.equal(r.get('a').state, state);
+  assert.deepEqual(r.get('a').video.reserved, [[640, 400]]); // its place on the page, before any video-config
   assert.equal(r.get('a').control, control);
   assert.equal(r.route(config('gone', 3)), false);
   assert.equal(r.slots.size, 0);

@@ -697,7 +697,14 @@ async def test_a_view_out_of_sight_from_the_start_never_resumes_its_paused_frame
     assert (seen["config"], seen["drawn"]) == (None, 0), seen
     assert (await asyncio.to_thread(service.get, f"/frames/{far}"))[1]["state"] == "paused"
     assert await asyncio.to_thread(metric, service, "framestream_hidden_watchers", f'frame="{far}"') == 1
+    # Without a picture yet, its canvas already takes the frame's CSS size (from frame-state's `width` and
+    # `height`): nothing moves when the pictures come.
+    laid_out = (f"(() => {{ const r = document.querySelector('canvas[data-frame=\"{far}\"]').getBoundingClientRect();"
+                " return [r.width, r.height, r.top + window.scrollY]; })()")
+    before = await page.eval(laid_out)
+    assert before[:2] == [CSS_W, CSS_H], before
     # Scrolled into sight, it resumes and shows its page.
     await page.eval(f"document.querySelector('.fs-frame[data-frame=\"{far}\"]').scrollIntoView() ?? 1")
     await wait_pixel(page, far, BOX, RED)
-    print("out of sight from the start: stayed paused; in sight: resumed and drawn")
+    assert await page.eval(laid_out) == before
+    print("out of sight from the start: stayed paused, laid out at its size; in sight: resumed and drawn there")

@@ -153,6 +153,18 @@ export class FrameDecoder {
     this.lastSequence = pic.sequence;
   }
 
+  /**
+   * The frame's CSS size from its `frame-state`, before any video-config: the canvas is laid out at that size at
+   * once (its backing store stays as it is), so nothing on the page moves when the first picture comes. After a
+   * video-config, that one rules.
+   */
+  reserve(cssWidth, cssHeight) {
+    if (this.config || !this.canvas || !this.sizeCanvas) return;
+    if (!(Number.isInteger(cssWidth) && cssWidth > 0 && Number.isInteger(cssHeight) && cssHeight > 0)) return;
+    this.canvas.style.width = `${cssWidth}px`;
+    this.canvas.style.aspectRatio = `${cssWidth} / ${cssHeight}`;
+  }
+
   /** video-config arrived: size the canvas and (re)configure the decoder when codec or size changed. */
   configure(msg) {
     this.config = msg;

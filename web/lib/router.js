@@ -74,6 +74,7 @@ export class Router {
       case 'frame-state':
         if (frame) {
           frame.state = msg;
+          frame.video.reserve(msg.width, msg.height); // its place on the page, before its first video-config
           frame.tab.apply(msg);
           frame.handoff.apply(msg); // a browser that stopped takes its page's cursor along
         }

@@ -117,9 +117,11 @@ def frame_state(  # noqa: PLR0917 - the contract's field order
     driver: str | None,
     message: str | None = None,
     pages: Sequence[Mapping[str, object]] | None = None,
+    css_size: tuple[int, int] | None = None,
 ) -> str:
     """`pages` (each with id, url, title, active, responsive; other keys are left out) is omitted when None: a
-    frame without a running browser has none, and the message is then what it was before pages existed."""
+    frame without a running browser has none, and the message is then what it was before pages existed.
+    `css_size` gives `width` and `height`, the frame's CSS size (its pictures' `css_width` and `css_height`)."""
     _check(state, FRAME_STATES, "frame state")
     body: dict[str, object] = {
         "type": "frame-state",
@@ -133,6 +135,8 @@ def frame_state(  # noqa: PLR0917 - the contract's field order
         body["message"] = message
     if pages is not None:
         body["pages"] = [_page_entry(page) for page in pages]
+    if css_size is not None:
+        body["width"], body["height"] = css_size
     return _dumps(body)
 
 
