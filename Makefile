@@ -37,8 +37,13 @@ system-deps:
 
 # Every dependency is pinned with its hashes in requirements-dev.lock (requirements.lock: the service alone, for
 # images); the package itself goes in on top without resolving anything again.
+# The lock's own pip goes in first: the pip a Python 3.11 venv starts with (23.2) takes an extra's requirement
+# (pip-audit's CacheControl[filecache]>=0.13) to the newest release, not the pinned one, and refuses the lock as
+# soon as a newer release is out.
 $(STAMP): pyproject.toml requirements-dev.lock
 	$(PYTHON) -m venv $(VENV)
+	sed -n '/^pip==/,/^    #/p' requirements-dev.lock | grep -v '^ *#' > $(VENV)/pip.lock
+	$(PY) -m pip install -q --require-hashes --no-deps -r $(VENV)/pip.lock
 	$(PY) -m pip install -q --require-hashes -r requirements-dev.lock
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)

@@ -47,3 +47,9 @@ def test_the_runtime_lock_holds_no_development_tools() -> None:
     runtime = pins("requirements.lock")
     for req in requirements("dev"):
         assert canonicalize_name(req.name) not in runtime, f"{req.name} is a development tool"
+
+
+def test_the_dev_lock_pins_the_pip_that_installs_it() -> None:
+    """`make venv` installs the lock's own pip before the lock (Makefile): the pip a venv starts with may not read
+    the lock's stripped extras right."""
+    assert "pip" in pins("requirements-dev.lock")
