@@ -100,3 +100,44 @@ test('H.264 with packetization-mode 1 is preferred, with RTX', () => {
   assert.deepEqual(t.prefs.map((c) => c.mimeType), ['video/H264', 'video/rtx']);
   assert.equal(preferH264(t, { codecs: [{ mimeType: 'video/VP8' }] }), false);
 });
+
+// A <video> whose frame callbacks and readyState the test sets.
+class FakeVideo extends EventTarget {
+  constructor() {
+    super();
+    this.videoWidth = 0;
+    this.readyState = 0;
+    this.callbacks = [];
+  }
+
+  requestVideoFrameCallback(cb) { this.callbacks.push(cb); }
+
+  frame() { const cbs = this.callbacks; this.callbacks = []; cbs.forEach((cb) => cb(0, {})); }
+
+  play() { return Promise.resolve(); }
+}
+
+test('a frame is drawn only once the video holds it: a callback before that waits for loadeddata', () => {
+  const draws = [];
+  const canvas = { width: 1280, height: 800 };
+  const ctx = { drawImage: (v) => draws.push(v) };
+  let drawnTold = 0;
+  const made = [];
+  const rtc = new WebRtcVideo({
+    frameId: 'f1', send: () => true, target: () => ({ canvas, ctx }), onFallback: () => {},
+    onDrawn: () => { drawnTold += 1; }, RTCPeerConnection: FakePeerConnection,
+    document: { createElement: () => { const v = new FakeVideo(); made.push(v); return v; } },
+  });
+  rtc.attach({});
+  const [v] = made;
+  v.videoWidth = 1280; // its size is known, its frame not yet (readyState 0), as Chromium did on a busy machine
+  v.frame();
+  assert.deepEqual([draws.length, drawnTold], [0, 0]); // nothing drawn, nothing told
+  assert.equal(v.callbacks.length, 1); // still asking for frames
+  v.readyState = 2;
+  v.dispatchEvent(new Event('loadeddata'));
+  assert.deepEqual([draws.length, drawnTold], [1, 1]);
+  v.frame();
+  assert.deepEqual([draws.length, drawnTold], [2, 2]);
+  rtc.close();
+});

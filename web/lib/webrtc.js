@@ -6,6 +6,7 @@
 
 export const CONNECT_TIMEOUT_MS = 5000;
 const GATHER_TIMEOUT_MS = 2000; // candidates are sent in the offer (no trickle): wait this long for them at most
+const HAVE_CURRENT_DATA = 2; // HTMLMediaElement.readyState: its current frame can be drawn
 
 /** Whether this browser has WebRTC at all. */
 export function webRtcAvailable() {
@@ -116,18 +117,25 @@ export class WebRtcVideo {
     video.muted = true;
     video.playsInline = true;
     video.srcObject = stream;
-    const draw = () => {
+    const paint = () => {
       if (this.video !== video) return;
       const { canvas, ctx } = this.target();
-      if (canvas && ctx && video.videoWidth) {
+      // A frame's callback may come before the element says it holds the frame (readyState 0, seen in Chromium
+      // on a busy machine): drawImage then draws nothing, and a view told `drawn` would lift its overlay from a
+      // blank canvas. `loadeddata` paints it once it does.
+      if (canvas && ctx && video.videoWidth && video.readyState >= HAVE_CURRENT_DATA) {
         // The canvas keeps the size of video-config; the picture is that size too.
         ctx.drawImage(video, 0, 0, canvas.width, canvas.height);
         this.drawn += 1;
         this.onDrawn();
       }
-      video.requestVideoFrameCallback(draw);
     };
-    video.requestVideoFrameCallback(draw);
+    const onFrame = () => {
+      paint();
+      if (this.video === video) video.requestVideoFrameCallback(onFrame);
+    };
+    video.requestVideoFrameCallback(onFrame);
+    video.addEventListener('loadeddata', paint);
     video.play().catch(() => {}); // muted video may always play; a refusal leaves the timer to fall back
   }
 

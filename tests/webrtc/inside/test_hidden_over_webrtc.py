@@ -22,14 +22,18 @@ BUTTON = (140, 100)  # tests/pages/agent.html's button: grey, red once clicked
 GREY = (128, 128, 128)
 RED = (220, 30, 30)
 
-# The pictures a <video> decodes reach the canvas through requestVideoFrameCallback: while `fsHoldRtc` is set they
-# wait (as on a slow link), so the test can look at the moment between the frame's `live` and its first picture.
+# The pictures a <video> decodes reach the canvas through requestVideoFrameCallback (and its `loadeddata`): while
+# `fsHoldRtc` is set they wait (as on a slow link), so the test can look at the moment between the frame's `live`
+# and its first picture.
 JS_HOLD_RTC = """(() => { const proto = HTMLVideoElement.prototype, ask = proto.requestVideoFrameCallback;
+  const listen = proto.addEventListener;
   window.fsHoldRtc = []; window.fsHeldRtc = 0;
-  proto.requestVideoFrameCallback = function (cb) {
-    return ask.call(this, (now, meta) => {
-      if (window.fsHoldRtc) { window.fsHeldRtc += 1; window.fsHoldRtc.push(() => cb(now, meta)); } else cb(now, meta);
-    });
+  const held = (cb) => (...args) => {
+    if (window.fsHoldRtc) { window.fsHeldRtc += 1; window.fsHoldRtc.push(() => cb(...args)); } else cb(...args);
+  };
+  proto.requestVideoFrameCallback = function (cb) { return ask.call(this, held(cb)); };
+  proto.addEventListener = function (type, cb, ...rest) {
+    return listen.call(this, type, type === 'loadeddata' ? held(cb) : cb, ...rest);
   };
   window.fsReleaseRtc = () => { const held = window.fsHoldRtc; window.fsHoldRtc = null; held.forEach((f) => f()); };
   return true; })()"""
