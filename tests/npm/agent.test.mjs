@@ -1,6 +1,6 @@
 // AgentClient with a scripted socket and fetch (the real service is in test_agent_service.py): what it sends,
 // how answers, refusals and the handoff messages come back.
-import { test } from 'node:test';
+import { test, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   AgentClient, sandboxKey, verifyToken, Superseded, TakenOver, ServiceError, ConnectionLost, Unauthorized, UnknownFrame,
@@ -468,6 +468,19 @@ test('a reconnect attempt that errors without a close (undici, refused) is given
     await agent.close();
   });
 
+/** With the clock stopped from before `act` on: run every timer `act` set (a reconnect's backoff among them), and
+ * what they started. */
+async function everyTimerAfter(act) {
+  mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    await act();
+    mock.timers.tick(60_000);
+    await new Promise((r) => setImmediate(r)); // (an attempt makes its socket after a token's await)
+  } finally {
+    mock.timers.reset();
+  }
+}
+
 test('a reconnect whose hello is refused stops there; reconnect:false and close() make none', async () => {
   const { agent, ws } = await connected({ backoff: { baseMs: 5, maxMs: 20 } });
   const closes = [];
@@ -475,26 +488,29 @@ test('a reconnect whose hello is refused stops there; reconnect:false and close(
   ws.serverClose(1006);
   await madeAfter(ws);
   await ScriptedSocket.last.next('hello');
-  ScriptedSocket.last.serverClose(4401, 'expired token');
-  await assert.rejects(agent.waitConnected(), Unauthorized);
+  const refusedSocket = ScriptedSocket.last;
+  await everyTimerAfter(async () => {
+    refusedSocket.serverClose(4401, 'expired token');
+    await assert.rejects(agent.waitConnected(), Unauthorized);
+  });
+  assert.equal(ScriptedSocket.last, refusedSocket); // no attempt followed
   assert.equal(closes.at(-1).reconnectInMs, null);
   await assert.rejects(agent.click('f1', 1, 1), Unauthorized);
-  const refusedSocket = ScriptedSocket.last;
-  await new Promise((r) => setTimeout(r, 40)); // longer than any backoff here: no attempt follows
-  assert.equal(ScriptedSocket.last, refusedSocket);
 
   const { agent: plain, ws: plainWs } = await connected({ reconnect: false, backoff: { baseMs: 5, maxMs: 5 } });
   const told = [];
   plain.on('close', (d) => told.push(d.reconnectInMs));
-  plainWs.serverClose(1006);
-  await assert.rejects(plain.waitConnected(), ConnectionLost);
-  await new Promise((r) => setTimeout(r, 40));
+  await everyTimerAfter(async () => {
+    plainWs.serverClose(1006);
+    await assert.rejects(plain.waitConnected(), ConnectionLost);
+  });
   assert.equal(ScriptedSocket.last, plainWs);
   assert.deepEqual(told, [null]);
 
   const { agent: closing, ws: closingWs } = await connected({ backoff: { baseMs: 30, maxMs: 30, jitter: 0 } });
-  closingWs.serverClose(1006); // a reconnect is due in 30 ms...
-  await closing.close(); // ...and closing cancels it
-  await new Promise((r) => setTimeout(r, 60));
+  await everyTimerAfter(async () => {
+    closingWs.serverClose(1006); // a reconnect is due in 30 ms...
+    await closing.close(); // ...and closing cancels it
+  });
   assert.equal(ScriptedSocket.last, closingWs);
 });
