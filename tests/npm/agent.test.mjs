@@ -468,49 +468,51 @@ test('a reconnect attempt that errors without a close (undici, refused) is given
     await agent.close();
   });
 
-/** With the clock stopped from before `act` on: run every timer `act` set (a reconnect's backoff among them), and
- * what they started. */
-async function everyTimerAfter(act) {
+/** Run `body` with the clock stopped (node:test's mock timers): every timer its clients set is mocked, so none is
+ * left running after it, and `runTimers()` fires whatever is due within a minute (a reconnect's backoff among them),
+ * then lets what they started (an attempt makes its socket after a token's await) happen. */
+async function withStoppedClock(body) {
   mock.timers.enable({ apis: ['setTimeout'] });
   try {
-    await act();
-    mock.timers.tick(60_000);
-    await new Promise((r) => setImmediate(r)); // (an attempt makes its socket after a token's await)
+    await body(async () => {
+      mock.timers.tick(60_000);
+      await new Promise((r) => setImmediate(r));
+    });
   } finally {
     mock.timers.reset();
   }
 }
 
 test('a reconnect whose hello is refused stops there; reconnect:false and close() make none', async () => {
-  const { agent, ws } = await connected({ backoff: { baseMs: 5, maxMs: 20 } });
-  const closes = [];
-  agent.on('close', (d) => closes.push(d));
-  ws.serverClose(1006);
-  await madeAfter(ws);
-  await ScriptedSocket.last.next('hello');
-  const refusedSocket = ScriptedSocket.last;
-  await everyTimerAfter(async () => {
+  await withStoppedClock(async (runTimers) => {
+    const { agent, ws } = await connected({ backoff: { baseMs: 5, maxMs: 20 } });
+    const closes = [];
+    agent.on('close', (d) => closes.push(d));
+    ws.serverClose(1006);
+    await runTimers(); // the backoff's attempt
+    const refusedSocket = ScriptedSocket.last;
+    assert.notEqual(refusedSocket, ws);
+    await refusedSocket.next('hello');
     refusedSocket.serverClose(4401, 'expired token');
     await assert.rejects(agent.waitConnected(), Unauthorized);
-  });
-  assert.equal(ScriptedSocket.last, refusedSocket); // no attempt followed
-  assert.equal(closes.at(-1).reconnectInMs, null);
-  await assert.rejects(agent.click('f1', 1, 1), Unauthorized);
+    await runTimers();
+    assert.equal(ScriptedSocket.last, refusedSocket); // no attempt followed
+    assert.equal(closes.at(-1).reconnectInMs, null);
+    await assert.rejects(agent.click('f1', 1, 1), Unauthorized);
 
-  const { agent: plain, ws: plainWs } = await connected({ reconnect: false, backoff: { baseMs: 5, maxMs: 5 } });
-  const told = [];
-  plain.on('close', (d) => told.push(d.reconnectInMs));
-  await everyTimerAfter(async () => {
+    const { agent: plain, ws: plainWs } = await connected({ reconnect: false, backoff: { baseMs: 5, maxMs: 5 } });
+    const told = [];
+    plain.on('close', (d) => told.push(d.reconnectInMs));
     plainWs.serverClose(1006);
     await assert.rejects(plain.waitConnected(), ConnectionLost);
-  });
-  assert.equal(ScriptedSocket.last, plainWs);
-  assert.deepEqual(told, [null]);
+    await runTimers();
+    assert.equal(ScriptedSocket.last, plainWs);
+    assert.deepEqual(told, [null]);
 
-  const { agent: closing, ws: closingWs } = await connected({ backoff: { baseMs: 30, maxMs: 30, jitter: 0 } });
-  await everyTimerAfter(async () => {
+    const { agent: closing, ws: closingWs } = await connected({ backoff: { baseMs: 30, maxMs: 30, jitter: 0 } });
     closingWs.serverClose(1006); // a reconnect is due in 30 ms...
     await closing.close(); // ...and closing cancels it
+    await runTimers();
+    assert.equal(ScriptedSocket.last, closingWs);
   });
-  assert.equal(ScriptedSocket.last, closingWs);
 });
