@@ -293,6 +293,10 @@ export interface FrameView {
   /** Present when the token drives. */
   input: InputHandle | null;
   toggleStats(on?: boolean): boolean;
+  /** Full screen on or off (the bar's `full screen` button does the same; needs a user's gesture). Resolves with
+   * whether the view is full screen now. A view that drives takes every key there where the browser has the
+   * Keyboard Lock API (Chromium): browser shortcuts go to the frame, and Esc is held to leave. */
+  toggleFullscreen(): Promise<boolean>;
   toast(text: string, ms?: number): void;
   destroy(): void;
 }

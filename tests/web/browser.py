@@ -222,6 +222,20 @@ JS_CANVAS_POINT = """
 """
 
 
+# Where the frame's CSS point (fx, fy as fractions) lies on the screen when the canvas letterboxes its picture
+# (object-fit: contain, as in full screen), and the picture's box: [x, y, left, top, width, height].
+JS_CONTAINED_POINT = """
+(() => {{
+  const c = document.querySelector('canvas[data-frame="{frame}"]');
+  const r = c.getBoundingClientRect();
+  const s = Math.min(r.width / {w}, r.height / {h});
+  const left = r.left + (r.width - {w} * s) / 2, top = r.top + (r.height - {h} * s) / 2;
+  return [left + {w} * s * {fx}, top + {h} * s * {fy}, left, top, {w} * s, {h} * s,
+          getComputedStyle(c).objectFit];
+}})()
+"""
+
+
 def close_to(rgb: list[int] | None, want: tuple[int, int, int], tol: int = 24) -> bool:
     return rgb is not None and all(abs(a - b) <= tol for a, b in zip(rgb, want, strict=True))
 

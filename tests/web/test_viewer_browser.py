@@ -15,7 +15,16 @@ import pytest
 
 from tests.fixtures import service_fixture
 from tests.support import Service
-from tests.web.browser import JS_CANVAS_POINT, Page, close_to, info, open_viewer, pixel, wait_pixel
+from tests.web.browser import (
+    JS_CANVAS_POINT,
+    JS_CONTAINED_POINT,
+    Page,
+    close_to,
+    info,
+    open_viewer,
+    pixel,
+    wait_pixel,
+)
 from tests.web.viewer_page import (
     BLANK,
     BLUE,
@@ -222,3 +231,57 @@ async def test_go_live_form_makes_a_frame_live_and_shows_it(service: Service, pa
     assert "#" in await page.eval("location.hash") and frame in await page.eval("location.hash")
     status, _ = service.request("DELETE", f"/frames/{frame}")
     assert status == 200
+
+
+async def test_full_screen_fills_the_screen_keeps_the_aspect_and_sends_keys_and_clicks(service: Service,
+                                                                                        page: Page) -> None:
+    frame = new_frame(service)
+    await open_viewer(page, service.base, service.token("drive", subject="ana"), [frame])
+    await wait_pixel(page, frame, BOX, RED)
+    view = f"document.querySelector('.fs-frame[data-frame=\"{frame}\"]')"
+    button = f"{view}.querySelector('.fs-full-toggle')"
+    assert await page.eval(f"{button}.textContent") == "full screen"
+    # Count the Keyboard Lock calls (Chromium has the API; its effect, the browser's shortcuts going to the page,
+    # has no browser UI to show in headless mode).
+    await page.eval("(() => { const k = navigator.keyboard; window.fsLocks = [];"
+                    " const lock = k.lock.bind(k), unlock = k.unlock.bind(k);"
+                    " k.lock = (...a) => { window.fsLocks.push('lock'); return lock(...a); };"
+                    " k.unlock = () => { window.fsLocks.push('unlock'); return unlock(); }; return true; })()")
+    x, y = await page.eval(f"(() => {{ const r = {button}.getBoundingClientRect();"
+                           " return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+    await page.click(x, y)  # a real click: full screen needs a user's gesture
+    await page.wait_for(f"document.fullscreenElement === {view}")
+    await page.wait_for(f"{button}.textContent === 'exit full screen'")
+    screen = await page.eval("[window.innerWidth, window.innerHeight]")
+    *_, left, top, width, height, fit = await page.eval(
+        JS_CONTAINED_POINT.format(frame=frame, w=CSS_W, h=CSS_H, fx=0.5, fy=0.5))
+    print(f"full screen {screen}: picture at ({left:.0f}, {top:.0f}) {width:.0f}x{height:.0f}, {fit}")
+    assert fit == "contain"
+    assert abs(width / height - CSS_W / CSS_H) < 0.01
+    # As large as fits: the stage takes the screen but for the view's bar, and the picture fills its width or its
+    # height (headless Chromium's screen is 800x600: here the picture is scaled down, on a large screen up).
+    stage = await page.eval(f"(() => {{ const r = {view}.querySelector('.fs-stage').getBoundingClientRect();"
+                            " return [r.width, r.height]; })()")
+    assert stage[0] >= screen[0] - 12 and stage[1] >= screen[1] * 0.6, (stage, screen)
+    assert abs(width - stage[0]) < 1 or abs(height - stage[1]) < 1, (width, height, stage)
+    await page.wait_for("window.fsLocks.length === 1")
+
+    # Keys go to the frame at once (its input took the focus from the button just pressed): "b" turns the box blue.
+    await page.key("b", "KeyB", "b", 66)
+    await wait_pixel(page, frame, BOX, BLUE)
+    # A click lands where the picture shows the box, scaled and letterboxed: the box turns green.
+    x, y, *_ = await page.eval(JS_CONTAINED_POINT.format(frame=frame, w=CSS_W, h=CSS_H, fx=BOX[0] / CSS_W,
+                                                         fy=BOX[1] / CSS_H))
+    await page.click(x, y)
+    await wait_pixel(page, frame, BOX, GREEN)
+    await idle_input(page)
+
+    # Out again with the button: the canvas is back at the frame's CSS size, the keyboard unlocked.
+    x, y = await page.eval(f"(() => {{ const r = {button}.getBoundingClientRect();"
+                           " return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+    await page.click(x, y)
+    await page.wait_for("document.fullscreenElement === null")
+    await page.wait_for(f"{button}.textContent === 'full screen'")
+    assert await page.eval(f"document.querySelector('canvas[data-frame=\"{frame}\"]').getBoundingClientRect()"
+                           ".width") == CSS_W
+    assert await page.eval("window.fsLocks") == ["lock", "unlock"]

@@ -9,6 +9,7 @@ import { mountHandoff } from './handoffui.js';
 import { formatLink, formatStats } from './stats.js';
 import { canDrive } from './token.js';
 import { followPageCursor } from './pagecursor.js';
+import { FULLSCREEN_CSS, mountFullscreen } from './fullscreen.js';
 
 /** The frame's CSS size from its `video-config` (what input and drops map to), or null before the first one. */
 export function frameCssSize(client, frameId) {
@@ -30,7 +31,7 @@ const CSS = `
 .fs-mode[data-mode=view]{background:#555}
 .fs-mode[data-mode=drive]{background:#2456a6}
 .fs-mode[data-mode=lost]{background:#a65b24}
-.fs-stats-toggle{font:inherit;font-size:12px;padding:0 6px;cursor:pointer}
+.fs-stats-toggle,.fs-full-toggle{font:inherit;font-size:12px;padding:0 6px;cursor:pointer}
 .fs-stage{position:relative;display:inline-block;max-width:100%;line-height:0;background:#111}
 .fs-canvas{display:block;max-width:100%;height:auto;outline:none}
 .fs-frame[data-drive] .fs-canvas{cursor:default}
@@ -75,12 +76,12 @@ const ERROR_TEXT = {
  *   function gave the first token: then say it). `pauseOffscreen` (default true): while the view is out of sight
  *   (scrolled or panned away, or not displayed), its frame is watched without pictures (client.setOffscreen)
  * @returns {{el: HTMLElement, canvas: HTMLCanvasElement, frameId: string, toggleStats(on?: boolean): boolean,
- *            destroy(): void}}
+ *            toggleFullscreen(): Promise<boolean>, destroy(): void}}
  */
 export function mountFrame(client, frameId, container, opts = {}) {
   const { showStats = false, title, drive = canDrive(client.role), pauseOffscreen = true } = opts;
   const doc = container.ownerDocument;
-  ensureStyle(doc, STYLE_ID, CSS);
+  ensureStyle(doc, STYLE_ID, CSS + FULLSCREEN_CSS);
   const el = doc.createElement('figure');
   el.className = 'fs-frame';
   el.dataset.frame = frameId;
@@ -93,6 +94,7 @@ export function mountFrame(client, frameId, container, opts = {}) {
       <span class="fs-viewers"></span>
       <span class="fs-url"></span>
       <button type="button" class="fs-stats-toggle" title="statistics (key s)">stats</button>
+      <button type="button" class="fs-full-toggle" aria-pressed="false">full screen</button>
     </figcaption>
     <div class="fs-stage">
       <canvas class="fs-canvas" width="2" height="2"></canvas>
@@ -291,6 +293,8 @@ export function mountFrame(client, frameId, container, opts = {}) {
   // The page's cursor (a hand over links, an I-beam over text) on the canvas while this viewer drives.
   const cursor = drive ? followPageCursor(client, frameId, canvas) : null;
 
+  const fullscreen = mountFullscreen({ el, button: $('.fs-full-toggle'), drive, input: () => input, toast });
+
   // Out of sight, nobody sees its pictures: the frame is watched without them, and may pause. Watched so until
   // the observer's first answer (before the connection opens, as a rule), so a view out of sight at the start
   // never resumes or reopens its frame.
@@ -307,8 +311,10 @@ export function mountFrame(client, frameId, container, opts = {}) {
     frameId,
     input,
     toggleStats,
+    toggleFullscreen: fullscreen.toggle,
     toast,
     destroy() {
+      fullscreen.destroy();
       sight?.disconnect();
       for (const off of offs) off();
       clearInterval(statsTimer);
