@@ -671,6 +671,34 @@ async def test_a_view_out_of_sight_takes_no_pictures_and_its_frame_pauses_while_
     print(f"out of sight: paused while the other stayed live; in sight again: box {green}")
 
 
+async def test_a_view_under_another_one_full_screen_takes_no_pictures_and_shows_its_page_as_it_is_after(
+        service: Service, make_frame: Callable[..., str], page: Page) -> None:
+    """Two views, one full screen: the other is covered (its IntersectionObserver still says it is in sight), so it
+    watches its frame without pictures and that frame pauses, while the full-screen one stays live. Out of full
+    screen, the covered view shows its page as it is now, an agent's click on it included."""
+    front, behind = make_frame(), make_frame()
+    await open_viewer(page, service.base, service.token("drive", subject="ana"), [front, behind])
+    await wait_pixel(page, front, BOX, RED)
+    await wait_pixel(page, behind, BOX, RED)
+    b = json.dumps(behind)
+    button = f"document.querySelector('.fs-frame[data-frame=\"{front}\"] .fs-full-toggle')"
+    centre = f"(() => {{ const r = {button}.getBoundingClientRect(); return [r.left + r.width / 2, r.top + 8]; }})()"
+    await page.click(*await page.eval(centre))  # a real click: full screen needs a user's gesture
+    await page.wait_for(f"document.fullscreenElement === {button}.closest('.fs-frame')")
+    await page.wait_for(f"window.framestream.client.info({b}).offscreen")
+    await service.wait_state_async(behind, "paused", 15)
+    assert (await asyncio.to_thread(service.get, f"/frames/{front}"))[1]["state"] == "live"
+    await post_input(service, behind, service.token("drive", frame=behind, subject="agent", step=True),
+                     click_events(BOX))
+    await service.wait_state_async(behind, "paused", 15)
+    assert close_to(await pixel(page, behind, BOX), RED)  # not drawn while covered
+    await page.click(*await page.eval(centre))
+    await page.wait_for("document.fullscreenElement === null")
+    green = await wait_pixel(page, behind, BOX, GREEN)
+    await page.wait_for(f"fsView({b}).overlay === null")
+    print(f"covered by a full-screen view: paused; uncovered: box {green}")
+
+
 async def test_a_view_out_of_sight_from_the_start_never_resumes_its_paused_frame(
         service: Service, make_frame: Callable[..., str], page: Page) -> None:
     """An app adds a view of a paused frame where the person does not look (far below, as a canvas places a frame

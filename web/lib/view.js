@@ -297,13 +297,23 @@ export function mountFrame(client, frameId, container, opts = {}) {
 
   // Out of sight, nobody sees its pictures: the frame is watched without them, and may pause. Watched so until
   // the observer's first answer (before the connection opens, as a rule), so a view out of sight at the start
-  // never resumes or reopens its frame.
+  // never resumes or reopens its frame. Another view full screen covers this one too (the observer cannot tell).
   const IO = doc.defaultView?.IntersectionObserver;
+  let inSight = null; // the observer's last answer
+  const covered = () => {
+    const full = doc.fullscreenElement;
+    return Boolean(full) && full !== el && !full.contains(el);
+  };
+  const seen = () => {
+    if (inSight !== null) client.setOffscreen(frameId, !inSight || covered());
+  };
   const sight = pauseOffscreen && IO ? new IO((entries) => {
-    client.setOffscreen(frameId, !entries[entries.length - 1].isIntersecting);
+    inSight = entries[entries.length - 1].isIntersecting;
+    seen();
   }) : null;
   client.watch(frameId, canvas, { offscreen: sight !== null });
   sight?.observe($('.fs-stage'));
+  if (sight) doc.addEventListener('fullscreenchange', seen);
 
   return {
     el,
@@ -316,6 +326,7 @@ export function mountFrame(client, frameId, container, opts = {}) {
     destroy() {
       fullscreen.destroy();
       sight?.disconnect();
+      doc.removeEventListener('fullscreenchange', seen);
       for (const off of offs) off();
       clearInterval(statsTimer);
       clearTimeout(toastTimer);
