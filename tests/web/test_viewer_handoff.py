@@ -262,7 +262,8 @@ async def test_a_view_only_viewer_sees_who_drives_and_the_request_but_gets_no_bu
             reason: b.querySelector('.fs-help-reason').textContent,
             buttons: [...{in_view(frame, '.fs-bar')}.querySelectorAll('button'), ...b.querySelectorAll('button')]
               .filter((e) => e.getClientRects().length).map((e) => e.textContent) }}; }})()"""))
-        assert asked[1] == {"reason": REASON, "buttons": ["stats"]}, asked[1]
+        # Only the view's own buttons: no Take over, no answer to the request.
+        assert asked[1] == {"reason": REASON, "buttons": ["stats", "full screen"]}, asked[1]
         # Nobody came: the agent hears so, and the banner says it.
         assert asked[0] is None
         await page.wait_for(f"{in_view(frame, '.fs-help-note')}.textContent === 'Nobody took over in time'"
