@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
@@ -29,6 +28,7 @@ from framestream.browser.copy_hook import CopyRelay
 from framestream.browser.dialogs import Dialogs
 from framestream.browser.file_choosers import FileChoosers
 from framestream.browser.page_targets import PageTargets
+from framestream.browser.paste import paste
 from framestream.browser.print_hook import PagePrints
 from framestream.browser.prints import PrintedPdfs
 from framestream.browser.server_wait import ServerWaits
@@ -280,19 +280,7 @@ class Tabs:
         return task
 
     async def paste(self, text: str) -> None:
-        """A real paste: the frame's clipboard holds `text`, then the editing command runs (a `paste` event with
-        clipboardData for the page, the text inserted where it is editable)."""
-        result = await self.call("Runtime.evaluate", {
-            "expression": f"Clipboard.prototype.writeText.call(navigator.clipboard, {json.dumps(text)})"
-                          ".then(() => true, (e) => String(e))",
-            "awaitPromise": True, "userGesture": True, "returnByValue": True}, timeout=5.0)
-        value = result.get("result", {}).get("value")
-        if value is not True:
-            raise BrowserError(f"the clipboard refused the text: {value}")
-        for kind in ("rawKeyDown", "keyUp"):
-            await self.dispatch("Input.dispatchKeyEvent", {
-                "type": kind, "key": "v", "code": "KeyV", "windowsVirtualKeyCode": 86, "modifiers": 2,
-                **({"commands": ["paste"]} if kind == "rawKeyDown" else {})})
+        await paste(self, text)  # a real paste (browser/paste.py)
 
     # -- navigation --------------------------------------------------------------------------------------
 
