@@ -107,6 +107,9 @@ class PageTargets:
             self.first_page.set_result(page)
         log.debug("page %s opened%s", page.id, f" by {page.opener}" if page.opener else "")
         self._changed()
+        # Its URL and title as they are now: a navigation or load while it was being set up (a new tab's page
+        # loads as soon as it may run) told a page not yet listed, so it stayed without URL or title until it moved.
+        self._spawn(self._refresh_info(target_id), "page-info")
 
     async def _prepare(self, page: Page) -> None:
         await page_setup.prepare(self.cdp, page, self.settings)

@@ -217,13 +217,19 @@ class Tabs:
     async def reload(self, page_id: str | None = None) -> None:
         """Reload a page, even one whose script never returns (its JavaScript is ended first)."""
         page = self.page(page_id) if page_id else self.active
-        if not page.responsive:
+        hung = not page.responsive
+        if hung:
             with contextlib.suppress(CDPError):
                 await self.call("Runtime.terminateExecution", page=page, timeout=3.0)
         if page is self.pages.active:
             await self._unless_dialog(self.call("Page.reload", page=page, timeout=10.0), "reload")
         else:
             await self.call("Page.reload", page=page, timeout=10.0)
+        if hung and not page.responsive:
+            # Its script was ended and it loads again: it answers now (the probe says so again if the new page
+            # hangs). Left to the next probe, input to it was refused as `unresponsive` for up to 4 s more.
+            self.mark_responsive(page, True)
+            self.changed()
 
     # -- input -------------------------------------------------------------------------------------------
 

@@ -205,20 +205,29 @@ async def test_a_file_chooser_takes_an_upload_and_a_cancel(driver: Driver, servi
 
 
 async def test_a_hung_page_is_told_and_a_reload_brings_it_back(driver: Driver) -> None:
+    # The marker blue first (a confirm's OK), so the reloaded page is seen by its grey.
+    await driver.click(100, 130)
+    confirm = await driver.text_of("dialog", kind="confirm")
+    await driver.send({"type": "dialog-answer", "id": confirm["id"], "accept": True})
+    await driver.colour(MARKER, BLUE)
     answer = await driver.click(320, 220)  # while (true) {}
     assert answer.get("code") == "unresponsive", answer
     pages = [m for m in driver.client.texts if m.get("type") == "frame-state" and m.get("pages")]
     assert pages[-1]["pages"][0]["responsive"] is False
     assert (await driver.click(100, 130)).get("code") == "unresponsive"  # refused at once, not queued
     page = pages[-1]["pages"][0]["id"]
+    seen = len(driver.client.texts)
     assert (await driver.send({"type": "page", "action": "reload", "page": page}))["type"] == "input-ack"
+    # The reloaded page answers as soon as it shows: a click is applied (its confirm opens), not refused as
+    # `unresponsive` until the probe's next look (up to 4 s on), and the frame's state says it answers.
+    await driver.colour(MARKER, GREY)
+    clicked = len(driver.client.texts)
+    assert (await driver.click(100, 130)).get("type") == "input-ack"
     deadline = time.monotonic() + 15
-    while True:
-        state = await driver.client.next_text("frame-state", timeout=deadline - time.monotonic())
-        if state.get("pages") and state["pages"][0]["responsive"]:
-            break
-    await driver.click(100, 130)
-    await driver.text_of("dialog", kind="confirm")
+    while not any(m.get("type") == "dialog" for m in driver.client.texts[clicked:]):
+        await driver.client.next_text(timeout=deadline - time.monotonic())
+    states = [m for m in driver.client.texts[seen:] if m.get("type") == "frame-state" and m.get("pages")]
+    assert states and states[-1]["pages"][0]["responsive"] is True, states
 
 
 async def test_navigation_goes_back_and_forward_and_never_leaves_the_frames_pages(driver: Driver,
