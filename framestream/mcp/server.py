@@ -15,17 +15,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.types import BlobResourceContents, EmbeddedResource
 
 from framestream.client import Client, Download, SandboxKey
+from framestream.mcp.content import Content, run, step_content
+from framestream.mcp.page_tools import add_page_tools
 from framestream.mcp.replay_tools import add_replay_tools
-from framestream.mcp.tools import ComputerTools, StepOutcome, ToolRefusal
+from framestream.mcp.tools import ComputerTools
 
 __all__ = ["build_server", "load_key"]
 
-Content = list[str | Image]
 INSTRUCTIONS = (
     "Tools to see and drive live browser pages (frames). Coordinates are CSS pixels of the frame, as in the "
     "screenshot. Name a frame with `frame` (optional when there is one). Each action returns the picture after "
@@ -47,10 +47,6 @@ def load_key(*, key_file: str | None, sandbox: str | None, subject: str) -> Sand
     return SandboxKey(secret, sandbox or os.environ.get("SANDBOX_ID", "local"), subject=subject)
 
 
-def _content(outcome: StepOutcome) -> Content:
-    return [outcome.text] if outcome.png is None else [outcome.text, Image(data=outcome.png, format="png")]
-
-
 def _file(frame: str, download: Download, data: bytes) -> list[str | EmbeddedResource]:
     """A download for a model: its text when it is UTF-8 text (a CSV, JSON), else the file itself (a PDF, an
     image) with its media type."""
@@ -65,13 +61,6 @@ def _file(frame: str, download: Download, data: bytes) -> list[str | EmbeddedRes
     uri = f"framestream://frames/{frame}/downloads/{download.id}"
     return [said, EmbeddedResource(type="resource", resource=BlobResourceContents(
         uri=uri, mime_type=kind, blob=base64.b64encode(data).decode()))]
-
-
-async def _run(action: Awaitable[Any]) -> Any:
-    try:
-        return await action
-    except ToolRefusal as exc:
-        raise ToolError(str(exc)) from None
 
 
 def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: int = 300) -> MCPServer[Any]:
@@ -89,18 +78,18 @@ def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: 
 
     async def act(frame: str | None, what: str, send: Callable[[Client, str], Awaitable[object]],
                   screenshot: bool) -> Content:
-        return _content(await _run(tools.step(frame, what, send, screenshot)))
+        return step_content(await run(tools.step(frame, what, send, screenshot)))
 
     @server.tool(structured_output=False)
     async def list_frames() -> str:
         """The frames of this sandbox: id, url, state, CSS width and height, dpr, and who drives."""
-        result: str = await _run(tools.list_frames())
+        result: str = await run(tools.list_frames())
         return result
 
     @server.tool(structured_output=False)
     async def screenshot(frame: str | None = None) -> Image:
         """The frame's current picture as PNG, in CSS pixels (the coordinates every action uses)."""
-        return Image(data=await _run(tools.screenshot(frame)), format="png")
+        return Image(data=await run(tools.screenshot(frame)), format="png")
 
     @server.tool(structured_output=False)
     async def click(x: float, y: float, frame: str | None = None,
@@ -155,49 +144,50 @@ def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: 
     async def ask_human(reason: str, frame: str | None = None, timeout_s: float = 300.0) -> str:
         """Ask a person watching the frame to take it over (a login, a CAPTCHA, a payment), and wait until they
         hand it back: returns their note, or says that nobody came within timeout_s (1 to 3600)."""
-        result: str = await _run(tools.ask_human(frame, reason, max(1.0, min(3600.0, timeout_s))))
+        result: str = await run(tools.ask_human(frame, reason, max(1.0, min(3600.0, timeout_s))))
         return result
 
     @server.tool(structured_output=False)
     async def wait_for_settle(frame: str | None = None, quiet_ms: int = 300, timeout_s: float = 10.0,
                               screenshot: bool = True) -> Content:
         """Wait until the page has not changed for `quiet_ms`; then its picture."""
-        return _content(await _run(tools.wait_for_settle(frame, quiet_ms, timeout_s, screenshot)))
+        return step_content(await run(tools.wait_for_settle(frame, quiet_ms, timeout_s, screenshot)))
 
     @server.tool(structured_output=False)
     async def choose_files(paths: list[str], frame: str | None = None, screenshot: bool = True) -> Content:
         """Answer the page's open file chooser with files of this sandbox (their paths), as a person picking them.
         A chooser opens when you click a file input or an upload button: that action's answer says so."""
-        return _content(await _run(tools.choose_files(frame, paths, screenshot)))
+        return step_content(await run(tools.choose_files(frame, paths, screenshot)))
 
     @server.tool(structured_output=False)
     async def drop_files(paths: list[str], x: float, y: float, frame: str | None = None,
                          screenshot: bool = True) -> Content:
         """Drop files of this sandbox (their paths) on the page at (x, y), as a person's drag from their desktop:
         for drop zones ("drag files here")."""
-        return _content(await _run(tools.drop_files(frame, x, y, paths, screenshot)))
+        return step_content(await run(tools.drop_files(frame, x, y, paths, screenshot)))
 
     @server.tool(structured_output=False)
     async def list_downloads(frame: str | None = None) -> str:
         """Files the frame's pages downloaded, and what they printed (each print is a PDF): download id, name, size
         in bytes and state (started, done, failed), oldest first."""
-        result: str = await _run(tools.list_downloads(frame))
+        result: str = await run(tools.list_downloads(frame))
         return result
 
     @server.tool(structured_output=False)
     async def read_download(download: str, frame: str | None = None) -> list[str | EmbeddedResource]:
         """A finished download (its id from list_downloads): its text when it is text (CSV, JSON), else the file
         itself (a PDF, an image)."""
-        frame_id, found, data = await _run(tools.read_download(frame, download))
+        frame_id, found, data = await run(tools.read_download(frame, download))
         return _file(frame_id, found, data)
 
+    add_page_tools(server, tools)  # pages and dialogs (framestream/mcp/page_tools.py)
     add_replay_tools(server, tools)  # (framestream/mcp/replay_tools.py)
 
     if control:
         @server.tool(structured_output=False)
         async def open_frame(url: str, width: int = 1280, height: int = 800, dpr: int | None = None) -> str:
             """Open a new frame (a live browser page) at `url`, `width` x `height` CSS pixels."""
-            result: str = await _run(tools.open_frame(url, width, height, dpr))
+            result: str = await run(tools.open_frame(url, width, height, dpr))
             return result
 
         @server.tool(structured_output=False)
@@ -206,12 +196,12 @@ def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: 
             """Give the frame a new size in CSS pixels (a phone's 390x844, a tablet's 820x1180) to see its layout
             there; dpr 1 or 2 (2 unless given). The page keeps its state unless the dpr changes (then it loads again
             at its URL)."""
-            return _content(await _run(tools.resize_frame(frame, width, height, dpr, screenshot)))
+            return step_content(await run(tools.resize_frame(frame, width, height, dpr, screenshot)))
 
         @server.tool(structured_output=False)
         async def close_frame(frame: str) -> str:
             """Close a frame (its browser stops)."""
-            result: str = await _run(tools.close_frame(frame))
+            result: str = await run(tools.close_frame(frame))
             return result
 
     return server

@@ -10,12 +10,13 @@ the frame over and waits for their note.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Literal, TypeVar
 
 from framestream.client import (
     BadInput,
@@ -27,20 +28,32 @@ from framestream.client import (
     Expired,
     Forbidden,
     FrameInfo,
+    FrameView,
     RateLimited,
     SandboxKey,
     ServiceError,
     Superseded,
     TakenOver,
     UnknownFrame,
+    Unresponsive,
+)
+from framestream.mcp.page_news import (
+    active_page,
+    dialog_to_answer,
+    new_pages_loading,
+    news,
+    page_ids,
+    pages_listing,
 )
 
 __all__ = ["MAX_READ_BYTES", "ComputerTools", "StepOutcome", "ToolRefusal"]
 
 T = TypeVar("T")
+PageAction = Literal["activate", "close", "reload"]
 # An agent works in bursts of steps: a frame it looked at stays watched this long after its last picture (no
 # re-watch per step), then is let go so it can pause like any frame nobody watches.
 WATCH_GRACE_S = 30.0
+NEW_PAGE_URL_WAIT_S = 3.0  # at most, for the URL of a page a step opened (a slow server: the answer says no URL)
 MAX_READ_BYTES = 8 * 1024 * 1024  # a file read_download hands a model (a larger one is refused, with its size)
 
 
@@ -131,16 +144,17 @@ class ComputerTools:
         """Send one step (a fresh grant is minted for it), then, if asked, the picture once the page settled. A
         file chooser the step opened is told: the page waits for files (choose_files)."""
         frame_id = await self.resolve(frame)
-        # Watched before the step: the stream shows its effect as it happens, and the frame's choosers are known.
+        # Watched before the step: the stream shows its effect as it happens, and the frame's pages, dialogs and
+        # choosers are known (each told as it opened: by now, once settled).
         view = await self._call(lambda c: c.watch(frame_id), frame_id)
+        before = _pages(view)
         await self._call(lambda c: send(c, frame_id), frame_id)
         png = await self._settled_png(frame_id, self.settle_ms, 10.0) if picture else None
-        said = f"{what} on frame {frame_id}: done"
-        if choosers := list(view.file_choosers.values()):  # (told as the page opened it: by now, once settled)
-            chooser = choosers[-1]
-            accept = ", ".join(str(a) for a in chooser.get("accept") or []) or "any file"
-            said += (f". A file chooser is open ({'several files' if chooser.get('multiple') else 'one file'}, "
-                     f"{accept}): answer it with choose_files")
+        if new_pages_loading(before, _pages(view)):  # a page it opened is named by its URL once that is known
+            with contextlib.suppress(TimeoutError):
+                await view.wait_for(lambda v: not new_pages_loading(before, _pages(v)), NEW_PAGE_URL_WAIT_S)
+        said = ". ".join([f"{what} on frame {frame_id}: done", *news(
+            before, _pages(view), list(view.dialogs.values()), list(view.file_choosers.values()))])
         if png is None:
             self._release_later(frame_id)
             return StepOutcome(said, None)
@@ -165,6 +179,44 @@ class ComputerTools:
         files = _files(paths)
         return await self.step(frame, f"files {', '.join(p.name for p in files)} dropped at ({x:g}, {y:g})",
                                lambda c, f: c.drop_files(f, x, y, files), picture)
+
+    async def list_pages(self, frame: str | None) -> str:
+        """The frame's pages (tabs and popups): id, url, title, which is shown, whether it answers."""
+        frame_id = await self.resolve(frame)
+        view = await self._call(lambda c: c.watch(frame_id), frame_id)
+        await self._call(lambda _: view.wait_for(lambda v: v.state is not None, 10.0), frame_id)
+        self._release_later(frame_id)
+        return json.dumps(pages_listing(_pages(view)))
+
+    async def page_action(self, frame: str | None, action: PageAction, page: str | None, picture: bool,
+                          ) -> StepOutcome:
+        """Show (`activate`), close or reload one of the frame's pages; reload without `page`: the one shown."""
+        frame_id = await self.resolve(frame)
+        view = await self._call(lambda c: c.watch(frame_id), frame_id)
+        await self._call(lambda _: view.wait_for(lambda v: v.state is not None, 10.0), frame_id)
+        target = page or active_page(_pages(view))
+        if target not in page_ids(_pages(view)):
+            self._release_later(frame_id)
+            listed = ", ".join(page_ids(_pages(view))) or "none while its browser is closed"
+            raise ToolRefusal(f"frame {frame_id} has no page {target!r}; its pages: {listed} (list_pages)")
+        what = {"activate": f"page {target} shown", "close": f"page {target} closed",
+                "reload": f"page {target} reloaded"}[action]
+        return await self.step(frame_id, what, lambda c, f: c.page(f, action, target), picture)
+
+    async def answer_dialog(self, frame: str | None, accept: bool, text: str | None, picture: bool,
+                            ) -> StepOutcome:
+        """OK (`accept`) or Cancel the open dialog (the one on the page shown, else the oldest); `text` for a
+        prompt's OK."""
+        frame_id = await self.resolve(frame)
+        view = await self._call(lambda c: c.watch(frame_id), frame_id)
+        dialog = dialog_to_answer(list(view.dialogs.values()), _pages(view))
+        if dialog is None:
+            self._release_later(frame_id)
+            raise ToolRefusal(f"frame {frame_id} has no open dialog")
+        answer = ("OK" if accept else "Cancel") + (f" with text {text!r}" if accept and text is not None else "")
+        return await self.step(frame_id, f"{dialog.get('kind', 'alert')} dialog answered {answer}",
+                               lambda c, f: c.answer_dialog(f, str(dialog["id"]), accept,
+                                                            text if accept else None), picture)
 
     async def ask_human(self, frame: str | None, reason: str, timeout_s: float) -> str:
         """Ask a person to take the frame over; their note once they hand it back, or that nobody came."""
@@ -265,6 +317,10 @@ class ComputerTools:
             raise ToolRefusal(str(exc)) from exc
 
 
+def _pages(view: FrameView) -> tuple[dict[str, Any], ...]:
+    return view.state.pages if view.state is not None else ()
+
+
 def _files(paths: Sequence[str]) -> list[Path]:
     """The files an upload tool names, each one that exists (a path that does not is named back)."""
     if not paths:
@@ -298,7 +354,10 @@ def _plain(exc: ServiceError, frame: str | None) -> str:
     if isinstance(exc, RateLimited):
         return "too many steps too fast: the step was not applied; slow down"
     if isinstance(exc, DialogOpen):
-        return f"a dialog is open on {name}: it must be answered first"
+        return f"a dialog is open on {name}: answer it with answer_dialog first (the step was not applied)"
+    if isinstance(exc, Unresponsive):
+        return (f"the page shown on {name} does not answer (a script that never returns, perhaps started by this "
+                "very step): reload_page ends it and loads the page again")
     if isinstance(exc, BadInput):
         return f"the step was refused: {exc.message}"
     return f"{exc.code}: {exc.message}"

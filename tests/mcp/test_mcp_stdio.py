@@ -28,7 +28,8 @@ service = service_fixture("agent.html@640x400")
 
 TOOLS = {"list_frames", "screenshot", "click", "double_click", "move", "drag", "scroll", "type_text", "press",
          "navigate", "wait_for_settle", "ask_human", "open_frame", "resize_frame", "close_frame", "recorded_steps",
-         "recorded_picture", "list_downloads", "read_download", "choose_files", "drop_files"}
+         "recorded_picture", "list_downloads", "read_download", "choose_files", "drop_files", "answer_dialog",
+         "list_pages", "switch_page", "close_page", "reload_page"}
 
 
 async def test_lists_the_tools(service: Service) -> None:
