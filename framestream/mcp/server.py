@@ -29,9 +29,11 @@ __all__ = ["build_server", "load_key"]
 INSTRUCTIONS = (
     "Tools to see and drive live browser pages (frames). Coordinates are CSS pixels of the frame, as in the "
     "screenshot. Name a frame with `frame` (optional when there is one). Each action returns the picture after "
-    "the page settled unless screenshot=false. A person may take over a frame at any time: then actions answer "
-    "so, and you should not retry. When you need a person (a login, a CAPTCHA, a payment, a choice only they can "
-    "make), call ask_human with the reason: it returns their note once they hand the frame back."
+    "the page settled unless screenshot=false, and says what the picture cannot show: a dialog the page opened "
+    "(answer_dialog), a file chooser (choose_files), a new tab or popup (list_pages, switch_page, close_page). "
+    "A person may take over a frame at any time: then actions answer so, and you should not retry. When you need "
+    "a person (a login, a CAPTCHA, a payment, a choice only they can make), call ask_human with the reason: it "
+    "returns their note once they hand the frame back."
 )
 
 
