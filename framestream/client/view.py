@@ -83,7 +83,8 @@ class FrameView:
         self.dialogs: dict[str, dict[str, Any]] = {}  # open dialogs by id
         self.file_choosers: dict[str, dict[str, Any]] = {}
         self.downloads: dict[str, dict[str, Any]] = {}
-        self.clipboard: str | None = None
+        self.clipboard: str | None = None  # the text the frame's pages copied last (told to a driver's watch)
+        self.copies = 0  # how many copies were told since the watch began (the same text twice counts twice)
         self.cursor = "default"  # the page's cursor at the driver's pointer (`cursor` messages)
         self.latest: Picture | None = None
         self.last_change_at = 0.0  # monotonic time of the last picture that was not a refinement
@@ -123,6 +124,7 @@ class FrameView:
             self.downloads[str(msg["id"])] = msg
         elif kind == "clipboard":
             self.clipboard = str(msg.get("text", ""))
+            self.copies += 1
         elif kind == "cursor":
             self.cursor = str(msg.get("cursor", "default"))
         self._wake()

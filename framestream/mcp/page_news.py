@@ -14,6 +14,7 @@ from typing import Any
 __all__ = ["active_page", "dialog_to_answer", "new_pages_loading", "news", "page_ids", "pages_listing"]
 
 Message = Mapping[str, Any]
+COPIED_SHOWN = 4000  # characters of copied text an answer quotes (the service passes at most 64 KiB)
 
 
 def pages_listing(pages: Sequence[Message]) -> list[dict[str, object]]:
@@ -68,9 +69,10 @@ def _chooser(chooser: Message) -> str:
 
 
 def news(before: Sequence[Message], pages: Sequence[Message], dialogs: Sequence[Message],
-         choosers: Sequence[Message]) -> list[str]:
+         choosers: Sequence[Message], copied: str | None = None) -> list[str]:
     """Sentences for what a step left that its picture does not show: pages opened or closed since `before` (the
-    pages before the step), which page is shown when that changed, the open dialogs and the newest file chooser."""
+    pages before the step), which page is shown when that changed, the open dialogs, the newest file chooser and
+    the text the step copied (`copied`: a "copy" button's token, say)."""
     said: list[str] = []
     known = set(page_ids(before))
     listed = pages_listing(pages)
@@ -89,4 +91,6 @@ def news(before: Sequence[Message], pages: Sequence[Message], dialogs: Sequence[
     said += [_dialog(d) for d in dialogs]
     if choosers:
         said.append(_chooser(choosers[-1]))
+    if copied is not None:
+        said.append(f"The page copied {len(copied)} characters to its clipboard: {_quoted(copied, COPIED_SHOWN)}")
     return said

@@ -147,14 +147,15 @@ class ComputerTools:
         # Watched before the step: the stream shows its effect as it happens, and the frame's pages, dialogs and
         # choosers are known (each told as it opened: by now, once settled).
         view = await self._call(lambda c: c.watch(frame_id), frame_id)
-        before = _pages(view)
+        before, copies = _pages(view), view.copies
         await self._call(lambda c: send(c, frame_id), frame_id)
         png = await self._settled_png(frame_id, self.settle_ms, 10.0) if picture else None
         if new_pages_loading(before, _pages(view)):  # a page it opened is named by its URL once that is known
             with contextlib.suppress(TimeoutError):
                 await view.wait_for(lambda v: not new_pages_loading(before, _pages(v)), NEW_PAGE_URL_WAIT_S)
         said = ". ".join([f"{what} on frame {frame_id}: done", *news(
-            before, _pages(view), list(view.dialogs.values()), list(view.file_choosers.values()))])
+            before, _pages(view), list(view.dialogs.values()), list(view.file_choosers.values()),
+            view.clipboard if view.copies > copies else None)])
         if png is None:
             self._release_later(frame_id)
             return StepOutcome(said, None)

@@ -2,8 +2,9 @@
 
 tests/pages/tab.html (640x400): its `confirm` button paints the marker strip blue on OK and red on Cancel, its
 `prompt` button green when answered "yes"; its `new tab` link opens tests/pages/tab_new.html (purple) in a new page;
-its `hang` button runs a script that never returns. A model sees none of the browser's dialogs and pages in the
-picture: each step's answer must say what opened, and the tools must deal with it."""
+its `hang` button runs a script that never returns; its `copy` button copies "copied-from-page". A model sees none
+of the browser's dialogs, pages or clipboard in the picture: each step's answer must say what opened, and the tools
+must deal with it."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.integration
 
 service = service_fixture("tab.html@640x400")
 
-CONFIRM, PROMPT, NEW_TAB, HANG, SELECT = (100, 130), (320, 130), (320, 40), (320, 220), (540, 30)
+CONFIRM, PROMPT, NEW_TAB, HANG, SELECT, COPY = (100, 130), (320, 130), (320, 40), (320, 220), (540, 30), (320, 280)
 MARKER = (320, 360)
 BLUE, GREEN, PURPLE = (40, 60, 220), (30, 180, 60), (120, 40, 200)
 
@@ -67,6 +68,10 @@ async def test_an_agent_is_told_of_dialogs_and_new_pages_and_answers_switches_cl
         assert near(rgb[MARKER[1], MARKER[0]], GREEN), rgb[MARKER[1], MARKER[0]]
         said, _ = await call(session, "answer_dialog", {}, error=True)
         assert "no open dialog" in said, said
+
+        # A copy: its text is told (a model cannot read the clipboard from the picture).
+        said, _ = await call(session, "click", {"x": COPY[0], "y": COPY[1]})
+        assert 'The page copied 16 characters to its clipboard: "copied-from-page"' in said, said
 
         # A link to a new tab: the answer names the new page, shown; list_pages has both.
         said, rgb = await call(session, "click", {"x": NEW_TAB[0], "y": NEW_TAB[1]})

@@ -64,3 +64,10 @@ def test_listing_and_loading() -> None:
     assert new_pages_loading([P1], [P1, {"id": "p2", "url": ""}])
     assert not new_pages_loading([P1], [P1, P2])
     assert not new_pages_loading([{**P1, "url": ""}], [{**P1, "url": ""}])  # only pages opened since count
+
+
+def test_copied_text_is_quoted_whole_up_to_a_bound() -> None:
+    assert news([P1], [P1], [], [], "sk-123") == ['The page copied 6 characters to its clipboard: "sk-123"']
+    [said] = news([P1], [P1], [], [], "y" * 5000)
+    assert said.startswith("The page copied 5000 characters") and said.endswith("…\"") and len(said) < 4100
+    assert news([P1], [P1], [], [], None) == []
