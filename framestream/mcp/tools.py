@@ -141,8 +141,9 @@ class ComputerTools:
 
     async def step(self, frame: str | None, what: str, send: Callable[[Client, str], Awaitable[object]],
                    picture: bool) -> StepOutcome:
-        """Send one step (a fresh grant is minted for it), then, if asked, the picture once the page settled. A
-        file chooser the step opened is told: the page waits for files (choose_files)."""
+        """Send one step (a fresh grant is minted for it), then, if asked, the picture once the page settled. The
+        answer tells what the picture cannot (page_news.py): a dialog or file chooser open, pages opened, closed or
+        brought to the front, text the page copied."""
         frame_id = await self.resolve(frame)
         # Watched before the step: the stream shows its effect as it happens, and the frame's pages, dialogs and
         # choosers are known (each told as it opened: by now, once settled).
