@@ -42,7 +42,7 @@ def dialog_to_answer(dialogs: Sequence[Message], pages: Sequence[Message]) -> Me
 def new_pages_loading(before: Sequence[Message], pages: Sequence[Message]) -> bool:
     """Whether a page opened since `before` has no URL yet (its first `pages` entry comes as it opens)."""
     known = set(page_ids(before))
-    return any(not p.get("url") for p in pages if str(p.get("id")) not in known)
+    return bool(before) and any(not p.get("url") for p in pages if str(p.get("id")) not in known)
 
 
 def _quoted(text: object, limit: int = 200) -> str:
@@ -71,19 +71,20 @@ def _chooser(chooser: Message) -> str:
 def news(before: Sequence[Message], pages: Sequence[Message], dialogs: Sequence[Message],
          choosers: Sequence[Message], copied: str | None = None) -> list[str]:
     """Sentences for what a step left that its picture does not show: pages opened or closed since `before` (the
-    pages before the step), which page is shown when that changed, the open dialogs, the newest file chooser and
-    the text the step copied (`copied`: a "copy" button's token, say)."""
+    pages before the step; none known on either side, as while a frame's browser reopens, tells nothing of pages),
+    which page is shown when that changed, the open dialogs, the newest file chooser and the text the step copied
+    (`copied`: a "copy" button's token, say)."""
     said: list[str] = []
     known = set(page_ids(before))
-    listed = pages_listing(pages)
+    listed = pages_listing(pages) if before else []  # no pages before: not known then (a browser reopening)
     for page in listed:
         if page["page"] not in known:
             shown = " and is shown" if page["active"] else ""
             where = f"at {page['url']}" if page["url"] else "still loading"
             said.append(f"A new page opened{shown}: {page['page']} {_quoted(page['title'])} {where} "
                         "(list_pages, switch_page, close_page)")
-    now = {str(p["page"]) for p in listed}
-    if gone := [p for p in page_ids(before) if p not in now]:
+    now = {str(p["page"]) for p in pages_listing(pages)}
+    if pages and (gone := [p for p in page_ids(before) if p not in now]):
         said.append(f"Page{'s' if len(gone) > 1 else ''} {', '.join(gone)} closed")
     shown_before, shown_now = active_page(before), active_page(pages)
     if before and shown_now is not None and shown_now != shown_before and shown_now in known:

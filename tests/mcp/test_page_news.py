@@ -12,6 +12,9 @@ P2 = {"id": "p2", "url": "http://127.0.0.1:3000/login", "title": "Log in", "acti
 def test_nothing_new_is_nothing_said() -> None:
     assert news([P1], [P1], [], []) == []
     assert news([], [], [], []) == []  # a frame without a running browser: no pages either side
+    # Pages not known before the step (its browser reopening) or after it (closed meanwhile): none told.
+    assert news([], [P1], [], []) == []
+    assert news([P1], [], [], []) == []
 
 
 def test_a_new_page_shown_is_named_with_its_url_and_the_tools() -> None:
@@ -63,6 +66,7 @@ def test_listing_and_loading() -> None:
         {"page": "p3", "url": "", "title": "", "active": False, "responsive": False}]
     assert new_pages_loading([P1], [P1, {"id": "p2", "url": ""}])
     assert not new_pages_loading([P1], [P1, P2])
+    assert not new_pages_loading([], [{**P1, "url": ""}])  # pages not known before: none is new
     assert not new_pages_loading([{**P1, "url": ""}], [{**P1, "url": ""}])  # only pages opened since count
 
 
