@@ -95,21 +95,23 @@ class PageTargets:
         opener = self.pages.by_target(str(info.get("openerId") or ""))
         page = Page(self.pages.new_id(), target_id, session_id, url=url, title=str(info.get("title", "")),
                     opener=opener.id if opener else None)
+        # Listed before it is set up: it runs before its setup ends (its window is made full screen last), and what
+        # it does then (its first navigation, its title, a dialog as it loads) is told of a listed page. Listed
+        # after, all that was lost: a new tab without URL or title, an alert nobody could answer.
+        self.pages.push(page)
         try:
             await self._prepare(page)
         except CDPError as exc:
-            if self.pages.by_target(target_id) is None and not self.first_page.done():
+            if self.pages.remove(target_id)[0] is not None:
+                self._changed()
+            if not self.first_page.done():
                 self.first_page.set_exception(BrowserError(f"cannot set up the page: {exc}"))
             log.warning("could not set up a new page: %s", exc)
             return
-        self.pages.push(page)
         if not self.first_page.done():
             self.first_page.set_result(page)
         log.debug("page %s opened%s", page.id, f" by {page.opener}" if page.opener else "")
         self._changed()
-        # Its URL and title as they are now: a navigation or load while it was being set up (a new tab's page
-        # loads as soon as it may run) told a page not yet listed, so it stayed without URL or title until it moved.
-        self._spawn(self._refresh_info(target_id), "page-info")
 
     async def _prepare(self, page: Page) -> None:
         await page_setup.prepare(self.cdp, page, self.settings)
