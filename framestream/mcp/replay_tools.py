@@ -10,7 +10,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 
-from framestream.mcp.tools import ComputerTools, ToolRefusal
+from framestream.mcp.content import run
+from framestream.mcp.tools import ComputerTools
 
 MAX_STEPS = 100  # the newest, so an answer stays small for the model
 
@@ -23,11 +24,9 @@ def _summary(step: dict[str, Any]) -> dict[str, Any]:
 
 def add_replay_tools(server: MCPServer[Any], tools: ComputerTools) -> None:
     async def steps_of(frame: str | None, since_us: int) -> tuple[str, list[dict[str, Any]]]:
-        try:
-            name = await tools.resolve(frame)
-            found = await tools._call(lambda c: c.recordings.steps(name, since_us=since_us), name)
-        except ToolRefusal as exc:
-            raise ToolError(str(exc)) from None
+        name: str = await run(tools.resolve(frame))
+        found: list[dict[str, Any]] = await run(tools._call(lambda c: c.recordings.steps(name, since_us=since_us),
+                                                           name))
         return name, found
 
     @server.tool(structured_output=False)
@@ -46,9 +45,6 @@ def add_replay_tools(server: MCPServer[Any], tools: ComputerTools) -> None:
         step = next((s for s in found if int(s.get("t_us", -1)) == int(t_us)), None)
         if step is None:
             raise ToolError(f"no recorded step of frame {name} began at t_us {t_us}: recorded_steps lists them")
-        try:
-            picture = await tools._call(lambda c: c.recordings.picture_at_step(
-                name, step, after_s=max(0.0, min(60.0, after_s))), name)
-        except ToolRefusal as exc:
-            raise ToolError(str(exc)) from None
+        picture = await run(tools._call(lambda c: c.recordings.picture_at_step(
+            name, step, after_s=max(0.0, min(60.0, after_s))), name))
         return Image(data=picture.png, format="png")

@@ -185,8 +185,7 @@ class ComputerTools:
     async def list_pages(self, frame: str | None) -> str:
         """The frame's pages (tabs and popups): id, url, title, which is shown, whether it answers."""
         frame_id = await self.resolve(frame)
-        view = await self._call(lambda c: c.watch(frame_id), frame_id)
-        await self._call(lambda _: view.wait_for(lambda v: v.state is not None, 10.0), frame_id)
+        view = await self._watched_state(frame_id)
         self._release_later(frame_id)
         return json.dumps(pages_listing(_pages(view)))
 
@@ -194,8 +193,7 @@ class ComputerTools:
                           ) -> StepOutcome:
         """Show (`activate`), close or reload one of the frame's pages; reload without `page`: the one shown."""
         frame_id = await self.resolve(frame)
-        view = await self._call(lambda c: c.watch(frame_id), frame_id)
-        await self._call(lambda _: view.wait_for(lambda v: v.state is not None, 10.0), frame_id)
+        view = await self._watched_state(frame_id)
         target = page or active_page(_pages(view))
         if target not in page_ids(_pages(view)):
             self._release_later(frame_id)
@@ -269,6 +267,12 @@ class ComputerTools:
         if not frames:
             raise ToolRefusal("this sandbox has no frame (open_frame makes one)")
         raise ToolRefusal("name a frame: " + ", ".join(f.id for f in frames))
+
+    async def _watched_state(self, frame: str) -> FrameView:
+        """The frame's view, watched, once its state (and so its pages) is known."""
+        view = await self._call(lambda c: c.watch(frame), frame)
+        await self._call(lambda _: view.wait_for(lambda v: v.state is not None, 10.0), frame)
+        return view
 
     async def _settled_png(self, frame: str, quiet_ms: int, timeout_s: float) -> bytes:
         """The stream's picture once the page settled, as PNG at the frame's CSS size. After a still period the
