@@ -4,6 +4,7 @@ showing a page, each stage of every picture timed.
     .venv/bin/python -m benchmarks.stages                       # moving box and scroll, 1280x800 at dpr 2 and 1
     .venv/bin/python -m benchmarks.stages --pages move --dpr 2 --patches
     .venv/bin/python -m benchmarks.stages --pages animated --dpr 1 --size 640x400
+    .venv/bin/python -m benchmarks.stages --pages move --dpr 1 --moved-from 0   # copies below their 6000 blocks
     .venv/bin/python -m benchmarks.stages --floor          # x264 alone: its fixed work per picture
 
 The stages, timed inside the worker thread by wrapping the functions the pipeline calls (the worker itself is
@@ -110,7 +111,7 @@ def process_cpu() -> float:
 
 
 async def measure(url: str, css: tuple[int, int], dpr: int, *, patches: bool, warmup: float,
-                  window: float, threads: int = 0) -> dict[str, Any]:
+                  window: float, threads: int = 0, moved_from: int | None = None) -> dict[str, Any]:
     peer = await PeerDisplay.start(url, css[0], css[1], dpr)
     pictures: list[Picture] = []
     gate = PatchGate()
@@ -119,7 +120,7 @@ async def measure(url: str, css: tuple[int, int], dpr: int, *, patches: bool, wa
     failed: list[Exception] = []
     worker = pipeline.FramePipeline(peer.display.name, peer.width, peer.height, on_picture=pictures.append,
                                     on_failure=failed.append, patch_gate=gate,
-                                    settings=EncoderSettings(threads=threads), light_size=css)
+                                    settings=_settings(threads, moved_from), light_size=css)
     try:
         with timed_stages(watch):
             worker.start()
@@ -154,6 +155,12 @@ async def measure(url: str, css: tuple[int, int], dpr: int, *, patches: bool, wa
         "other_ms": round(1000 * max(0.0, worker_cpu - stage_cpu.get("x264", 0.0) - in_stages) / n, 2),
         "kbit_s": round(8 * sum(len(p.data) for p in sent) / seconds / 1000, 1),
     }
+
+
+def _settings(threads: int, moved_from: int | None) -> EncoderSettings:
+    if moved_from is None:
+        return EncoderSettings(threads=threads)
+    return EncoderSettings(threads=threads, moved_pictures_from=moved_from)
 
 
 def x264_floor(size: tuple[int, int], threads: int, pictures: int = 60) -> list[tuple[str, float, float]]:
@@ -206,7 +213,8 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 for patches in (False, True) if args.patches else (False,):
                     css = tuple(int(v) for v in args.size.split("x"))
                     row = await measure(url, (css[0], css[1]), dpr, patches=patches, warmup=args.warmup,
-                                        window=args.window, threads=args.threads)
+                                        window=args.window, threads=args.threads,
+                                        moved_from=args.moved_from)
                     rows.append({"page": name, **row})
                     print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
     return rows
@@ -222,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=6.0)
     parser.add_argument("--threads", type=int, default=0, help="x264's slice threads (0: the encoder's choice)")
     parser.add_argument("--json", help="write the rows here too")
+    parser.add_argument("--moved-from", type=int, default=None,
+                        help="pictures of copies from this many macroblocks (the encoder's default when not given)")
     parser.add_argument("--floor", action="store_true", help="only x264 alone, per size and slice threads")
     args = parser.parse_args(argv)
     if args.floor:
