@@ -7,8 +7,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 7682
 # What the service runs: the frames' browser and displays, xrandr (their refresh rate) and fonts for pages.
-RUN_PACKAGES := chromium xvfb x11-xserver-utils fonts-dejavu-core fonts-noto-color-emoji fonts-noto-cjk
-RUN_BINARIES := chromium Xvfb xrandr
+# gcc, libc6-dev and python3-dev build the package's C part (setup.py); `Python.h` stands for the headers of $(PYTHON).
+RUN_PACKAGES := chromium xvfb x11-xserver-utils fonts-dejavu-core fonts-noto-color-emoji fonts-noto-cjk \
+	gcc libc6-dev python3-dev
+RUN_BINARIES := chromium Xvfb xrandr gcc Python.h
 # What the tests and benchmarks add. firefox-esr: the viewer's second browser (tests/web/test_viewer_firefox.py);
 # its WebCodecs decodes H.264 with Debian's libavcodec, which ffmpeg brings. iproute2: link limits; nodejs: the
 # npm package's tests.
@@ -21,13 +23,18 @@ STAMP := $(VENV)/.installed
 # $(1): binaries that must be on PATH; $(2): the Debian packages to install when one is not.
 define install_missing
 	@missing=""; \
-	for bin in $(1); do command -v $$bin >/dev/null 2>&1 || missing="$$missing $$bin"; done; \
+	for bin in $(1); do \
+	  if [ "$$bin" = Python.h ]; then $(PYTHON) -c "$$HAS_PYTHON_H" || missing="$$missing $$bin"; \
+	  else command -v $$bin >/dev/null 2>&1 || missing="$$missing $$bin"; fi; \
+	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages for:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(2) >/dev/null; \
 	fi
 endef
+
+export HAS_PYTHON_H := import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
 
 run-deps:
 	$(call install_missing,$(RUN_BINARIES),$(RUN_PACKAGES))
@@ -40,7 +47,7 @@ system-deps:
 # The lock's own pip goes in first: the pip a Python 3.11 venv starts with (23.2) takes an extra's requirement
 # (pip-audit's CacheControl[filecache]>=0.13) to the newest release, not the pinned one, and refuses the lock as
 # soon as a newer release is out.
-$(STAMP): pyproject.toml requirements-dev.lock
+$(STAMP): pyproject.toml setup.py requirements-dev.lock $(wildcard framestream/*/_*.c)
 	$(PYTHON) -m venv $(VENV)
 	sed -n '/^pip==/,/^    #/p' requirements-dev.lock | grep -v '^ *#' > $(VENV)/pip.lock
 	$(PY) -m pip install -q --require-hashes --no-deps -r $(VENV)/pip.lock

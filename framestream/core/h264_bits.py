@@ -98,17 +98,6 @@ class BitWriter:
         return (((self.value << 1) | 1) << pad).to_bytes((total + pad) // 8, "big")
 
 
-def ue_bits(value: int) -> tuple[int, int]:
-    """(code, length) of ue(v)."""
-    code = value + 1
-    return code, 2 * code.bit_length() - 1
-
-
-def se_bits(value: int) -> tuple[int, int]:
-    """(code, length) of se(v)."""
-    return ue_bits(2 * value - 1 if value > 0 else -2 * value)
-
-
 @dataclass(frozen=True, slots=True)
 class Sps:
     sps_id: int

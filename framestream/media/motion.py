@@ -21,8 +21,9 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from framestream.media._blocks import equal_blocks
+
 Planes = Sequence[npt.NDArray[np.uint8]]  # Y, U, V of 4:2:0
-_WORDS = {1: np.uint8, 2: np.uint16, 4: np.int32}  # OpenCV compares no unsigned 32-bit words; equality is bits
 
 MB = 16
 # Furthest a shift may go, in pixels: vertical vectors are limited to [-256, 255.75] up to level 3 (table A-1).
@@ -107,29 +108,10 @@ def _best_shift(current: npt.NDArray[np.float32], reference: npt.NDArray[np.floa
 def _equal_blocks(current: Planes, reference: Planes, rows: tuple[int, int], columns: tuple[int, int],
                   shift: tuple[int, int]) -> npt.NDArray[np.bool_]:
     """(rows, columns) map of macroblocks equal to the reference moved by `shift` (even); False where the
-    moved-from block would leave the picture."""
-    dx, dy = shift
-    height, width = current[0].shape
-    out = np.zeros((rows[1] - rows[0], columns[1] - columns[0]), bool)
-    # Macroblocks whose source lies inside the picture.
-    r0, r1 = max(rows[0], -(-dy // MB)), min(rows[1], (height + dy) // MB)
-    c0, c1 = max(columns[0], -(-dx // MB)), min(columns[1], (width + dx) // MB)
-    if r1 <= r0 or c1 <= c0:
-        return out
-    same = np.ones((r1 - r0, c1 - c0), bool)
-    for index, plane in enumerate(current):
-        scale = 1 if index == 0 else 2
-        size, sx, sy = MB // scale, dx // scale, dy // scale
-        y0, y1, x0, x1 = r0 * size, r1 * size, c0 * size, c1 * size
-        now = plane[y0:y1, x0:x1]
-        before = reference[index][y0 - sy : y1 - sy, x0 - sx : x1 - sx]
-        # Compared as words of up to 4 samples (fewer to compare and to sum), as the shift's alignment allows.
-        word = _WORDS[min(4, sx & -sx if sx else 4)]
-        differs = cv2.compare(now.view(word), before.view(word), cv2.CMP_NE)
-        # The mean of each block: any differing sample (255) leaves it above zero.
-        blocks = cv2.resize(differs, (c1 - c0, r1 - r0), interpolation=cv2.INTER_AREA)
-        same &= blocks == 0
-    out[r0 - rows[0] : r1 - rows[0], c0 - columns[0] : c1 - columns[0]] = same
+    moved-from block would leave the picture. Compared in C (`_blocks.c`): each block up to its first difference."""
+    (y, u, v), (ref_y, ref_u, ref_v) = current, reference
+    out = np.empty((rows[1] - rows[0], columns[1] - columns[0]), bool)
+    equal_blocks(y, u, v, ref_y, ref_u, ref_v, rows[0], rows[1], columns[0], columns[1], shift[0], shift[1], out)
     return out
 
 

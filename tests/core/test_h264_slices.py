@@ -1,13 +1,14 @@
-"""core/h264_slices.py: the motion vector predictions a decoder makes, checked against H.264 8.4.1.1 and 8.4.1.3
-written out block by block, over random vector fields (a decoder's copy of such slices: tests/media)."""
+"""core/h264_slices.py: P slices of copies (written in C, core/_slices.c) checked bit for bit against slices written
+block by block in Python with the predictions H.264's 8.4.1.1 and 8.4.1.3 make, over random vector fields (a
+decoder's copy of such slices: tests/media)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from framestream.core.h264_bits import H264SyntaxError, Pps, Sps
-from framestream.core.h264_slices import PictureHeader, p_slice, predictions
+from framestream.core.h264_bits import SLICE_P, H264SyntaxError, Pps, Sps, escape
+from framestream.core.h264_slices import PictureHeader, _header, p_slice
 
 Vector = tuple[int, int]
 
@@ -43,19 +44,57 @@ def _by_the_standard(mv: np.ndarray, first: int = 0) -> tuple[np.ndarray, np.nda
     return mvp, skip
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_predictions_are_the_standards_on_random_vector_fields(seed: int) -> None:
+def _slice_by_the_standard(picture: PictureHeader, first_mb: int, mv: np.ndarray, count: int) -> bytes:
+    """The slice p_slice must write, block by block: a P_Skip where the block's vector is P_Skip's, otherwise a skip
+    run, mb_type P_L0_16x16 (ue 0), mvd x and y (se) and coded_block_pattern 0 (ue 0); then the last skip run."""
+    columns = picture.sps.mb_width
+    first = first_mb % columns
+    mvp, skip = _by_the_standard(mv, first)
+    w = _header(picture, first_mb, SLICE_P, picture.pps.pic_init_qp, (1, 0, 0))
+    run = 0
+    for address in range(first, first + count):
+        r, c = divmod(address, columns)
+        if tuple(mv[r, c]) == tuple(skip[r, c]):
+            run += 1
+            continue
+        w.ue(run)
+        w.ue(0)
+        w.se(int(mv[r, c, 0] - mvp[r, c, 0]))
+        w.se(int(mv[r, c, 1] - mvp[r, c, 1]))
+        w.ue(0)
+        run = 0
+    if run:
+        w.ue(run)
+    return bytes([0x41]) + escape(w.rbsp())
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_slices_are_the_standards_on_random_vector_fields(seed: int) -> None:
     rng = np.random.default_rng(seed)
     rows, columns = int(rng.integers(1, 7)), int(rng.integers(2, 9))
-    # Few distinct vectors and many zeros, as moved content has: runs, medians of equal values, skips.
-    choices = np.array([[0, 0], [0, 0], [8, 0], [-24, 4], [0, -16], [144, 0], [4, 4]], np.int32)
+    # Few distinct vectors and many zeros, as moved content has: runs, medians of equal values, skips; and the
+    # largest vectors a level allows (long codes).
+    choices = np.array([[0, 0], [0, 0], [8, 0], [-24, 4], [0, -16], [144, 0], [4, 4], [-1016, 1016]], np.int32)
     mv = choices[rng.integers(0, len(choices), (rows, columns))]
     first = int(rng.integers(0, columns)) if seed % 2 else 0  # a slice may start anywhere in its first row
-    got_mvp, got_skip = predictions(mv, first)
-    want_mvp, want_skip = _by_the_standard(mv, first)
-    inside = np.arange(rows * columns).reshape(rows, columns) >= first
-    assert np.array_equal(got_mvp[inside], want_mvp[inside])
-    assert np.array_equal(got_skip[inside], want_skip[inside])
+    top = int(rng.integers(0, 3))  # and in any row of the picture
+    count = rows * columns - first if seed % 3 else int(rng.integers(1, rows * columns - first + 1))
+    picture = _picture(columns, top + rows)
+    want = _slice_by_the_standard(picture, top * columns + first, mv, count)
+    assert p_slice(picture, top * columns + first, mv, count) == want
+    if seed % 3:  # all the blocks from `first` on, by default
+        assert p_slice(picture, top * columns + first, mv) == want
+
+
+def test_a_slice_reads_strided_vectors_and_only_its_own_rows() -> None:
+    """A window of a larger field (the picture's vectors, every other column) and rows below the slice's, which
+    its blocks do not predict from: the slice is the same as from its own rows, copied."""
+    rng = np.random.default_rng(7)
+    field = rng.integers(-8, 9, (4, 12, 2)).astype(np.int32) * 4
+    window = field[:, ::2]
+    picture = _picture(6, 4)
+    want = _slice_by_the_standard(picture, 3, np.ascontiguousarray(window[:2]), 7)
+    assert p_slice(picture, 3, window, 7) == want
 
 
 def _picture(width_mbs: int = 4, height_mbs: int = 3, **pps: object) -> PictureHeader:

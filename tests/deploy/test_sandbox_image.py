@@ -98,6 +98,13 @@ def test_the_dockerfile_installs_what_the_sandbox_needs() -> None:
     stages = apt_packages(instructions)
     runtime = set(stages[last_stage(instructions)])
     assert runtime >= REQUIRED_RUNTIME, f"missing from the runtime stage: {sorted(REQUIRED_RUNTIME - runtime)}"
+    # The build stage compiles the package's C part, with setuptools and pip pinned by the dev lock: those of a
+    # bookworm venv (66.1, 23.0) refuse pyproject.toml's license expression (as a Python 3.11 venv's did here).
+    assert set(stages[0]) >= {"gcc", "libc6-dev", "python3-dev"}, stages[0]
+    build = " ".join(ins.args for ins in instructions if ins.stage == 0 and ins.keyword == "RUN")
+    assert re.search(r"sed -n -e '/\^pip==/,.*' -e '/\^setuptools==/,.*' requirements-dev.lock", build), build
+    pinned, package = build.index("--no-deps -r build.lock"), build.index("-e /opt/framestream/src")
+    assert pinned < build.index("-r requirements.lock") < package
     # Both stages on the same base, so the venv built in the first runs on the second's Python.
     bases = [ins.args.split()[0] for ins in instructions if ins.keyword == "FROM"]
     assert len(set(bases)) == 1 and bases[0].startswith("debian:${DEBIAN_RELEASE}"), bases

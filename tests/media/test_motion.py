@@ -168,3 +168,57 @@ def test_lossy_blocks_are_carried_with_what_moved_and_new_blocks_are_lossy() -> 
     want[1, 3] = False  # copied from sharp blocks: sharp
     want[2, 4] = True
     assert np.array_equal(after, want)
+
+
+def _equal_by_definition(now: list[np.ndarray], before: list[np.ndarray], rows: tuple[int, int],
+                         columns: tuple[int, int], shift: tuple[int, int]) -> np.ndarray:
+    """Block by block, all three planes: True where the block equals the reference's moved by `shift`."""
+    dx, dy = shift
+    out = np.zeros((rows[1] - rows[0], columns[1] - columns[0]), bool)
+    for r in range(*rows):
+        for c in range(*columns):
+            same = True
+            for index, plane in enumerate(now):
+                size, scale = (MB, 1) if index == 0 else (MB // 2, 2)
+                y, x, sy, sx = r * size, c * size, r * size - dy // scale, c * size - dx // scale
+                if not (0 <= sy and sy + size <= plane.shape[0] and 0 <= sx and sx + size <= plane.shape[1]):
+                    same = False
+                    break
+                same &= bool(np.array_equal(plane[y : y + size, x : x + size], before[index][sy : sy + size,
+                                                                                              sx : sx + size]))
+            out[r - rows[0], c - columns[0]] = same
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_block_check_is_the_definitions(seed: int) -> None:
+    """The C check (media/_blocks.c) against the definition, on pictures where many blocks match under the shift
+    (a moved copy with a few samples of one plane or another changed), for shifts inside and reaching past the
+    picture's edges, on planes whose rows are wider than the picture (a view) as well as packed ones."""
+    from framestream.media.motion import _equal_blocks
+    rng = np.random.default_rng(seed)
+    before = planes(textured(seed))
+    dx, dy = (int(v) * 2 for v in rng.integers(-120, 120, 2))
+    now = planes(np.roll(textured(seed), (dy, dx), axis=(0, 1)))
+    for plane in now:  # single samples changed: blocks that differ in one plane alone
+        for _ in range(8):
+            plane[int(rng.integers(0, plane.shape[0])), int(rng.integers(0, plane.shape[1]))] ^= 0x40
+    if seed % 2:  # views of wider rows
+        now = [np.pad(p, ((0, 0), (0, 32)))[:, : p.shape[1]] for p in now]
+    rows = (int(rng.integers(0, H // MB // 2)), int(rng.integers(H // MB // 2, H // MB + 1)))
+    columns = (int(rng.integers(0, W // MB // 2)), int(rng.integers(W // MB // 2, W // MB + 1)))
+    for shift in [(dx, dy), (0, 0), (dx, 0), (-W, 0), (0, H + 2)]:
+        got = _equal_blocks(now, before, rows, columns, shift)
+        assert np.array_equal(got, _equal_by_definition(now, before, rows, columns, shift)), shift
+    assert _equal_blocks(now, before, (0, H // MB), (0, W // MB), (dx, dy)).any()  # the moved copy is found
+
+
+def test_the_block_check_refuses_what_it_cannot_read() -> None:
+    from framestream.media.motion import _equal_blocks
+    now = planes(textured(1))
+    with pytest.raises(ValueError):
+        _equal_blocks(now, now, (0, 2), (0, 2), (3, 0))  # an odd shift: chroma would not move by whole samples
+    with pytest.raises(ValueError):
+        _equal_blocks(now, now, (0, H // MB + 1), (0, 2), (0, 0))  # rows past the picture
+    with pytest.raises(ValueError):
+        _equal_blocks([p[:, ::2] for p in now], now, (0, 2), (0, 2), (0, 0))  # samples not adjacent

@@ -1,0 +1,123 @@
+/* Which macroblocks of a 4:2:0 picture equal the reference moved by a shift (media/motion.py), in C.
+ *
+ * Why C: the moved-block search checks each guess on a band of blocks, several guesses a picture; in numpy each
+ * check was a dozen calls (compare, an averaging resize, a mask per plane), most of the search's time on a box
+ * moving across the page (docs/performance.md, "Where the time goes"). Here a block stops at its first differing
+ * row. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* A plane as the buffer protocol gives it: rows of bytes, each `stride` apart. */
+typedef struct {
+    Py_buffer view;
+    const uint8_t *data;
+    Py_ssize_t height, width, stride;
+} Plane;
+
+static int plane_of(PyObject *object, Plane *plane, const char *name) {
+    if (PyObject_GetBuffer(object, &plane->view, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+        return -1;
+    Py_buffer *v = &plane->view;
+    if (v->ndim != 2 || v->itemsize != 1 || v->strides[1] != 1 || v->strides[0] < v->shape[1]) {
+        PyErr_Format(PyExc_ValueError, "%s must be a 2-d array of bytes with rows of adjacent bytes", name);
+        PyBuffer_Release(v);
+        return -1;
+    }
+    plane->data = v->buf;
+    plane->height = v->shape[0];
+    plane->width = v->shape[1];
+    plane->stride = v->strides[0];
+    return 0;
+}
+
+/* Whether `size` rows of `size` bytes at (x, y) of `now` equal those at (x - dx, y - dy) of `before`. */
+static int same_square(const Plane *now, const Plane *before, Py_ssize_t x, Py_ssize_t y, Py_ssize_t dx,
+                       Py_ssize_t dy, Py_ssize_t size) {
+    const uint8_t *a = now->data + y * now->stride + x;
+    const uint8_t *b = before->data + (y - dy) * before->stride + (x - dx);
+    for (Py_ssize_t row = 0; row < size; row++, a += now->stride, b += before->stride) {
+        if (memcmp(a, b, (size_t)size) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static Py_ssize_t floor_div(Py_ssize_t a, Py_ssize_t b) {
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+static PyObject *equal_blocks(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *objects[6], *out_object;
+    Py_ssize_t r0, r1, c0, c1, dx, dy;
+    if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnO", &objects[0], &objects[1], &objects[2], &objects[3], &objects[4],
+                          &objects[5], &r0, &r1, &c0, &c1, &dx, &dy, &out_object))
+        return NULL;
+    static const char *names[6] = {"current luma", "current U", "current V", "reference luma", "reference U",
+                                   "reference V"};
+    Plane planes[6];
+    Py_buffer out = {0};
+    int taken = 0, ok = 0;
+    for (; taken < 6; taken++) {
+        if (plane_of(objects[taken], &planes[taken], names[taken]) < 0)
+            goto done;
+    }
+    if (PyObject_GetBuffer(out_object, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    Py_ssize_t height = planes[0].height, width = planes[0].width;
+    int shapes_ok = planes[3].height == height && planes[3].width == width;
+    for (int i = 1; i < 6; i++) {
+        if (i != 3)
+            shapes_ok &= planes[i].height == height / 2 && planes[i].width == width / 2;
+    }
+    if (!shapes_ok || height % 16 || width % 16 || dx % 2 || dy % 2 || r0 < 0 || c0 < 0 || r1 < r0 || c1 < c0 ||
+        r1 > height / 16 || c1 > width / 16 || out.len != (r1 - r0) * (c1 - c0)) {
+        PyErr_SetString(PyExc_ValueError, "planes of a 4:2:0 picture of whole macroblocks, an even shift, and a map "
+                                          "of the blocks asked for");
+        goto done;
+    }
+    uint8_t *map = out.buf;
+    memset(map, 0, (size_t)out.len);
+    /* Blocks whose source lies inside the picture. */
+    Py_ssize_t top = r0 > -floor_div(-dy, 16) ? r0 : -floor_div(-dy, 16);
+    Py_ssize_t bottom = r1 < floor_div(height + dy, 16) ? r1 : floor_div(height + dy, 16);
+    Py_ssize_t left = c0 > -floor_div(-dx, 16) ? c0 : -floor_div(-dx, 16);
+    Py_ssize_t right = c1 < floor_div(width + dx, 16) ? c1 : floor_div(width + dx, 16);
+    for (Py_ssize_t r = top; r < bottom; r++) {
+        for (Py_ssize_t c = left; c < right; c++) {
+            map[(r - r0) * (c1 - c0) + (c - c0)] =
+                same_square(&planes[0], &planes[3], c * 16, r * 16, dx, dy, 16) &&
+                same_square(&planes[1], &planes[4], c * 8, r * 8, dx / 2, dy / 2, 8) &&
+                same_square(&planes[2], &planes[5], c * 8, r * 8, dx / 2, dy / 2, 8);
+        }
+    }
+    ok = 1;
+done:
+    for (int i = 0; i < taken; i++)
+        PyBuffer_Release(&planes[i].view);
+    if (out.obj != NULL)
+        PyBuffer_Release(&out);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"equal_blocks", equal_blocks, METH_VARARGS,
+     "equal_blocks(y, u, v, ref_y, ref_u, ref_v, r0, r1, c0, c1, dx, dy, out) -> None\n\n"
+     "Sets out[r - r0, c - c0] (bytes, C order, (r1 - r0) x (c1 - c0)) to whether macroblock (r, c) of the\n"
+     "picture (Y, U, V of 4:2:0, whole macroblocks) equals the reference's moved by (dx, dy) pixels, even: the\n"
+     "reference's block at (16c - dx, 16r - dy) and its chroma at half that; 0 where that lies outside."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    .m_base = PyModuleDef_HEAD_INIT, .m_name = "_blocks", .m_doc = "Macroblock comparisons, in C.", .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__blocks(void) {
+    return PyModule_Create(&module);
+}

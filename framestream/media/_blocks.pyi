@@ -1,0 +1,6 @@
+import numpy as np
+import numpy.typing as npt
+
+def equal_blocks(y: npt.NDArray[np.uint8], u: npt.NDArray[np.uint8], v: npt.NDArray[np.uint8],
+                 ref_y: npt.NDArray[np.uint8], ref_u: npt.NDArray[np.uint8], ref_v: npt.NDArray[np.uint8],
+                 r0: int, r1: int, c0: int, c1: int, dx: int, dy: int, out: npt.NDArray[np.bool_]) -> None: ...
