@@ -80,17 +80,6 @@ def _header(picture: PictureHeader, first_mb: int, slice_type: int, qp: int, deb
     return w
 
 
-def _nal(bits: str) -> bytes:
-    """A slice NAL unit from its RBSP's bits before the stop bit."""
-    bits += "1" + "0" * (-(len(bits) + 1) % 8)
-    rbsp = int(bits, 2).to_bytes(len(bits) // 8, "big")
-    return bytes([_REF_IDC << 5 | NAL_SLICE]) + escape(rbsp)
-
-
-def _bits(value: int, count: int) -> str:
-    return format(value, f"0{count}b") if count else ""
-
-
 def p_slice(picture: PictureHeader, first_mb: int, mv: npt.NDArray[np.int32], count: int | None = None) -> bytes:
     """A P slice of `count` macroblocks from address `first_mb` (all of `mv`'s when None) that copy the
     reference moved by `mv`, in quarter pixels (x, y), with no residual: each a P_Skip where its vector is the one
@@ -117,5 +106,6 @@ def placed_slice(picture: PictureHeader, first_mb: int, foreign: ForeignSlice) -
     """`foreign`, a slice of another encoder's picture whose blocks lie in the same order here (one row of it, or
     whole rows of a picture as wide as this one), as this picture's slice from address `first_mb`."""
     idc = 2 if foreign.deblocking_idc == 0 else foreign.deblocking_idc  # its edges were picture edges: unfiltered
-    header = _header(picture, first_mb, foreign.kind, foreign.qp, (idc, foreign.alpha_offset, foreign.beta_offset))
-    return _nal(_bits(header.value, header.count) + _bits(foreign.data, foreign.data_bits))
+    w = _header(picture, first_mb, foreign.kind, foreign.qp, (idc, foreign.alpha_offset, foreign.beta_offset))
+    w.u(foreign.data_bits, foreign.data)  # shifted in as one integer: no string of its bits (a band's is 10-40 KB)
+    return bytes([_REF_IDC << 5 | NAL_SLICE]) + escape(w.rbsp())

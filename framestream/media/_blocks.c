@@ -1,9 +1,10 @@
-/* Which macroblocks of a 4:2:0 picture equal the reference moved by a shift (media/motion.py), in C.
+/* Block comparisons, in C: which squares of a BGRX picture changed (media/diff.py), and which macroblocks of a 4:2:0
+ * picture equal the reference moved by a shift (media/motion.py).
  *
- * Why C: the moved-block search checks each guess on a band of blocks, several guesses a picture; in numpy each
- * check was a dozen calls (compare, an averaging resize, a mask per plane), most of the search's time on a box
- * moving across the page (docs/performance.md, "Where the time goes"). Here a block stops at its first differing
- * row. */
+ * Why C: both run on every picture of moving content, over hundreds of blocks. In numpy each was a dozen calls
+ * (compare, a map of every pixel or pixel pair, an averaging resize or a reduction, a mask per plane), and the
+ * moved-block check most of the search's time on a box moving across the page (docs/performance.md, "Where the
+ * time goes"). Here a block stops at its first difference, and no map of pixels is written. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -104,12 +105,89 @@ done:
     Py_RETURN_NONE;
 }
 
+/* A region of a BGRX picture: rows of 4-byte pixels. */
+static int pixels_of(PyObject *object, Py_buffer *view, const char *name) {
+    if (PyObject_GetBuffer(object, view, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+        return -1;
+    if (view->ndim != 3 || view->itemsize != 1 || view->shape[2] != 4 || view->strides[2] != 1 ||
+        view->strides[1] != 4 || view->strides[0] < 4 * view->shape[1]) {
+        PyErr_Format(PyExc_ValueError, "%s must be (rows, columns, 4) bytes with adjacent pixels", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether n bytes differ: 8 at a time without a branch (a square's row is 64 bytes), then the rest. */
+static int differs(const uint8_t *a, const uint8_t *b, size_t n) {
+    uint64_t any = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        any |= x ^ y;
+    }
+    for (; i < n; i++)
+        any |= (uint64_t)(a[i] ^ b[i]);
+    return any != 0;
+}
+
+static PyObject *changed_squares(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *before_object, *now_object, *out_object;
+    Py_ssize_t block;
+    if (!PyArg_ParseTuple(args, "OOnO", &before_object, &now_object, &block, &out_object))
+        return NULL;
+    Py_buffer before = {0}, now = {0}, out = {0};
+    int ok = 0;
+    if (pixels_of(before_object, &before, "the picture before") < 0 || pixels_of(now_object, &now, "the picture") < 0 ||
+        PyObject_GetBuffer(out_object, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    Py_ssize_t height = now.shape[0], width = now.shape[1];
+    Py_ssize_t rows = block > 0 ? (height + block - 1) / block : 0;
+    Py_ssize_t columns = block > 0 ? (width + block - 1) / block : 0;
+    if (block <= 0 || before.shape[0] != height || before.shape[1] != width || out.len != rows * columns) {
+        PyErr_SetString(PyExc_ValueError, "two regions of one shape, a positive square size and a map of its squares");
+        goto done;
+    }
+    uint8_t *map = out.buf;
+    memset(map, 0, (size_t)out.len);
+    /* Row by row (memory in order), each square's part of the row compared until the square is known changed. */
+    for (Py_ssize_t y = 0; y < height; y++) {
+        uint8_t *changed = map + (y / block) * columns;
+        const uint8_t *a = (const uint8_t *)before.buf + y * before.strides[0];
+        const uint8_t *b = (const uint8_t *)now.buf + y * now.strides[0];
+        for (Py_ssize_t c = 0; c < columns; c++) {
+            if (changed[c])
+                continue;
+            Py_ssize_t x = c * block, n = (x + block <= width ? block : width - x) * 4;
+            changed[c] = (uint8_t)differs(a + 4 * x, b + 4 * x, (size_t)n);
+        }
+    }
+    ok = 1;
+done:
+    if (before.obj != NULL)
+        PyBuffer_Release(&before);
+    if (now.obj != NULL)
+        PyBuffer_Release(&now);
+    if (out.obj != NULL)
+        PyBuffer_Release(&out);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"equal_blocks", equal_blocks, METH_VARARGS,
      "equal_blocks(y, u, v, ref_y, ref_u, ref_v, r0, r1, c0, c1, dx, dy, out) -> None\n\n"
      "Sets out[r - r0, c - c0] (bytes, C order, (r1 - r0) x (c1 - c0)) to whether macroblock (r, c) of the\n"
      "picture (Y, U, V of 4:2:0, whole macroblocks) equals the reference's moved by (dx, dy) pixels, even: the\n"
      "reference's block at (16c - dx, 16r - dy) and its chroma at half that; 0 where that lies outside."},
+    {"changed_squares", changed_squares, METH_VARARGS,
+     "changed_squares(before, now, block, out) -> None\n\n"
+     "Sets out[r, c] (bytes, C order, ceil(rows / block) x ceil(columns / block)) to whether any pixel of the\n"
+     "`block`-pixel square (r, c) differs between two (rows, columns, 4) regions of one shape (squares at the\n"
+     "right and bottom edges may be partial)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,5 +1,5 @@
-"""Which rows (and boxes) of a picture really changed: Chromium often repaints identical pixels. Pure numpy
-(and memcmp)."""
+"""Which rows (and boxes) of a picture really changed: Chromium often repaints identical pixels. numpy, memcmp, and
+a comparison by squares in C (`_blocks.c`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from framestream.media._blocks import changed_squares
 from framestream.media.rects import DamageRect, clip
 
 __all__ = ["MACROBLOCK", "TIGHT_AREA", "changed_boxes", "changed_rows", "rows_equal"]
@@ -171,40 +172,12 @@ def _grid_boxes(prev: Picture, cur: Picture, box: tuple[int, int, int, int],
 
 def _changed_squares(pa: Picture, pb: Picture, block: int) -> npt.NDArray[np.bool_]:
     """The (rows, cols) map of `block`-pixel squares of two (h, w, 4) regions in which any pixel differs (squares at
-    the right and bottom edges may be partial). Memory bound: 0.6 ms for issue 29's moving box's 2560x848 changed
-    rows at dpr 2 (1.2 ms in the worker, whose two pictures are not in cache), where converting those rows took
-    1.1 ms and comparing them block by block after conversion 0.5."""
-    height, width = int(pa.shape[0]), int(pa.shape[1])
-    out = np.zeros((-(-height // block), -(-width // block)), bool)
-    whole_h, whole_w = height // block * block, width // block * block
-    if whole_h and whole_w:
-        a, b = pa[:whole_h, :whole_w], pb[:whole_h, :whole_w]
-        pairs = block // 2
-        if block % 2 == 0 and pairs in _WORD and _wide_ok(a) and _wide_ok(b):
-            # numpy's comparison of pixel pairs as 8-byte words (0.6 ms where OpenCV's of single pixels and an
-            # averaging resize of its map took 0.9, both pictures out of cache): one bool a pair, and a square's
-            # row of pairs read as one word.
-            rows = _words(a, True) != _words(b, True)
-            out[: whole_h // block, : whole_w // block] = rows.view(_WORD[pairs]).reshape(
-                whole_h // block, block, whole_w // block).any(axis=1)
-        else:
-            # 255 where a pixel differs; an exact average of each square (an integer factor) is then above zero.
-            differs = _unequal(a, b)
-            marks = np.ascontiguousarray(differs, np.uint8)
-            if differs.dtype == np.bool_:  # numpy's map is 0 and 1, OpenCV's 0 and 255
-                marks *= 255
-            out[: whole_h // block, : whole_w // block] = cv2.resize(
-                marks, (whole_w // block, whole_h // block), interpolation=cv2.INTER_AREA) > 0
-    if whole_w < width:  # the right edge's partial squares
-        edge = _unequal(pa[:, whole_w:], pb[:, whole_w:])
-        out[:, -1] |= np.logical_or.reduceat(np.asarray(edge).any(axis=1), range(0, height, block))
-    if whole_h < height:
-        edge = _unequal(pa[whole_h:], pb[whole_h:])
-        out[-1, :] |= np.logical_or.reduceat(np.asarray(edge).any(axis=0), range(0, width, block))
+    the right and bottom edges may be partial). In C (`_blocks.c`), memory bound: row by row, a square's part of a
+    row compared until the square is known changed, and no map of pixels written (numpy's took 0.6 ms for issue 29's
+    moving box's 2560x848 changed rows at dpr 2, 1.2 ms in the worker, whose two pictures are not in cache)."""
+    out = np.empty((-(-int(pa.shape[0]) // block), -(-int(pa.shape[1]) // block)), bool)
+    changed_squares(pa, pb, block, out)
     return out
-
-
-_WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # of that many bools
 
 
 def _runs(mask: npt.NDArray[np.bool_], gap: int = _GAP) -> list[tuple[int, int]]:

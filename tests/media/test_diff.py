@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framestream.media.diff import changed_boxes, changed_rows
+from framestream.media.diff import _changed_squares, changed_boxes, changed_rows
 from framestream.media.rects import DamageRect
 
 
@@ -180,3 +181,31 @@ def test_grid_boxes_hold_every_change_on_the_grid_and_are_tight_to_it(
             assert edge.any(), ((x0, y0, x1, y1), block)
     assert not (diff & ~covered).any(), "a changed pixel of the damage outside every box"
     assert (boxes == []) == (not diff.any())
+
+
+@given(h=st.integers(1, 70), w=st.integers(1, 90), block=st.sampled_from([16, 8, 6, 1]), seed=st.integers(0, 2**16),
+       padded=st.booleans())
+def test_changed_squares_are_the_definitions(h: int, w: int, block: int, seed: int, padded: bool) -> None:
+    """The C comparison by squares (media/_blocks.c) against its definition: a square changed when any of its pixels
+    did, partial squares at the right and bottom too, on regions cut from wider pictures (rows farther apart)."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 256, (h, w + 7 * padded, 4), np.uint8)
+    b = a.copy()
+    for _ in range(int(rng.integers(0, 6))):  # single bytes changed: any one of a pixel's four counts
+        b[int(rng.integers(0, h)), int(rng.integers(0, w)), int(rng.integers(0, 4))] ^= 0x10
+    a, b = a[:, :w], b[:, :w]
+    got = _changed_squares(a, b, block)
+    want = np.zeros_like(got)
+    for r in range(got.shape[0]):
+        for c in range(got.shape[1]):
+            want[r, c] = (a[r * block : (r + 1) * block, c * block : (c + 1) * block]
+                          != b[r * block : (r + 1) * block, c * block : (c + 1) * block]).any()
+    assert got.shape == (-(-h // block), -(-w // block)) and np.array_equal(got, want)
+
+
+def test_changed_squares_refuse_regions_they_cannot_read() -> None:
+    a = np.zeros((32, 32, 4), np.uint8)
+    with pytest.raises(ValueError):
+        _changed_squares(a, a[:16], 16)  # of another shape
+    with pytest.raises(ValueError):
+        _changed_squares(a[:, ::2], a[:, ::2], 16)  # pixels not adjacent
