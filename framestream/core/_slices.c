@@ -25,11 +25,9 @@ static int grow(BitWriter *w, Py_ssize_t more) {
     if (w->bytes + more <= w->size)
         return 0;
     Py_ssize_t size = (w->size + more) * 2;
-    uint8_t *data = PyMem_Realloc(w->data, (size_t)size);
-    if (data == NULL) {
-        PyErr_NoMemory();
+    uint8_t *data = PyMem_RawRealloc(w->data, (size_t)size); /* the raw allocator: no GIL held here */
+    if (data == NULL)
         return -1;
-    }
     w->data = data;
     w->size = size;
     return 0;
@@ -114,6 +112,35 @@ static void predict(const Field *f, Py_ssize_t r, Py_ssize_t c, int32_t mvp[2], 
     skip[1] = still ? 0 : mvp[1];
 }
 
+/* The header's `header_bits` low bits (right-aligned in its bytes), the blocks [first, first + total), the stop bit
+ * and alignment; -1 when memory ran out. */
+static int write_slice(BitWriter *w, const uint8_t *header, Py_ssize_t header_bytes, Py_ssize_t header_bits,
+                       const Field *f, Py_ssize_t total) {
+    for (Py_ssize_t bit = 8 * header_bytes - header_bits; bit < 8 * header_bytes; bit++) {
+        if (put(w, (header[bit / 8] >> (7 - bit % 8)) & 1, 1) < 0)
+            return -1;
+    }
+    uint32_t run = 0;
+    for (Py_ssize_t address = f->first; address < f->first + total; address++) {
+        Py_ssize_t r = address / f->columns, c = address % f->columns;
+        const int32_t *v = f->mv + 2 * address;
+        int32_t mvp[2], skip[2];
+        predict(f, r, c, mvp, skip);
+        if (v[0] == skip[0] && v[1] == skip[1]) {
+            run++;
+            continue;
+        }
+        /* mb_skip_run, mb_type P_L0_16x16 (ue 0), mvd x and y, coded_block_pattern 0 (me: codeNum 0) */
+        if (put_ue(w, run) < 0 || put(w, 1, 1) < 0 || put_se(w, v[0] - mvp[0]) < 0 || put_se(w, v[1] - mvp[1]) < 0 ||
+            put(w, 1, 1) < 0)
+            return -1;
+        run = 0;
+    }
+    if (run && put_ue(w, run) < 0)
+        return -1;
+    return put(w, 1, 1) < 0 || put(w, 0, (8 - w->pending_bits) % 8) < 0 ? -1 : 0; /* the stop bit, alignment */
+}
+
 static PyObject *p_slice_rbsp(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_buffer header, vectors;
     Py_ssize_t header_bits, columns, first, total;
@@ -127,35 +154,18 @@ static PyObject *p_slice_rbsp(PyObject *Py_UNUSED(module), PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "the slice's blocks lie outside its vectors, or its header is short");
         goto done;
     }
-    /* The header, right-aligned in its bytes. */
-    for (Py_ssize_t bit = 8 * header.len - header_bits; bit < 8 * header.len; bit++) {
-        if (put(&w, (((const uint8_t *)header.buf)[bit / 8] >> (7 - bit % 8)) & 1, 1) < 0)
-            goto done;
-    }
+    int written;
+    Py_BEGIN_ALLOW_THREADS /* the frame's worker thread: other frames and the event loop go on meanwhile */
     Field f = {(const int32_t *)vectors.buf, rows, columns, first};
-    uint32_t run = 0;
-    for (Py_ssize_t address = first; address < first + total; address++) {
-        Py_ssize_t r = address / columns, c = address % columns;
-        const int32_t *v = f.mv + 2 * address;
-        int32_t mvp[2], skip[2];
-        predict(&f, r, c, mvp, skip);
-        if (v[0] == skip[0] && v[1] == skip[1]) {
-            run++;
-            continue;
-        }
-        /* mb_skip_run, mb_type P_L0_16x16 (ue 0), mvd x and y, coded_block_pattern 0 (me: codeNum 0) */
-        if (put_ue(&w, run) < 0 || put(&w, 1, 1) < 0 || put_se(&w, v[0] - mvp[0]) < 0 ||
-            put_se(&w, v[1] - mvp[1]) < 0 || put(&w, 1, 1) < 0)
-            goto done;
-        run = 0;
+    written = write_slice(&w, (const uint8_t *)header.buf, header.len, header_bits, &f, total);
+    Py_END_ALLOW_THREADS
+    if (written < 0) {
+        PyErr_NoMemory();
+        goto done;
     }
-    if (run && put_ue(&w, run) < 0)
-        goto done;
-    if (put(&w, 1, 1) < 0 || put(&w, 0, (8 - w.pending_bits) % 8) < 0) /* the stop bit, then alignment */
-        goto done;
     result = PyBytes_FromStringAndSize((const char *)w.data, w.bytes);
 done:
-    PyMem_Free(w.data);
+    PyMem_RawFree(w.data);
     PyBuffer_Release(&header);
     PyBuffer_Release(&vectors);
     return result;

@@ -86,6 +86,7 @@ static PyObject *equal_blocks(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_ssize_t bottom = r1 < floor_div(height + dy, 16) ? r1 : floor_div(height + dy, 16);
     Py_ssize_t left = c0 > -floor_div(-dx, 16) ? c0 : -floor_div(-dx, 16);
     Py_ssize_t right = c1 < floor_div(width + dx, 16) ? c1 : floor_div(width + dx, 16);
+    Py_BEGIN_ALLOW_THREADS /* the frame's worker thread: other frames and the event loop go on meanwhile */
     for (Py_ssize_t r = top; r < bottom; r++) {
         for (Py_ssize_t c = left; c < right; c++) {
             map[(r - r0) * (c1 - c0) + (c - c0)] =
@@ -94,6 +95,7 @@ static PyObject *equal_blocks(PyObject *Py_UNUSED(module), PyObject *args) {
                 same_square(&planes[2], &planes[5], c * 8, r * 8, dx / 2, dy / 2, 8);
         }
     }
+    Py_END_ALLOW_THREADS
     ok = 1;
 done:
     for (int i = 0; i < taken; i++)
@@ -153,6 +155,7 @@ static PyObject *changed_squares(PyObject *Py_UNUSED(module), PyObject *args) {
     uint8_t *map = out.buf;
     memset(map, 0, (size_t)out.len);
     /* Row by row (memory in order), each square's part of the row compared until the square is known changed. */
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t y = 0; y < height; y++) {
         uint8_t *changed = map + (y / block) * columns;
         const uint8_t *a = (const uint8_t *)before.buf + y * before.strides[0];
@@ -164,6 +167,7 @@ static PyObject *changed_squares(PyObject *Py_UNUSED(module), PyObject *args) {
             changed[c] = (uint8_t)differs(a + 4 * x, b + 4 * x, (size_t)n);
         }
     }
+    Py_END_ALLOW_THREADS
     ok = 1;
 done:
     if (before.obj != NULL)
