@@ -30,7 +30,8 @@ INSTRUCTIONS = (
     "Tools to see and drive live browser pages (frames). Coordinates are CSS pixels of the frame, as in the "
     "screenshot. Name a frame with `frame` (optional when there is one). Each action returns the picture after "
     "the page settled unless screenshot=false, and says what the picture cannot show: a dialog the page opened "
-    "(answer_dialog), a file chooser (choose_files), a new tab or popup (list_pages, switch_page, close_page). "
+    "(answer_dialog), a file chooser (choose_files), a new tab or popup (list_pages, switch_page, close_page); "
+    "screenshot says so of an open dialog or file chooser. "
     "A person may take over a frame at any time: then actions answer so, and you should not retry. When you need "
     "a person (a login, a CAPTCHA, a payment, a choice only they can make), call ask_human with the reason: it "
     "returns their note once they hand the frame back."
@@ -89,9 +90,12 @@ def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: 
         return result
 
     @server.tool(structured_output=False)
-    async def screenshot(frame: str | None = None) -> Image:
-        """The frame's current picture as PNG, in CSS pixels (the coordinates every action uses)."""
-        return Image(data=await run(tools.screenshot(frame)), format="png")
+    async def screenshot(frame: str | None = None) -> Content:
+        """The frame's current picture as PNG, in CSS pixels (the coordinates every action uses), after a sentence
+        when a dialog or file chooser is open (neither is drawn in the page)."""
+        outcome = await run(tools.screenshot(frame))
+        picture = Image(data=outcome.png, format="png")
+        return [outcome.text, picture] if outcome.text else [picture]
 
     @server.tool(structured_output=False)
     async def click(x: float, y: float, frame: str | None = None,

@@ -106,10 +106,16 @@ class ComputerTools:
         frames = await self._call(lambda c: c.list_frames())
         return json.dumps([_describe(f) for f in frames])
 
-    async def screenshot(self, frame: str | None) -> bytes:
+    async def screenshot(self, frame: str | None) -> StepOutcome:
+        """The frame's picture (a fresh grab) and what it cannot show: an open dialog or file chooser, which takes
+        the next step otherwise refused. Watched first: a viewer that joins hears the open ones right after the
+        frame's state."""
         frame_id = await self.resolve(frame)
+        view = await self._watched_state(frame_id)
         shot = await self._call(lambda c: c.screenshot(frame_id, css=True), frame_id)
-        return shot.png
+        self._release_later(frame_id)
+        said = news([], [], list(view.dialogs.values()), list(view.file_choosers.values()))
+        return StepOutcome(". ".join(said), shot.png)
 
     async def wait_for_settle(self, frame: str | None, quiet_ms: int, timeout_s: float, picture: bool
                               ) -> StepOutcome:

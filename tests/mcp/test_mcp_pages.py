@@ -57,9 +57,14 @@ async def test_an_agent_is_told_of_dialogs_and_new_pages_and_answers_switches_cl
         assert f'A confirm dialog is open on page {first["page"]}: "sure?"' in said and "answer_dialog" in said, said
         said, _ = await call(session, "click", {"x": SELECT[0], "y": SELECT[1]}, error=True)
         assert "answer_dialog" in said, said
+        # A screenshot says so too (the dialog is not in the page's picture), and says nothing once it is answered.
+        said, rgb = await call(session, "screenshot", {})
+        assert f'A confirm dialog is open on page {first["page"]}: "sure?"' in said and rgb is not None, said
         said, rgb = await call(session, "answer_dialog", {"accept": False})
         assert "confirm dialog answered Cancel" in said and "dialog is open" not in said, said
         assert near(rgb[MARKER[1], MARKER[0]], RED), rgb[MARKER[1], MARKER[0]]
+        said, rgb = await call(session, "screenshot", {})
+        assert said == "" and near(rgb[MARKER[1], MARKER[0]], RED), said
 
         # A prompt: its default told; answered with text.
         said, _ = await call(session, "click", {"x": PROMPT[0], "y": PROMPT[1]})
