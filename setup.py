@@ -1,7 +1,7 @@
 """The C part of framestream, beside pyproject.toml (which holds everything else): the per-picture work of pictures of
 copies that numpy's per-call cost made slow (docs/performance.md). Plain C against the CPython API, built by pip with
-the machine's C compiler and Python headers (`make venv`). In setup.py, not in pyproject's experimental
-`ext-modules`, so that the sandbox image's older setuptools builds it too."""
+the machine's C compiler and Python headers (`make venv`). In setup.py: pyproject's `[tool.setuptools]
+ext-modules` is still experimental (setuptools warns on every build)."""
 
 from setuptools import Extension, setup
 
