@@ -1,5 +1,6 @@
-/* Block comparisons, in C: which squares of a BGRX picture changed (media/diff.py), and which macroblocks of a 4:2:0
- * picture equal the reference moved by a shift (media/motion.py).
+/* Per-block loops, in C: which squares of a BGRX picture changed (media/diff.py); which macroblocks of a 4:2:0
+ * picture equal the reference moved by a shift, and which show lossy pixels after a picture of copies
+ * (media/motion.py).
  *
  * Why C: both run on every picture of moving content, over hundreds of blocks. In numpy each was a dozen calls
  * (compare, a map of every pixel or pixel pair, an averaging resize or a reduction, a mask per plane), and the
@@ -181,6 +182,67 @@ done:
     Py_RETURN_NONE;
 }
 
+static PyObject *carried_lossy(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *lossy_object, *new_object, *vectors_object, *out_object;
+    if (!PyArg_ParseTuple(args, "OOOO", &lossy_object, &new_object, &vectors_object, &out_object))
+        return NULL;
+    Py_buffer lossy = {0}, new_ = {0}, vectors = {0}, out = {0};
+    int ok = 0;
+    if (PyObject_GetBuffer(lossy_object, &lossy, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0 ||
+        PyObject_GetBuffer(new_object, &new_, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0 ||
+        PyObject_GetBuffer(vectors_object, &vectors, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0 ||
+        PyObject_GetBuffer(out_object, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        goto done;
+    if (lossy.ndim != 2 || lossy.itemsize != 1 || new_.ndim != 2 || new_.itemsize != 1 || out.ndim != 2 ||
+        out.itemsize != 1 || vectors.ndim != 3 || vectors.itemsize != 4 || vectors.shape[2] != 2 ||
+        new_.shape[0] != lossy.shape[0] || new_.shape[1] != lossy.shape[1] || out.shape[0] != lossy.shape[0] ||
+        out.shape[1] != lossy.shape[1] || vectors.shape[0] != lossy.shape[0] || vectors.shape[1] != lossy.shape[1]) {
+        PyErr_SetString(PyExc_ValueError, "maps of one shape (rows, columns) of bytes and int32 vectors "
+                                          "(rows, columns, 2)");
+        goto done;
+    }
+    Py_ssize_t rows = lossy.shape[0], columns = lossy.shape[1];
+    const uint8_t *was = lossy.buf, *fresh = new_.buf;
+    const int32_t *v = vectors.buf;
+    uint8_t *after = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        for (Py_ssize_t c = 0; c < columns; c++) {
+            Py_ssize_t i = r * columns + c;
+            int32_t dx = v[2 * i], dy = v[2 * i + 1];
+            if (dx == 0 && dy == 0) {
+                after[i] = was[i] || fresh[i];
+                continue;
+            }
+            /* The blocks the copy reads: the one holding its source's top left corner, and the next ones down and
+             * right when the source is not on the grid (clamped: the search never lets a source leave the picture). */
+            Py_ssize_t y = r * 16 - dy, x = c * 16 - dx;
+            Py_ssize_t top = floor_div(y, 16), left = floor_div(x, 16);
+            Py_ssize_t bottom = top + (y - top * 16 > 0), right = left + (x - left * 16 > 0);
+            top = top < 0 ? 0 : (top >= rows ? rows - 1 : top);
+            left = left < 0 ? 0 : (left >= columns ? columns - 1 : left);
+            bottom = bottom >= rows ? rows - 1 : (bottom < 0 ? 0 : bottom);
+            right = right >= columns ? columns - 1 : (right < 0 ? 0 : right);
+            after[i] = was[top * columns + left] || was[top * columns + right] || was[bottom * columns + left] ||
+                       was[bottom * columns + right];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    ok = 1;
+done:
+    if (lossy.obj != NULL)
+        PyBuffer_Release(&lossy);
+    if (new_.obj != NULL)
+        PyBuffer_Release(&new_);
+    if (vectors.obj != NULL)
+        PyBuffer_Release(&vectors);
+    if (out.obj != NULL)
+        PyBuffer_Release(&out);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"equal_blocks", equal_blocks, METH_VARARGS,
      "equal_blocks(y, u, v, ref_y, ref_u, ref_v, r0, r1, c0, c1, dx, dy, out) -> None\n\n"
@@ -192,12 +254,17 @@ static PyMethodDef methods[] = {
      "Sets out[r, c] (bytes, C order, ceil(rows / block) x ceil(columns / block)) to whether any pixel of the\n"
      "`block`-pixel square (r, c) differs between two (rows, columns, 4) regions of one shape (squares at the\n"
      "right and bottom edges may be partial)."},
+    {"carried_lossy", carried_lossy, METH_VARARGS,
+     "carried_lossy(lossy, new, vectors, out) -> None\n\n"
+     "Sets out (rows x columns bytes) to which blocks show lossy pixels after a picture of copies whose vectors\n"
+     "(int32, rows x columns x 2, pixels; 0 for a block not moved) and new blocks are given, when `lossy` did\n"
+     "before: a moved block if any block its source overlaps did, another block if it was lossy or is new."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    .m_base = PyModuleDef_HEAD_INIT, .m_name = "_blocks", .m_doc = "Macroblock comparisons, in C.", .m_size = -1,
-    .m_methods = methods,
+    .m_base = PyModuleDef_HEAD_INIT, .m_name = "_blocks", .m_doc = "Per-block loops of pictures of copies, in C.",
+    .m_size = -1, .m_methods = methods,
 };
 
 PyMODINIT_FUNC PyInit__blocks(void) {

@@ -170,6 +170,30 @@ def test_lossy_blocks_are_carried_with_what_moved_and_new_blocks_are_lossy() -> 
     assert np.array_equal(after, want)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_lossy_blocks_are_carried_as_defined_on_random_motion(seed: int) -> None:
+    """The C loop (media/_blocks.c) against the definition, block by block: a moved block is lossy when any block
+    its source overlaps was (one, two or four of them, by whether the shift is on the grid), another when it was
+    or is new; shifts of every alignment, sources up to the picture's edges."""
+    rng = np.random.default_rng(seed)
+    rows, columns = int(rng.integers(1, 9)), int(rng.integers(1, 11))
+    lossy, new = rng.random((rows, columns)) < 0.3, rng.random((rows, columns)) < 0.2
+    vectors = np.zeros((rows, columns, 2), np.int32)
+    for r, c in np.argwhere(rng.random((rows, columns)) < 0.5):
+        # A source anywhere inside the picture, on or off the grid (even, as the search gives).
+        y, x = int(rng.integers(0, rows * MB - MB + 1)) // 2 * 2, int(rng.integers(0, columns * MB - MB + 1)) // 2 * 2
+        vectors[r, c] = (c * MB - x, r * MB - y)
+    moved = (vectors != 0).any(axis=2)
+    new &= ~moved  # a block is moved or new, never both
+    want = lossy | new
+    for r, c in np.argwhere(moved):
+        dx, dy = vectors[r, c]
+        y, x = r * MB - dy, c * MB - dx
+        want[r, c] = lossy[y // MB : -(-(y + MB) // MB), x // MB : -(-(x + MB) // MB)].any()
+    got = carried(lossy, Motion(vectors, new, {(1, 1): 1}))
+    assert np.array_equal(got, want)
+
+
 def _equal_by_definition(now: list[np.ndarray], before: list[np.ndarray], rows: tuple[int, int],
                          columns: tuple[int, int], shift: tuple[int, int]) -> np.ndarray:
     """Block by block, all three planes: True where the block equals the reference's moved by `shift`."""
