@@ -192,6 +192,8 @@ def test_lossy_blocks_are_carried_as_defined_on_random_motion(seed: int) -> None
         want[r, c] = lossy[y // MB : -(-(y + MB) // MB), x // MB : -(-(x + MB) // MB)].any()
     got = carried(lossy, Motion(vectors, new, {(1, 1): 1}))
     assert np.array_equal(got, want)
+    with pytest.raises(ValueError):  # maps of another shape than the vectors'
+        carried(lossy[:, :-1], Motion(vectors, new, {(1, 1): 1}))
 
 
 def _equal_by_definition(now: list[np.ndarray], before: list[np.ndarray], rows: tuple[int, int],
