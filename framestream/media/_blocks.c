@@ -108,6 +108,17 @@ done:
     Py_RETURN_NONE;
 }
 
+/* Releases the buffers taken (those with an owner); then None, or NULL when the call failed (its error is set). */
+static PyObject *finish(int ok, Py_buffer *views, int count) {
+    for (int i = 0; i < count; i++) {
+        if (views[i].obj != NULL)
+            PyBuffer_Release(&views[i]);
+    }
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* A region of a BGRX picture: rows of 4-byte pixels. */
 static int pixels_of(PyObject *object, Py_buffer *view, const char *name) {
     if (PyObject_GetBuffer(object, view, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
@@ -141,26 +152,27 @@ static PyObject *changed_squares(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_ssize_t block;
     if (!PyArg_ParseTuple(args, "OOnO", &before_object, &now_object, &block, &out_object))
         return NULL;
-    Py_buffer before = {0}, now = {0}, out = {0};
+    Py_buffer views[3] = {{0}};
+    Py_buffer *before = &views[0], *now = &views[1], *out = &views[2];
     int ok = 0;
-    if (pixels_of(before_object, &before, "the picture before") < 0 || pixels_of(now_object, &now, "the picture") < 0 ||
-        PyObject_GetBuffer(out_object, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+    if (pixels_of(before_object, before, "the picture before") < 0 || pixels_of(now_object, now, "the picture") < 0 ||
+        PyObject_GetBuffer(out_object, out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
         goto done;
-    Py_ssize_t height = now.shape[0], width = now.shape[1];
+    Py_ssize_t height = now->shape[0], width = now->shape[1];
     Py_ssize_t rows = block > 0 ? (height + block - 1) / block : 0;
     Py_ssize_t columns = block > 0 ? (width + block - 1) / block : 0;
-    if (block <= 0 || before.shape[0] != height || before.shape[1] != width || out.len != rows * columns) {
+    if (block <= 0 || before->shape[0] != height || before->shape[1] != width || out->len != rows * columns) {
         PyErr_SetString(PyExc_ValueError, "two regions of one shape, a positive square size and a map of its squares");
         goto done;
     }
-    uint8_t *map = out.buf;
-    memset(map, 0, (size_t)out.len);
+    uint8_t *map = out->buf;
+    memset(map, 0, (size_t)out->len);
     /* Row by row (memory in order), each square's part of the row compared until the square is known changed. */
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t y = 0; y < height; y++) {
         uint8_t *changed = map + (y / block) * columns;
-        const uint8_t *a = (const uint8_t *)before.buf + y * before.strides[0];
-        const uint8_t *b = (const uint8_t *)now.buf + y * now.strides[0];
+        const uint8_t *a = (const uint8_t *)before->buf + y * before->strides[0];
+        const uint8_t *b = (const uint8_t *)now->buf + y * now->strides[0];
         for (Py_ssize_t c = 0; c < columns; c++) {
             if (changed[c])
                 continue;
@@ -171,40 +183,34 @@ static PyObject *changed_squares(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_END_ALLOW_THREADS
     ok = 1;
 done:
-    if (before.obj != NULL)
-        PyBuffer_Release(&before);
-    if (now.obj != NULL)
-        PyBuffer_Release(&now);
-    if (out.obj != NULL)
-        PyBuffer_Release(&out);
-    if (!ok)
-        return NULL;
-    Py_RETURN_NONE;
+    return finish(ok, views, 3);
 }
 
 static PyObject *carried_lossy(PyObject *Py_UNUSED(module), PyObject *args) {
     PyObject *lossy_object, *new_object, *vectors_object, *out_object;
     if (!PyArg_ParseTuple(args, "OOOO", &lossy_object, &new_object, &vectors_object, &out_object))
         return NULL;
-    Py_buffer lossy = {0}, new_ = {0}, vectors = {0}, out = {0};
+    Py_buffer views[4] = {{0}};
+    Py_buffer *lossy = &views[0], *new_ = &views[1], *vectors = &views[2], *out = &views[3];
     int ok = 0;
-    if (PyObject_GetBuffer(lossy_object, &lossy, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0 ||
-        PyObject_GetBuffer(new_object, &new_, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0 ||
-        PyObject_GetBuffer(vectors_object, &vectors, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0 ||
-        PyObject_GetBuffer(out_object, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    if (PyObject_GetBuffer(lossy_object, lossy, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0 ||
+        PyObject_GetBuffer(new_object, new_, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0 ||
+        PyObject_GetBuffer(vectors_object, vectors, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0 ||
+        PyObject_GetBuffer(out_object, out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         goto done;
-    if (lossy.ndim != 2 || lossy.itemsize != 1 || new_.ndim != 2 || new_.itemsize != 1 || out.ndim != 2 ||
-        out.itemsize != 1 || vectors.ndim != 3 || vectors.itemsize != 4 || vectors.shape[2] != 2 ||
-        new_.shape[0] != lossy.shape[0] || new_.shape[1] != lossy.shape[1] || out.shape[0] != lossy.shape[0] ||
-        out.shape[1] != lossy.shape[1] || vectors.shape[0] != lossy.shape[0] || vectors.shape[1] != lossy.shape[1]) {
+    if (lossy->ndim != 2 || lossy->itemsize != 1 || new_->ndim != 2 || new_->itemsize != 1 || out->ndim != 2 ||
+        out->itemsize != 1 || vectors->ndim != 3 || vectors->itemsize != 4 || vectors->shape[2] != 2 ||
+        new_->shape[0] != lossy->shape[0] || new_->shape[1] != lossy->shape[1] ||
+        out->shape[0] != lossy->shape[0] || out->shape[1] != lossy->shape[1] ||
+        vectors->shape[0] != lossy->shape[0] || vectors->shape[1] != lossy->shape[1]) {
         PyErr_SetString(PyExc_ValueError, "maps of one shape (rows, columns) of bytes and int32 vectors "
                                           "(rows, columns, 2)");
         goto done;
     }
-    Py_ssize_t rows = lossy.shape[0], columns = lossy.shape[1];
-    const uint8_t *was = lossy.buf, *fresh = new_.buf;
-    const int32_t *v = vectors.buf;
-    uint8_t *after = out.buf;
+    Py_ssize_t rows = lossy->shape[0], columns = lossy->shape[1];
+    const uint8_t *was = lossy->buf, *fresh = new_->buf;
+    const int32_t *v = vectors->buf;
+    uint8_t *after = out->buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; r < rows; r++) {
         for (Py_ssize_t c = 0; c < columns; c++) {
@@ -230,17 +236,7 @@ static PyObject *carried_lossy(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_END_ALLOW_THREADS
     ok = 1;
 done:
-    if (lossy.obj != NULL)
-        PyBuffer_Release(&lossy);
-    if (new_.obj != NULL)
-        PyBuffer_Release(&new_);
-    if (vectors.obj != NULL)
-        PyBuffer_Release(&vectors);
-    if (out.obj != NULL)
-        PyBuffer_Release(&out);
-    if (!ok)
-        return NULL;
-    Py_RETURN_NONE;
+    return finish(ok, views, 4);
 }
 
 static PyMethodDef methods[] = {
