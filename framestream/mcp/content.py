@@ -16,7 +16,9 @@ Content = list[str | Image]
 
 
 def step_content(outcome: StepOutcome) -> Content:
-    return [outcome.text] if outcome.png is None else [outcome.text, Image(data=outcome.png, format="png")]
+    """The sentence (none when empty: a screenshot with nothing to say) and the picture, when there is one."""
+    text: Content = [outcome.text] if outcome.text else []
+    return text if outcome.png is None else [*text, Image(data=outcome.png, format="png")]
 
 
 async def run(action: Awaitable[Any]) -> Any:

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.utilities.types import Image
 from mcp.types import BlobResourceContents, EmbeddedResource
 
 from framestream.client import Client, Download, SandboxKey
@@ -93,9 +92,7 @@ def build_server(url: str, key: SandboxKey, *, control: bool = True, settle_ms: 
     async def screenshot(frame: str | None = None) -> Content:
         """The frame's current picture as PNG, in CSS pixels (the coordinates every action uses), after a sentence
         when a dialog or file chooser is open (neither is drawn in the page)."""
-        outcome = await run(tools.screenshot(frame))
-        picture = Image(data=outcome.png, format="png")
-        return [outcome.text, picture] if outcome.text else [picture]
+        return step_content(await run(tools.screenshot(frame)))
 
     @server.tool(structured_output=False)
     async def click(x: float, y: float, frame: str | None = None,
