@@ -18,6 +18,12 @@ from dataclasses import dataclass
 SMALL_CHANGE = 256
 # Bands of more than this share of the picture's rows cost about what x264's whole picture does.
 BAND_ROWS_SHARE = 0.25
+# New blocks a decoder's copy would only blur (an odd shift's chroma: coloured text's edges) cost x264 a few bytes
+# of residual each, and us an intra box around them: coloured words scrolled by odd steps, 16-19 such blocks beside
+# 350 moved, made pictures of copies of 2-7 kB against x264's 0.4-1.3 kB (2.2 times its bytes in all; tests/media/
+# test_moved_pictures.py). x264 sends a moved block of text in well under a byte, so one in this many makes the
+# picture x264's.
+BLURRED_SHARE = 256
 # Copies that went on this many seconds before they had to stop were worth their IDR: the next pause is short again.
 SETTLED_S = 2
 LONGEST_PAUSE_S = 32
@@ -57,16 +63,18 @@ class CopiesRule:
         # Small changes cost x264 little; looking for motion that is not there costs us, so look less often.
         return not (changed * SMALL_CHANGE < blocks or picture < self._from or (self._misses >= 3 and picture % 8))
 
-    def take(self, *, behind: bool, moved: int, new: int, blocks: int, new_rows: int, rows: int) -> bool:
-        """Whether a search that found `moved` macroblocks moved and `new` new (of `blocks`; in `new_rows` of the
-        picture's `rows`) goes out as a picture of copies."""
+    def take(self, *, behind: bool, moved: int, new: int, blocks: int, new_rows: int, rows: int,
+             blurred: int = 0) -> bool:
+        """Whether a search that found `moved` macroblocks moved and new ones for which x264 would encode `new`
+        (of `blocks`; in `new_rows` of the picture's `rows`), `blurred` of them moved by an odd shift in luma but
+        not in chroma, goes out as a picture of copies."""
         # Much new beside what moved (a box moved by an odd shift: its edges) is cheaper as x264's residual than as
         # intra blocks: as copies a box swinging at dpr 1 took 7 times x264's bytes. Such a picture starts no
         # copies, and while they go on 3 in 8 would stop them, but going back costs an IDR (the whole picture
         # intra): while such pictures cost less together than half of the last IDR (this one estimated by its
         # share of the blocks), they go on as copies, as skis are rented until the rent would buy them. A bar that
         # grew and went back, a box leaving the picture's edge.
-        mostly_new = 2 * new > moved
+        mostly_new = 2 * new > moved or BLURRED_SHARE * blurred > moved
         self._mostly_new = (self._mostly_new << 1 | mostly_new) & 0xFF
         x264_better = mostly_new and (not behind or self._mostly_new.bit_count() >= 3)
         self._renting = x264_better and behind and 2 * (self._rent + self._key_bytes * new / blocks) < self._key_bytes

@@ -1,13 +1,14 @@
 """Slices of a P picture written without an encoder: macroblocks that stay or move, and intra rows placed in.
 
 A picture whose change is content moved by whole pixels (a scroll, a box carried across the page) plus a little
-new content needs no encoder for most of it. Each macroblock that is as before, or is the picture before moved by
-an even number of pixels (so its chroma moves by whole samples too), becomes a P macroblock with that motion vector
-and no residual: a P_Skip where its predicted vector is that one, otherwise P_L0_16x16 with the difference (mvd)
-and coded_block_pattern 0. The decoder copies the pixels it already shows, so the copy is exact and costs a few
-bits. Rows holding anything new come from another encoder as slices of their own, moved to their place by
-rewriting their headers (`placed_slice`): an I slice predicts only from itself, so it decodes the same anywhere;
-a P slice only where its reference holds what its encoder's did (media/inter_band.py).
+new content needs no encoder for most of it. Each macroblock that is as before, or is what the decoder makes of the
+picture before moved by whole pixels (media/motion.py: under an odd shift its chroma is averaged across half a
+sample), becomes a P macroblock with that motion vector and no residual: a P_Skip where its predicted vector is that
+one, otherwise P_L0_16x16 with the difference (mvd) and coded_block_pattern 0. The decoder predicts from the pixels
+it already shows, so the copy is exact and costs a few bits. Rows holding anything new come from another encoder
+as slices of their own, moved to their place by rewriting their headers (`placed_slice`): an I slice predicts only
+from itself, so it decodes the same anywhere; a P slice only where its reference holds what its encoder's did
+(media/inter_band.py).
 
 Deblocking: our P slices switch it off (disable_deblocking_filter_idc 1) since a copy must stay a copy, and a placed
 slice filters only inside itself (2), as its encoder did at its own picture's edges.

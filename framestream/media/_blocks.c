@@ -51,11 +51,41 @@ static Py_ssize_t floor_div(Py_ssize_t a, Py_ssize_t b) {
     return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
+/* Whether the 8x8 chroma block at (x, y) of `now` is what a decoder predicts for it from `before` when the luma
+ * moves by (dx, dy). An even shift moves chroma by whole samples: a copy. An odd one is a chroma vector of half a
+ * sample that way, and 8.4.2.2.2 weighs the samples around by eighths: with fractions of 0 or 4, that is the
+ * rounded mean of the two samples either side ((A + B + 1) >> 1), or of all four ((A + B + C + D + 2) >> 2). */
+static int same_chroma(const Plane *now, const Plane *before, Py_ssize_t x, Py_ssize_t y, Py_ssize_t dx,
+                       Py_ssize_t dy) {
+    if (!(dx & 1) && !(dy & 1))
+        return same_square(now, before, x, y, dx / 2, dy / 2, 8);
+    /* The chroma vector in eighths is minus the shift in quarter luma samples, -4 * dx: its whole part is
+     * floor(-dx / 2), its fraction 4 when dx is odd. */
+    const Py_ssize_t across = dx & 1 ? 1 : 0, down = dy & 1 ? before->stride : 0;
+    const uint8_t *a = now->data + y * now->stride + x;
+    const uint8_t *b = before->data + (y + floor_div(-dy, 2)) * before->stride + (x + floor_div(-dx, 2));
+    for (int row = 0; row < 8; row++, a += now->stride, b += before->stride) {
+        uint8_t predicted[8];
+        if (across && down) {
+            for (int i = 0; i < 8; i++)
+                predicted[i] = (uint8_t)((b[i] + b[i + 1] + b[i + down] + b[i + down + 1] + 2) >> 2);
+        } else {
+            const Py_ssize_t other = across + down; /* the sample beside or below */
+            for (int i = 0; i < 8; i++)
+                predicted[i] = (uint8_t)((b[i] + b[i + other] + 1) >> 1);
+        }
+        if (memcmp(predicted, a, 8) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 static PyObject *equal_blocks(PyObject *Py_UNUSED(module), PyObject *args) {
     PyObject *objects[6], *out_object;
     Py_ssize_t r0, r1, c0, c1, dx, dy;
-    if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnO", &objects[0], &objects[1], &objects[2], &objects[3], &objects[4],
-                          &objects[5], &r0, &r1, &c0, &c1, &dx, &dy, &out_object))
+    int chroma = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOnnnnnnO|p", &objects[0], &objects[1], &objects[2], &objects[3], &objects[4],
+                          &objects[5], &r0, &r1, &c0, &c1, &dx, &dy, &out_object, &chroma))
         return NULL;
     static const char *names[6] = {"current luma", "current U", "current V", "reference luma", "reference U",
                                    "reference V"};
@@ -74,10 +104,10 @@ static PyObject *equal_blocks(PyObject *Py_UNUSED(module), PyObject *args) {
         if (i != 3)
             shapes_ok &= planes[i].height == height / 2 && planes[i].width == width / 2;
     }
-    if (!shapes_ok || height % 16 || width % 16 || dx % 2 || dy % 2 || r0 < 0 || c0 < 0 || r1 < r0 || c1 < c0 ||
+    if (!shapes_ok || height % 16 || width % 16 || r0 < 0 || c0 < 0 || r1 < r0 || c1 < c0 ||
         r1 > height / 16 || c1 > width / 16 || out.len != (r1 - r0) * (c1 - c0)) {
-        PyErr_SetString(PyExc_ValueError, "planes of a 4:2:0 picture of whole macroblocks, an even shift, and a map "
-                                          "of the blocks asked for");
+        PyErr_SetString(PyExc_ValueError, "planes of a 4:2:0 picture of whole macroblocks and a map of the blocks "
+                                          "asked for");
         goto done;
     }
     uint8_t *map = out.buf;
@@ -92,8 +122,8 @@ static PyObject *equal_blocks(PyObject *Py_UNUSED(module), PyObject *args) {
         for (Py_ssize_t c = left; c < right; c++) {
             map[(r - r0) * (c1 - c0) + (c - c0)] =
                 same_square(&planes[0], &planes[3], c * 16, r * 16, dx, dy, 16) &&
-                same_square(&planes[1], &planes[4], c * 8, r * 8, dx / 2, dy / 2, 8) &&
-                same_square(&planes[2], &planes[5], c * 8, r * 8, dx / 2, dy / 2, 8);
+                (!chroma || (same_chroma(&planes[1], &planes[4], c * 8, r * 8, dx, dy) &&
+                             same_chroma(&planes[2], &planes[5], c * 8, r * 8, dx, dy)));
         }
     }
     Py_END_ALLOW_THREADS
@@ -241,10 +271,11 @@ done:
 
 static PyMethodDef methods[] = {
     {"equal_blocks", equal_blocks, METH_VARARGS,
-     "equal_blocks(y, u, v, ref_y, ref_u, ref_v, r0, r1, c0, c1, dx, dy, out) -> None\n\n"
+     "equal_blocks(y, u, v, ref_y, ref_u, ref_v, r0, r1, c0, c1, dx, dy, out, chroma=True) -> None\n\n"
      "Sets out[r - r0, c - c0] (bytes, C order, (r1 - r0) x (c1 - c0)) to whether macroblock (r, c) of the\n"
-     "picture (Y, U, V of 4:2:0, whole macroblocks) equals the reference's moved by (dx, dy) pixels, even: the\n"
-     "reference's block at (16c - dx, 16r - dy) and its chroma at half that; 0 where that lies outside."},
+     "picture (Y, U, V of 4:2:0, whole macroblocks) is what a decoder copies from the reference moved by (dx, dy)\n"
+     "pixels: the reference's block at (16c - dx, 16r - dy), and its chroma at half that (averaged across half a\n"
+     "sample when odd); 0 where that lies outside. With chroma false, the luma alone is compared."},
     {"changed_squares", changed_squares, METH_VARARGS,
      "changed_squares(before, now, block, out) -> None\n\n"
      "Sets out[r, c] (bytes, C order, ceil(rows / block) x ceil(columns / block)) to whether any pixel of the\n"

@@ -5,8 +5,10 @@ often bit for bit its old pixels somewhere else. `moved_macroblocks` takes the e
 pictures (I420 planes) and the macroblocks that changed, and keeps, for each, the first shift under which its luma
 and chroma equal the reference's exactly: none (a changed rectangle is coarser than its pixels), then the shifts
 the picture before took, then guesses per band of rows from 1-D profiles (row sums for vertical motion, column sums
-for horizontal). Only even shifts are tried: 4:2:0 chroma then moves by whole samples, and a decoder's copy is
-exact. What no shift explains is new content.
+for horizontal). "Equal" is what a decoder makes of the copy: under an even shift 4:2:0 chroma moves by whole
+samples, under an odd one by half a sample, which the decoder averages from the samples either side; such a block
+is taken only where that average is the picture's chroma exactly (white, grey text, inside a flat colour; at dpr 1
+a page's rounding makes shifts odd as often as not). What no shift explains is new content.
 
 Cost is bounded by the changed area: profiles are sums over it, and each guess is checked on the band's middle row
 of macroblocks before the whole band.
@@ -37,6 +39,9 @@ class Motion:
     vectors: npt.NDArray[np.int32]  # (rows, columns, 2): x, y in pixels; where the reference is copied from is minus
     new: npt.NDArray[np.bool_]  # (rows, columns): changed and explained by no shift
     taken: dict[tuple[int, int], int] = field(default_factory=dict)  # blocks each shift other than none explained
+    # New blocks whose luma the main shift, odd, copies but whose chroma a decoder's copy would blur (coloured text's
+    # edges): x264 codes each in a few bytes of residual, where we would send it intra (core/copies.py).
+    blurred: int = 0
 
     @classmethod
     def none(cls, new: npt.NDArray[np.bool_]) -> Motion:
@@ -61,6 +66,17 @@ def runs(flags: npt.ArrayLike) -> list[tuple[int, int]]:
     """[start, end) of each run of True."""
     edges = np.flatnonzero(np.diff(np.concatenate([[0], np.asarray(flags, np.int8), [0]])))
     return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
+
+
+def new_area(new: npt.NDArray[np.bool_]) -> int:
+    """Macroblocks x264 encodes for the `new` ones in a picture of copies: each run of rows holding any as the box
+    from its first new column to its last (media/moved_pictures.py `plan`). Scattered new blocks (coloured words
+    moved by an odd shift, whose chroma a decoder's copy would blur) cost whole boxes of intra blocks."""
+    area = 0
+    for top, bottom in runs(new.any(axis=1)):
+        columns = np.flatnonzero(new[top:bottom].any(axis=0))
+        area += (bottom - top) * (int(columns[-1]) + 1 - int(columns[0]))
+    return area
 
 
 def _profile(plane: npt.NDArray[np.uint8], axis: int) -> npt.NDArray[np.float32]:
@@ -106,18 +122,20 @@ def _best_shift(current: npt.NDArray[np.float32], reference: npt.NDArray[np.floa
 
 
 def _equal_blocks(current: Planes, reference: Planes, rows: tuple[int, int], columns: tuple[int, int],
-                  shift: tuple[int, int]) -> npt.NDArray[np.bool_]:
-    """(rows, columns) map of macroblocks equal to the reference moved by `shift` (even); False where the
-    moved-from block would leave the picture. Compared in C (`_blocks.c`): each block up to its first difference."""
+                  shift: tuple[int, int], *, chroma: bool = True) -> npt.NDArray[np.bool_]:
+    """(rows, columns) map of macroblocks a decoder copies exactly from the reference moved by `shift` (chroma
+    averaged by its half-sample vector when odd; the luma alone without `chroma`); False where the moved-from block
+    would leave the picture. Compared in C (`_blocks.c`): each block up to its first difference."""
     (y, u, v), (ref_y, ref_u, ref_v) = current, reference
     out = np.empty((rows[1] - rows[0], columns[1] - columns[0]), bool)
-    equal_blocks(y, u, v, ref_y, ref_u, ref_v, rows[0], rows[1], columns[0], columns[1], shift[0], shift[1], out)
+    equal_blocks(y, u, v, ref_y, ref_u, ref_v, rows[0], rows[1], columns[0], columns[1], shift[0], shift[1], out,
+                 chroma)
     return out
 
 
 def _guesses(current: Planes, reference: Planes, rows: tuple[int, int], columns: tuple[int, int],
              ) -> list[tuple[int, int]]:
-    """Shifts that line up the band's row sums (vertical motion) or column sums (horizontal), even only."""
+    """Shifts that line up the band's row sums (vertical motion) or column sums (horizontal)."""
     y0, y1, x0, x1 = rows[0] * MB, rows[1] * MB, columns[0] * MB, columns[1] * MB
     luma_now, luma_before = current[0], reference[0]
     found: list[tuple[int, int]] = []
@@ -136,7 +154,7 @@ def _guesses(current: Planes, reference: Planes, rows: tuple[int, int], columns:
         if dx := _best_shift(now_columns, before_columns, x0 - left, x1 - left, margin):
             found.append((dx, 0))
             found.extend((dx, dy) for dy in vertical)
-    return [shift for shift in found if not shift[0] % 2 and not shift[1] % 2]
+    return found
 
 
 def moved_macroblocks(current: Planes, reference: Planes, changed: npt.NDArray[np.bool_],
@@ -189,7 +207,21 @@ def moved_macroblocks(current: Planes, reference: Planes, changed: npt.NDArray[n
                 tried.add(shift)
                 if attempt(shift, r0, r1):
                     break
-    return Motion(vectors, open_, taken)
+    return Motion(vectors, open_, taken, _blurred(current, reference, open_, taken))
+
+
+def _blurred(current: Planes, reference: Planes, new: npt.NDArray[np.bool_], taken: dict[tuple[int, int], int],
+             ) -> int:
+    """How many `new` blocks the main shift copies in luma but not in chroma, when that shift is odd."""
+    if not taken or not new.any():
+        return 0
+    shift = max(taken, key=taken.__getitem__)
+    if not (shift[0] % 2 or shift[1] % 2):
+        return 0
+    rows, columns = np.flatnonzero(new.any(axis=1)), np.flatnonzero(new.any(axis=0))
+    box = (int(rows[0]), int(rows[-1]) + 1), (int(columns[0]), int(columns[-1]) + 1)
+    luma = _equal_blocks(current, reference, *box, shift, chroma=False)
+    return int(np.count_nonzero(luma & new[box[0][0] : box[0][1], box[1][0] : box[1][1]]))
 
 
 def spread(motion: Motion, current: Planes, reference: Planes) -> Motion:
@@ -213,7 +245,7 @@ def spread(motion: Motion, current: Planes, reference: Planes) -> Motion:
         return motion
     vectors = motion.vectors.copy()
     vectors[r0:r1, c0:c1][hits] = shift
-    return Motion(vectors, motion.new, motion.taken)
+    return Motion(vectors, motion.new, motion.taken, motion.blurred)
 
 
 def carried(lossy: npt.NDArray[np.bool_], motion: Motion) -> npt.NDArray[np.bool_]:

@@ -10,8 +10,9 @@ BLOCKS = 16000
 ROWS = 100
 
 
-def take(rule: CopiesRule, *, behind: bool, moved: int, new: int, new_rows: int = 1) -> bool:
-    return rule.take(behind=behind, moved=moved, new=new, blocks=BLOCKS, new_rows=new_rows, rows=ROWS)
+def take(rule: CopiesRule, *, behind: bool, moved: int, new: int, new_rows: int = 1, blurred: int = 0) -> bool:
+    return rule.take(behind=behind, moved=moved, new=new, blocks=BLOCKS, new_rows=new_rows, rows=ROWS,
+                     blurred=blurred)
 
 
 def test_small_changes_are_not_searched_and_searches_that_miss_back_off_until_x264_is_behind() -> None:
@@ -32,6 +33,9 @@ def test_much_new_starts_no_copies_and_more_than_half_the_rows_new_goes_to_x264_
     rule = CopiesRule(FPS)
     assert not take(rule, behind=False, moved=40, new=30)  # more new than moved: x264's residual does better
     assert take(rule, behind=False, moved=40, new=10)
+    # Blocks an odd shift moved but whose chroma a copy would blur: x264's residual does them for a few bytes each.
+    assert not take(rule, behind=False, moved=4000, new=20, blurred=20)
+    assert take(rule, behind=False, moved=6000, new=20, blurred=20)
     rule.keyframe(100_000)
     assert not take(rule, behind=True, moved=9000, new=10, new_rows=ROWS // 2 + 1)
 

@@ -1,6 +1,7 @@
-"""media/motion.py on synthetic pictures: what moved by an even shift is found and every block it names is an exact
-copy; what is new, or moved by an odd shift (chroma would not copy exactly), is new; blocks a coarse changed map
-names that did not change get no vector."""
+"""media/motion.py on synthetic pictures: what moved is found and every block it names is what a decoder's copy
+shows, exactly (tests/media/decoded_copy.py: under an odd shift, chroma averaged across half a sample); what is new,
+or moved by an odd shift where that average is not the picture's chroma, is new; blocks a coarse changed map names
+that did not change get no vector."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import numpy as np
 import pytest
 
 from framestream.media.encoder import _i420_planes
-from framestream.media.motion import MB, Motion, carried, moved_macroblocks, spread
+from framestream.media.motion import MB, Motion, carried, moved_macroblocks, new_area, spread
+from tests.media.decoded_copy import copies_exactly
 
 W, H = 480, 320
 
@@ -18,9 +20,10 @@ def planes(bgrx: np.ndarray) -> list[np.ndarray]:
     return _i420_planes(cv2.cvtColor(bgrx, cv2.COLOR_BGRA2YUV_I420), bgrx.shape[1], bgrx.shape[0])
 
 
-def textured(seed: int, height: int = H) -> np.ndarray:
+def textured(seed: int, height: int = H, cell: int = 8) -> np.ndarray:
+    """Random colours in squares of `cell` pixels."""
     rng = np.random.default_rng(seed)
-    return cv2.resize(rng.integers(0, 255, (height // 8, W // 8, 4), np.uint8), (W, height),
+    return cv2.resize(rng.integers(0, 255, (height // cell, W // cell, 4), np.uint8), (W, height),
                       interpolation=cv2.INTER_NEAREST)
 
 
@@ -34,14 +37,10 @@ def changed_map(before: list[np.ndarray], after: list[np.ndarray]) -> np.ndarray
 
 def assert_exact(motion_vectors: np.ndarray, before: list[np.ndarray], after: list[np.ndarray],
                  blocks: np.ndarray) -> None:
-    """Every block in `blocks` equals the one its vector moved there, in all three planes."""
+    """Every block in `blocks` is, in all three planes, what a decoder shows when it copies it by its vector."""
     for r, c in np.argwhere(blocks):
         dx, dy = motion_vectors[r, c]
-        for index, plane in enumerate(after):
-            size, scale = (MB, 1) if index == 0 else (MB // 2, 2)
-            y, x = r * size, c * size
-            source = before[index][y - dy // scale : y - dy // scale + size, x - dx // scale : x - dx // scale + size]
-            assert np.array_equal(plane[y : y + size, x : x + size], source), (r, c, dx, dy)
+        assert copies_exactly(after, before, int(r), int(c), (int(dx), int(dy))), (r, c, dx, dy)
 
 
 def box_on(background: np.ndarray, x: int, y: int) -> np.ndarray:
@@ -58,7 +57,7 @@ def test_a_box_moved_over_white_is_found_and_every_named_block_copies(shift: tup
     changed = changed_map(before, after)
     motion = moved_macroblocks(after, before, changed)
     assert not motion.new.any(), np.argwhere(motion.new)
-    assert shift in motion.main_shifts()
+    assert shift in motion.main_shifts() and motion.blurred == 0
     assert_exact(motion.vectors, before, after, changed)
     assert not motion.vectors[~changed].any()
 
@@ -74,7 +73,7 @@ def test_a_scroll_leaves_only_the_strip_that_came_into_view_new() -> None:
     assert_exact(motion.vectors, before, after, changed & ~motion.new)
 
 
-def test_an_odd_shift_is_new_and_blocks_that_did_not_change_get_no_vector() -> None:
+def test_fine_colour_moved_by_an_odd_shift_is_new_and_blocks_that_did_not_change_get_no_vector() -> None:
     base = textured(2)
     moved = base.copy()
     moved[64:192, 96:320] = base[64:192, 95:319]  # a region moved one pixel right
@@ -83,7 +82,7 @@ def test_an_odd_shift_is_new_and_blocks_that_did_not_change_get_no_vector() -> N
     changed[2:14, 4:22] = True  # coarser than what changed
     motion = moved_macroblocks(after, before, changed)
     truly = changed_map(before, after)
-    assert motion.new[truly].all(), "an odd shift does not copy chroma exactly: new"
+    assert motion.new[truly].all(), "chroma averaged across half a sample is not fine detail's: new"
     assert not motion.new[changed & ~truly].any() and not motion.vectors[changed & ~truly].any()
 
 
@@ -141,6 +140,49 @@ def test_still_white_amid_a_scroll_takes_the_scroll_s_vector_where_it_copies_exa
     assert spread(nothing, after, before) is nothing
 
 
+@pytest.mark.parametrize("shift", [(0, -13), (0, 7), (-5, 0), (3, -9)])
+def test_grey_text_and_flat_colour_moved_by_an_odd_shift_copy_but_for_the_colour_s_edges(
+        shift: tuple[int, int]) -> None:
+    """At dpr 1 a page rounds CSS pixels, so a scroll's shifts are odd as often as not. Chroma then moves by half a
+    sample, which a decoder averages: exact on grey text and inside a flat colour, not where the colour changes."""
+    dx, dy = shift
+    tall = lines_page(2 * H)
+    cv2.rectangle(tall, (200, 230), (360, 300), (220, 90, 30, 255), -1)
+    before = planes(np.ascontiguousarray(tall[80 : 80 + H, 40 : 40 + W - 64]))
+    after = planes(np.ascontiguousarray(tall[80 - dy : 80 - dy + H, 40 - dx : 40 - dx + W - 64]))
+    changed = np.ones(before[0].shape, bool).reshape(H // MB, MB, (W - 64) // MB, MB).any(axis=(1, 3))
+    motion = moved_macroblocks(after, before, changed)
+    assert motion.main_shifts()[0] == shift
+    assert_exact(motion.vectors, before, after, changed & ~motion.new)
+    # New: what came into view, and blocks holding the colour's edges (in the picture before or now).
+    edges = np.zeros((2 * H, W), bool)
+    edges[228:303, 198:363] = True
+    edges[232:299, 202:359] = False
+    near = [np.ascontiguousarray(edges[80 - y : 80 - y + H, 40 - x : 40 - x + W - 64]) for x, y in ((0, 0), shift)]
+    near_edges = (near[0] | near[1]).reshape(H // MB, MB, (W - 64) // MB, MB).any(axis=(1, 3))
+    columns = changed.shape[1]
+    came_in = np.zeros_like(changed)  # blocks whose source lies outside the picture before
+    came_in[: -(-dy // MB)] |= dy > 0
+    came_in[(H + dy) // MB :] |= dy < 0
+    came_in[:, : -(-dx // MB)] |= dx > 0
+    came_in[:, (columns * MB + dx) // MB :] |= dx < 0
+    assert not (motion.new & ~near_edges & ~came_in).any(), np.argwhere(motion.new & ~near_edges & ~came_in)
+    assert motion.new[near_edges & ~came_in].any(), "the colour's edges do not copy under half a sample"
+    # Those the shift copies in luma are counted as blurred (x264's residual does them cheaper than our intra).
+    luma = np.array([[np.array_equal(after[0][r * MB : r * MB + MB, c * MB : c * MB + MB],
+                                     before[0][r * MB - dy : r * MB - dy + MB, c * MB - dx : c * MB - dx + MB])
+                      for c in range(columns)] for r in range(changed.shape[0])]) & ~came_in
+    assert motion.blurred == int((luma & motion.new).sum()) > 0
+
+
+def test_new_area_is_the_box_of_each_run_of_rows_with_new_blocks() -> None:
+    new = np.zeros((8, 10), bool)
+    assert new_area(new) == 0
+    new[1, 2] = new[2, 7] = True  # one run of rows, columns 2 to 7
+    new[5, 4] = True  # another
+    assert new_area(new) == 2 * 6 + 1
+
+
 def test_previous_shifts_are_tried_first_and_nothing_changed_is_nothing() -> None:
     white = np.full((H, W, 4), 255, np.uint8)
     before, after = planes(box_on(white, 100, 100)), planes(box_on(white, 120, 100))
@@ -180,8 +222,8 @@ def test_lossy_blocks_are_carried_as_defined_on_random_motion(seed: int) -> None
     lossy, new = rng.random((rows, columns)) < 0.3, rng.random((rows, columns)) < 0.2
     vectors = np.zeros((rows, columns, 2), np.int32)
     for r, c in np.argwhere(rng.random((rows, columns)) < 0.5):
-        # A source anywhere inside the picture, on or off the grid (even, as the search gives).
-        y, x = int(rng.integers(0, rows * MB - MB + 1)) // 2 * 2, int(rng.integers(0, columns * MB - MB + 1)) // 2 * 2
+        # A source anywhere inside the picture, on or off the grid, odd or even.
+        y, x = int(rng.integers(0, rows * MB - MB + 1)), int(rng.integers(0, columns * MB - MB + 1))
         vectors[r, c] = (c * MB - x, r * MB - y)
     moved = (vectors != 0).any(axis=2)
     new &= ~moved  # a block is moved or new, never both
@@ -196,23 +238,24 @@ def test_lossy_blocks_are_carried_as_defined_on_random_motion(seed: int) -> None
         carried(lossy[:, :-1], Motion(vectors, new, {(1, 1): 1}))
 
 
+def averaged(chroma: np.ndarray, shift: tuple[int, int]) -> np.ndarray:
+    """A chroma plane as a decoder predicts it under the luma shift `shift` (8.4.2.2.2), wrapping at the edges."""
+    vx, vy = -4 * shift[0], -4 * shift[1]
+    fx, fy = vx & 7, vy & 7
+    a = np.roll(chroma, (-(vy >> 3), -(vx >> 3)), axis=(0, 1)).astype(np.int32)
+    b, c = np.roll(a, -1, axis=1), np.roll(a, -1, axis=0)
+    d = np.roll(b, -1, axis=0)
+    return np.asarray(((8 - fx) * (8 - fy) * a + fx * (8 - fy) * b + (8 - fx) * fy * c + fx * fy * d + 32) >> 6,
+                      np.uint8)
+
+
 def _equal_by_definition(now: list[np.ndarray], before: list[np.ndarray], rows: tuple[int, int],
                          columns: tuple[int, int], shift: tuple[int, int]) -> np.ndarray:
-    """Block by block, all three planes: True where the block equals the reference's moved by `shift`."""
-    dx, dy = shift
+    """Block by block, all three planes: True where the block is what a decoder copies from the reference."""
     out = np.zeros((rows[1] - rows[0], columns[1] - columns[0]), bool)
     for r in range(*rows):
         for c in range(*columns):
-            same = True
-            for index, plane in enumerate(now):
-                size, scale = (MB, 1) if index == 0 else (MB // 2, 2)
-                y, x, sy, sx = r * size, c * size, r * size - dy // scale, c * size - dx // scale
-                if not (0 <= sy and sy + size <= plane.shape[0] and 0 <= sx and sx + size <= plane.shape[1]):
-                    same = False
-                    break
-                same &= bool(np.array_equal(plane[y : y + size, x : x + size], before[index][sy : sy + size,
-                                                                                              sx : sx + size]))
-            out[r - rows[0], c - columns[0]] = same
+            out[r - rows[0], c - columns[0]] = copies_exactly(now, before, r, c, shift)
     return out
 
 
@@ -220,12 +263,17 @@ def _equal_by_definition(now: list[np.ndarray], before: list[np.ndarray], rows: 
 def test_the_block_check_is_the_definitions(seed: int) -> None:
     """The C check (media/_blocks.c) against the definition, on pictures where many blocks match under the shift
     (a moved copy with a few samples of one plane or another changed), for shifts inside and reaching past the
-    picture's edges, on planes whose rows are wider than the picture (a view) as well as packed ones."""
+    picture's edges, on planes whose rows are wider than the picture (a view) as well as packed ones. Every third
+    seed moves by an even shift; the others by odd ones (one direction or both), with the current chroma made as
+    the decoder averages the reference's across half a sample, so detail matches only by the exact average."""
     from framestream.media.motion import _equal_blocks
     rng = np.random.default_rng(seed)
     before = planes(textured(seed))
     dx, dy = (int(v) * 2 for v in rng.integers(-120, 120, 2))
     now = planes(np.roll(textured(seed), (dy, dx), axis=(0, 1)))
+    if seed % 3:
+        dx, dy = dx + 1, dy + (seed % 3 - 1)
+        now = [np.roll(before[0], (dy, dx), axis=(0, 1)), *(averaged(p, (dx, dy)) for p in before[1:])]
     for plane in now:  # single samples changed: blocks that differ in one plane alone
         for _ in range(8):
             plane[int(rng.integers(0, plane.shape[0])), int(rng.integers(0, plane.shape[1]))] ^= 0x40
@@ -233,17 +281,19 @@ def test_the_block_check_is_the_definitions(seed: int) -> None:
         now = [np.pad(p, ((0, 0), (0, 32)))[:, : p.shape[1]] for p in now]
     rows = (int(rng.integers(0, H // MB // 2)), int(rng.integers(H // MB // 2, H // MB + 1)))
     columns = (int(rng.integers(0, W // MB // 2)), int(rng.integers(W // MB // 2, W // MB + 1)))
-    for shift in [(dx, dy), (0, 0), (dx, 0), (-W, 0), (0, H + 2)]:
+    for shift in [(dx, dy), (0, 0), (dx, 0), (0, dy), (-W, 0), (0, H + 2), (W - MB + 1, 0), (0, -H + MB + 1)]:
         got = _equal_blocks(now, before, rows, columns, shift)
         assert np.array_equal(got, _equal_by_definition(now, before, rows, columns, shift)), shift
-    assert _equal_blocks(now, before, (0, H // MB), (0, W // MB), (dx, dy)).any()  # the moved copy is found
+    found = _equal_blocks(now, before, (0, H // MB), (0, W // MB), (dx, dy))
+    assert found.any()  # the moved copy is found
+    if seed % 3:  # the chroma of the even shift either side is not the average
+        for wrong in [(dx - 1, dy), (dx + 1, dy)] if dy % 2 == 0 else [(dx, dy - 1), (dx, dy + 1)]:
+            assert not _equal_blocks(now, before, (0, H // MB), (0, W // MB), wrong).any()
 
 
 def test_the_block_check_refuses_what_it_cannot_read() -> None:
     from framestream.media.motion import _equal_blocks
     now = planes(textured(1))
-    with pytest.raises(ValueError):
-        _equal_blocks(now, now, (0, 2), (0, 2), (3, 0))  # an odd shift: chroma would not move by whole samples
     with pytest.raises(ValueError):
         _equal_blocks(now, now, (0, H // MB + 1), (0, 2), (0, 0))  # rows past the picture
     with pytest.raises(ValueError):

@@ -2,7 +2,8 @@
 Chromium and Firefox ESR (over WebDriver BiDi) decode the stream of a box carried across white with a counter, as
 the service sends it to an H.264-only viewer, and the canvas shows each picture: the box where it is, white where
 it was, and the whole picture close to its source. Then a scrolled text page, whose new rows go as P pictures of
-their band (media/inter_band.py): every picture close to its source.
+their band (media/inter_band.py), and grey text scrolled by odd steps (chroma vectors of half a sample): every
+picture close to its source.
 
 The stream is made here by the real encoder (libx264 for the IDR and the counter's rows, our slices for the rest);
 the page the decoder runs in is served on 127.0.0.1 (a secure context, as WebCodecs needs). Last, small changes amid
@@ -21,7 +22,7 @@ import pytest
 
 from framestream.media.encoder import H264Encoder
 from tests.media.test_inter_band import Bands, band_p_slices, scrolled
-from tests.media.test_moved_pictures import BOX, COPIES, Run, box_page, changed_rect, ours, text_page
+from tests.media.test_moved_pictures import BOX, COPIES, Run, box_page, changed_rect, odd_scroll, ours, text_page
 from tests.web.browser import BrowserTab, Page, close_to
 from tests.web.firefox import Tab
 
@@ -91,6 +92,16 @@ def scroll_stream(monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[bytes], li
         return run.encoder.codec_string, [p.data for p in run.pictures], sources
 
 
+def odd_scroll_stream() -> tuple[str, list[bytes], list[np.ndarray]]:
+    """(codec string, access units, source pictures as RGB) of grey text scrolled by odd steps, as at dpr 1: copies
+    whose chroma vectors are half a sample."""
+    run, _ = odd_scroll()
+    run.close()
+    assert all(ours(p) for p in run.pictures[2:]), "odd steps over grey text went as copies"
+    assert run.encoder.codec_string is not None
+    return run.encoder.codec_string, [p.data for p in run.pictures], [i420_to_rgb(s) for s in run.sources]
+
+
 def bands_stream(monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[bytes], list[np.ndarray]]:
     """(codec string, access units, source pictures as RGB) of small changes amid text, as bands of their rows
     (media/moved_pictures.py `plan`): a spinner, then letters typed into a field, each few refined by a P picture of
@@ -155,6 +166,7 @@ async def decode_in(tab: BrowserTab, base: str, monkeypatch: pytest.MonkeyPatch)
 
 
     await shown_in(tab, base, *scroll_stream(monkeypatch))
+    await shown_in(tab, base, *odd_scroll_stream())
     await shown_in(tab, base, *bands_stream(monkeypatch))
 
 
