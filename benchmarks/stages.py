@@ -43,7 +43,9 @@ from framestream.media.picture import KIND_PATCH, PatchGate, Picture
 
 PAGES = {"move": ("bench", "move_box.html"), "scroll": ("bench", "scroll_fast.html"),
          "spinner": ("bench", "patch_spinner.html"), "small": ("bench", "patch_box.html"),
-         "animated": ("tests", "animated.html"), "rest": ("bench", "scroll_fast.html?rest")}
+         "animated": ("tests", "animated.html"), "rest": ("bench", "scroll_fast.html?rest"),
+         "odd": ("bench", "scroll_fast.html?step=3.5"), "grey": ("bench", "scroll_fast.html?grey"),
+         "grey-odd": ("bench", "scroll_fast.html?grey&step=3.5")}
 STAGES = ("grab", "compare", "convert", "motion", "slices", "x264", "png")
 
 
