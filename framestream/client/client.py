@@ -28,6 +28,7 @@ from framestream.client.http import Download, FrameInfo, FramesApi, HttpStep, Sc
 from framestream.client.recordings import RecordingsApi
 from framestream.client.view import FrameView
 from framestream.core.wire import (
+    ClientMessage,
     DialogAnswer,
     Input,
     InputEvent,
@@ -201,16 +202,26 @@ class Client:
             raise ClientError("this client has no grants: connect with grants= or key=")
         return await grant_for(self._grants, frame)
 
+    async def _step(self, frame: str, grant: str | None, message: Callable[[str, int], ClientMessage],
+                    timeout: float = 30.0) -> Step:
+        """Send `message(grant, seq)` and wait for its ack, all within `timeout` s. While the socket reconnects the
+        step waits for it first: its one-step grant is minted and its `sent_us` read only then, so a picture
+        after `sent_us` is one after the step."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        await self.connection.until_connected(timeout)
+        token = await self._grant(frame, grant)
+        sent_us = _now_us()
+        left = max(0.0, deadline - asyncio.get_running_loop().time())
+        answer = await self.connection.request(lambda seq: message(token, seq), left)
+        return Step(frame, int(answer["seq"]), sent_us, _now_us())
+
     async def send(self, frame: str, events: Sequence[InputEvent], *, grant: str | None = None,
                    timeout: float = 30.0) -> Step:
         """Apply `events` as one step; returns once acknowledged. Raises `Superseded`, `Forbidden`, `Expired`,
         `RateLimited`, `UnknownFrame`, `BadInput`... as the service answers."""
         if not 1 <= len(events) <= 256:
             raise ValueError("a step has 1 to 256 events")
-        token = await self._grant(frame, grant)
-        sent_us = _now_us()
-        answer = await self.connection.request(lambda seq: Input(frame, token, seq, tuple(events)), timeout)
-        return Step(frame, int(answer["seq"]), sent_us, _now_us())
+        return await self._step(frame, grant, lambda token, seq: Input(frame, token, seq, tuple(events)), timeout)
 
     async def click(self, frame: str, x: float, y: float, *, button: MouseButton = "left", modifiers: int = 0,
                     grant: str | None = None) -> Step:
@@ -240,49 +251,36 @@ class Client:
     async def navigate(self, frame: str, url: str | None = None, *, action: NavigateAction | None = None,
                        grant: str | None = None, timeout: float = 40.0) -> Step:
         """Load `url` in the active page, or go back, forward or reload; returns once committed."""
-        token = await self._grant(frame, grant)
-        sent_us = _now_us()
-        answer = await self.connection.request(lambda seq: Navigate(frame, token, seq, url, action), timeout)
-        return Step(frame, int(answer["seq"]), sent_us, _now_us())
+        return await self._step(frame, grant, lambda token, seq: Navigate(frame, token, seq, url, action), timeout)
 
     async def page(self, frame: str, action: PageAction, page: str, *, grant: str | None = None) -> Step:
         """Activate, close or reload one of the frame's pages (ids from `view.state.pages`)."""
-        token = await self._grant(frame, grant)
-        sent_us = _now_us()
-        answer = await self.connection.request(lambda seq: PageRequest(frame, token, seq, action, page))
-        return Step(frame, int(answer["seq"]), sent_us, _now_us())
+        return await self._step(frame, grant, lambda token, seq: PageRequest(frame, token, seq, action, page))
 
     async def answer_dialog(self, frame: str, dialog: str, accept: bool, text: str | None = None, *,
                             grant: str | None = None) -> Step:
         """OK (`accept`) or Cancel an open dialog (ids from `view.dialogs`); `text` answers a prompt."""
-        token = await self._grant(frame, grant)
-        sent_us = _now_us()
-        answer = await self.connection.request(lambda seq: DialogAnswer(frame, token, seq, dialog, accept, text))
-        return Step(frame, int(answer["seq"]), sent_us, _now_us())
+        return await self._step(frame, grant,
+                                lambda token, seq: DialogAnswer(frame, token, seq, dialog, accept, text))
 
     # -- handing over -------------------------------------------------------------------------------------------
 
     async def take_over(self, frame: str, *, grant: str | None = None) -> Step:
         """Take the frame with a person's grant (not a one-step grant) without acting on the page: agent steps are
         refused `taken-over` until `release`, FRAMESTREAM_PERSON_HOLD_S without input, or this connection ends."""
-        token = await self._grant(frame, grant)
-        sent_us = _now_us()
-        answer = await self.connection.request(lambda seq: TakeOver(frame, token, seq))
-        return Step(frame, int(answer["seq"]), sent_us, _now_us())
+        return await self._step(frame, grant, lambda token, seq: TakeOver(frame, token, seq))
 
     async def release(self, frame: str, note: str = "", *, grant: str | None = None) -> Step:
         """Hand the frame back (the driver only): nobody drives, every watcher gets `control` with the note, and
         an open request for help is answered with it."""
-        token = await self._grant(frame, grant)
-        sent_us = _now_us()
-        answer = await self.connection.request(lambda seq: Release(frame, token, seq, note))
-        return Step(frame, int(answer["seq"]), sent_us, _now_us())
+        return await self._step(frame, grant, lambda token, seq: Release(frame, token, seq, note))
 
     async def request_help(self, frame: str, reason: str, timeout: float = 300.0) -> str | None:
         """Ask a person to take the frame over (a login, a CAPTCHA, a payment), under a one-step grant; returns
         their note once they hand it back, or None when nobody did within `timeout` seconds (1 to 3600). Raises
         ClientError when the request was cancelled (a newer request on the frame, the frame deleted)."""
         timeout_s = max(1, min(3600, math.ceil(timeout)))
+        await self.connection.until_connected()
         token = await self._grant(frame, None)
         ended: dict[str, dict[str, Any]] = {}  # help-ended by request id: it may arrive before our ack is read
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -1,8 +1,9 @@
 """The WebSocket: hello, one reader task, answers matched by `seq`, and reconnection with re-watching.
 
 One reader task reads every message and hands it to the frame's `FrameView` (pictures are decoded there, in
-order). When the socket drops, steps waiting for an answer fail with `ConnectionLost`, and the same task
-reconnects with exponential backoff, says hello with a fresh token and watches the same frames again. The
+order). When the socket drops, steps waiting for an answer fail with `ConnectionLost` (they may have been applied),
+and the same task reconnects with exponential backoff, says hello with a fresh token and watches the same frames
+again; a step begun meanwhile waits for that (`until_connected`) and is sent then. The
 service closes a connection whose token expired (4401): with a token source that mints (a callable), a refresh
 task sends a fresh token (`refresh`) before each expires.
 `close()` ends the task and the socket: nothing is left running.
@@ -76,6 +77,7 @@ class Connection:
         self._slots: dict[int, FrameView] = {}
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
         self._connected = asyncio.Event()
+        self._state = asyncio.Condition()  # notified when the socket opens or the connection ends for good
         self._closing = False
         self.welcome: dict[str, Any] = {}
         self.connects = 0  # how many times a socket was opened (1 + reconnects)
@@ -115,6 +117,7 @@ class Connection:
         self.connects += 1
         self._connected.set()
         self._keep_fresh(token)
+        await self._announce()
 
     def _keep_fresh(self, token: str) -> None:
         """With a minting token source, refresh the connection's token before it expires."""
@@ -155,6 +158,7 @@ class Connection:
             self._drop(ConnectionLost(f"the socket closed ({code})"))
             if not self.reconnect or code in _FATAL_CLOSE:
                 self.closed_reason = error_for(_FATAL_CLOSE.get(code or 0, "internal"), f"closed with {code}")
+                await self._announce()
                 return
             await self._reconnect()
 
@@ -166,6 +170,7 @@ class Connection:
                 await self._connect()
             except Unauthorized as exc:
                 self.closed_reason = exc
+                await self._announce()
                 return
             except (OSError, aiohttp.ClientError, TimeoutError, ServiceError, ClientError) as exc:
                 log.debug("reconnect to %s failed: %s", self.ws_url, exc)
@@ -201,6 +206,30 @@ class Connection:
             await stop_task(self._reader)
             self._reader = None
         self._drop(ConnectionLost("the client was closed"))
+        await self._announce()
+
+    async def _announce(self) -> None:
+        async with self._state:
+            self._state.notify_all()
+
+    def _open(self) -> bool:
+        return self._ws is not None and not self._ws.closed
+
+    async def until_connected(self, timeout: float = 30.0) -> None:
+        """Return once the socket is open: at once, or when the reconnect under way has said hello (within
+        `timeout` s). A step not yet sent is safe to send then; one in flight when the socket dropped failed with
+        `ConnectionLost`, since it may have been applied. Raises `ConnectionLost` when the connection was closed or
+        given up (a refused token, `reconnect=False`), or did not come back in time."""
+        def settled() -> bool:
+            return self._open() or self._closing or self.closed_reason is not None or not self.reconnect
+
+        try:
+            async with asyncio.timeout(timeout), self._state:
+                await self._state.wait_for(settled)
+        except TimeoutError:
+            raise ConnectionLost(f"not reconnected within {timeout:g} s") from None
+        if not self._open():
+            raise ConnectionLost(f"not connected ({self.closed_reason or 'closed'})")
 
     async def wait_connected(self, timeout: float = 30.0) -> None:
         async with asyncio.timeout(timeout):
@@ -265,7 +294,9 @@ class Connection:
     async def watch(self, frame: str, *, decode: bool = True, video: bool = True, timeout: float = 60.0,
                     ) -> FrameView:
         """Watch `frame`: returns once its `video-config` arrived, or without `video` its `frame-state`
-        (`UnknownFrame`, `Forbidden`... otherwise). A watched frame's pictures go on or off as `video` says."""
+        (`UnknownFrame`, `Forbidden`... otherwise). A watched frame's pictures go on or off as `video` says.
+        While the socket reconnects, it waits for that first."""
+        await self.until_connected(timeout)
         view = self.views.get(frame)
         if view is not None and view.video == video and (view.config if video else view.state) is not None:
             return view

@@ -1,5 +1,5 @@
-"""framestream.client's connection: it reconnects after the service restarts and re-watches, and closing it leaves
-no task and no socket behind."""
+"""framestream.client's connection: it reconnects after the service restarts and re-watches, a step begun while it
+is away is sent once it is back, and closing it leaves no task and no socket behind."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from framestream.client import Client, ConnectionLost, SandboxKey
+from framestream.client import Client, ConnectionLost, SandboxKey, steps
 from tests.client.agent_page import BUTTON, GREY, RED, near
 from tests.fixtures import service_fixture
 from tests.silent_path import SilentPath
@@ -26,17 +26,42 @@ async def test_reconnects_after_the_service_restarts_and_watches_again(service: 
         await view.picture_after(0, where=lambda p: near(p.pixel(*BUTTON, dpr=2), GREY))
         await asyncio.to_thread(service.stop)
         await view.wait_for(lambda v: v.config is None)  # the socket went
-        with pytest.raises(ConnectionLost):
-            await client.click(frame, *BUTTON)
+        # A step begun now waits for the reconnect, not fails: it was never sent, so sending it later is safe.
+        click = asyncio.create_task(client.send(frame, steps.click(*BUTTON), timeout=120))
         restarted_us = time.time_ns() // 1000  # every picture of the new service is captured after this
         await asyncio.to_thread(service.start)
-        await client.connection.wait_connected()
+        step = await click
         assert client.connection.connects == 2
+        assert step.sent_us >= restarted_us, "sent (and its grant minted) once the socket was back"
         await view.wait_for(lambda v: v.config is not None, timeout=60)
-        # Pictures flow again on the same view, and steps work again.
-        await view.picture_after(restarted_us, where=lambda p: near(p.pixel(*BUTTON, dpr=2), GREY), timeout=60)
-        step = await client.click(frame, *BUTTON)
-        await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(*BUTTON, dpr=2), RED))
+        # Pictures flow again on the same view, and the step's picture shows it applied.
+        await view.picture_after(step.sent_us, where=lambda p: near(p.pixel(*BUTTON, dpr=2), RED), timeout=60)
+
+
+async def test_a_step_waiting_for_the_reconnect_fails_when_the_client_closes_or_gives_up(
+        service: Service, key: SandboxKey) -> None:
+    [frame] = service.frame_ids()
+    try:
+        client = await Client.connect(service.base, key=key, backoff=(0.05, 0.5))
+        view = await client.watch(frame)
+        await asyncio.to_thread(service.stop)
+        await view.wait_for(lambda v: v.config is None)
+        waiting = asyncio.create_task(client.click(frame, *BUTTON))
+        await client.close()
+        with pytest.raises(ConnectionLost):
+            await waiting
+        # Without reconnecting, a step after the socket went fails at once.
+        await asyncio.to_thread(service.start)
+        async with await Client.connect(service.base, key=key, reconnect=False) as once:
+            await once.watch(frame)
+            await asyncio.to_thread(service.stop)
+            with pytest.raises(ConnectionLost):
+                await once.connection.until_connected(60)  # given up once the socket closed
+            with pytest.raises(ConnectionLost):
+                await once.click(frame, *BUTTON)
+    finally:
+        if service.proc is None or service.proc.poll() is not None:
+            await asyncio.to_thread(service.start)
 
 
 async def test_closing_leaves_no_task_and_no_socket(service: Service, key: SandboxKey) -> None:
