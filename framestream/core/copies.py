@@ -65,9 +65,9 @@ class CopiesRule:
 
     def take(self, *, behind: bool, moved: int, new: int, blocks: int, new_rows: int, rows: int,
              blurred: int = 0) -> bool:
-        """Whether a search that found `moved` macroblocks moved and new ones for which x264 would encode `new`
-        (of `blocks`; in `new_rows` of the picture's `rows`), `blurred` of them moved by an odd shift in luma but
-        not in chroma, goes out as a picture of copies."""
+        """Whether a search that found `moved` macroblocks moved and `new` new (of `blocks`; in `new_rows` of the
+        picture's `rows`), `blurred` of them moved by an odd shift in luma but not in chroma, goes out as a picture
+        of copies."""
         # Much new beside what moved (a box moved by an odd shift: its edges) is cheaper as x264's residual than as
         # intra blocks: as copies a box swinging at dpr 1 took 7 times x264's bytes. Such a picture starts no
         # copies, and while they go on 3 in 8 would stop them, but going back costs an IDR (the whole picture

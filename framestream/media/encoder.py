@@ -36,7 +36,7 @@ from framestream.core.h264 import choose_level, codec_string_from_access_unit
 from framestream.core.h264_bits import H264SyntaxError
 from framestream.core.quantizer import QuantizerPolicy, QuantizerRange
 from framestream.media.inter_band import INTER_BAND_OPTIONS
-from framestream.media.motion import Motion, carried, moved_macroblocks, new_area, runs, spread
+from framestream.media.motion import Motion, carried, moved_macroblocks, runs, spread
 from framestream.media.moved_pictures import MovedPictures, stream_headers
 from framestream.media.rects import clip
 from framestream.media.x264 import ConstantQuantizer, ConstantRateFactor, X264Encoder, unchanged_map
@@ -309,7 +309,7 @@ class H264Encoder:
         motion = moved_macroblocks(self._planes, self._reference_planes, changed, self._shifts,
                                    self._unexplained if self._pts % 8 else None)
         if not self._copies.take(behind=self._x264_behind, moved=sum(motion.taken.values()),
-                                 new=new_area(motion.new), blocks=motion.new.size,
+                                 new=int(np.count_nonzero(motion.new)), blocks=motion.new.size,
                                  new_rows=int(motion.new.any(axis=1).sum()), rows=changed.shape[0],
                                  blurred=motion.blurred):
             return None

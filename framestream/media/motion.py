@@ -68,17 +68,6 @@ def runs(flags: npt.ArrayLike) -> list[tuple[int, int]]:
     return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
 
 
-def new_area(new: npt.NDArray[np.bool_]) -> int:
-    """Macroblocks x264 encodes for the `new` ones in a picture of copies: each run of rows holding any as the box
-    from its first new column to its last (media/moved_pictures.py `plan`). Scattered new blocks (coloured words
-    moved by an odd shift, whose chroma a decoder's copy would blur) cost whole boxes of intra blocks."""
-    area = 0
-    for top, bottom in runs(new.any(axis=1)):
-        columns = np.flatnonzero(new[top:bottom].any(axis=0))
-        area += (bottom - top) * (int(columns[-1]) + 1 - int(columns[0]))
-    return area
-
-
 def _profile(plane: npt.NDArray[np.uint8], axis: int) -> npt.NDArray[np.float32]:
     """Sums along `axis` (0: one per column, 1: one per row)."""
     summed = cv2.reduce(plane, axis, cv2.REDUCE_SUM, dtype=cv2.CV_32S)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from framestream.media.encoder import _i420_planes
-from framestream.media.motion import MB, Motion, carried, moved_macroblocks, new_area, spread
+from framestream.media.motion import MB, Motion, carried, moved_macroblocks, spread
 from tests.media.decoded_copy import copies_exactly
 
 W, H = 480, 320
@@ -173,14 +173,6 @@ def test_grey_text_and_flat_colour_moved_by_an_odd_shift_copy_but_for_the_colour
                                      before[0][r * MB - dy : r * MB - dy + MB, c * MB - dx : c * MB - dx + MB])
                       for c in range(columns)] for r in range(changed.shape[0])]) & ~came_in
     assert motion.blurred == int((luma & motion.new).sum()) > 0
-
-
-def test_new_area_is_the_box_of_each_run_of_rows_with_new_blocks() -> None:
-    new = np.zeros((8, 10), bool)
-    assert new_area(new) == 0
-    new[1, 2] = new[2, 7] = True  # one run of rows, columns 2 to 7
-    new[5, 4] = True  # another
-    assert new_area(new) == 2 * 6 + 1
 
 
 def test_previous_shifts_are_tried_first_and_nothing_changed_is_nothing() -> None:
