@@ -76,7 +76,6 @@ class Connection:
         self.views: dict[str, FrameView] = {}
         self._slots: dict[int, FrameView] = {}
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
-        self._connected = asyncio.Event()
         self._state = asyncio.Condition()  # notified when the socket opens or the connection ends for good
         self._closing = False
         self.welcome: dict[str, Any] = {}
@@ -115,7 +114,6 @@ class Connection:
         self.welcome = welcome
         self._ws = ws
         self.connects += 1
-        self._connected.set()
         self._keep_fresh(token)
         await self._announce()
 
@@ -181,7 +179,6 @@ class Connection:
             return
 
     def _drop(self, error: ClientError) -> None:
-        self._connected.clear()
         self._ws = None
         self._slots.clear()
         futures: list[asyncio.Future[Any]] = [*self._pending.values(), *self._watch_errors.values()]
@@ -232,8 +229,9 @@ class Connection:
             raise ConnectionLost(f"not connected ({self.closed_reason or 'closed'})")
 
     async def wait_connected(self, timeout: float = 30.0) -> None:
-        async with asyncio.timeout(timeout):
-            await self._connected.wait()
+        """Wait for the socket, however long the connection keeps trying (TimeoutError after `timeout` s)."""
+        async with asyncio.timeout(timeout), self._state:
+            await self._state.wait_for(self._open)
 
     # -- messages in --------------------------------------------------------------------------------------------
 
